@@ -1,0 +1,178 @@
+"""The contract between the PDS and congestion management (sans-IO).
+
+The PDS owns reliability; it asks a per-PDC :class:`SenderCongestion` which EV to put on
+each packet and whether the window or credit allows another packet, and it reports every
+send, ACK, NACK and timeout back to it. On the receive side a per-PDC
+:class:`ReceiverCongestion` fills the congestion state of ACK_CC packets and may ask for
+CREDIT control packets (RCCC).
+
+``NullSenderCongestion`` / ``NullReceiverCongestion`` are the "no congestion control"
+implementations: one fixed EV, a fixed window. The real selectors (fixed, oblivious,
+bitmap, REPS) and algorithms (NSCC, RCCC) live in sibling modules and are built by
+``uet.cms.factory.make_sender`` / ``make_receiver`` from a :class:`CmsConfig`.
+
+All times are integer picoseconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from uet.wire.records import PdsAckCc
+
+
+@dataclass(slots=True)
+class AckFeedback:
+    """What one ACK / ACK_CC told the sender, digested by the PDS."""
+
+    ev: int  # EV echoed in the ACK (the EV of the packet that triggered it)
+    ecn_echo: bool  # ACK's M flag
+    newly_acked_bytes: int  # payload bytes of PSNs acknowledged for the first time
+    newly_acked_packets: int
+    rtt_sample: int | None  # ps; None when the triggering packet was retransmitted
+    in_flight_bytes: int  # after this ACK was applied
+    ack_cc: PdsAckCc | None = None  # the raw ACK_CC (for NSCC state / credit), else None
+    retx: bool = False  # the ACK answers a retransmitted packet
+
+
+@dataclass(slots=True)
+class NackFeedback:
+    ev: int
+    code: int  # NackCode
+    nbytes: int  # payload bytes of the NACKed packet
+    ecn_echo: bool = False
+
+
+class SenderCongestion(Protocol):
+    """Per-PDC sender side: EV selection plus window or credit."""
+
+    def choose_ev(self, now: int) -> int:
+        """EV (16 bits) for the next data packet of this PDC."""
+
+    def can_send(self, now: int, nbytes: int, in_flight_bytes: int) -> bool:
+        """May a new (not retransmitted) packet of ``nbytes`` payload go now?"""
+
+    def on_send(self, now: int, nbytes: int, ev: int, retx: bool) -> None: ...
+
+    def on_ack(self, now: int, fb: AckFeedback) -> None: ...
+
+    def on_nack(self, now: int, fb: NackFeedback) -> None: ...
+
+    def on_timeout(self, now: int, ev: int, nbytes: int) -> None: ...
+
+    def on_credit(self, now: int, credit: int) -> None:
+        """A CREDIT control packet or credit state in an ACK_CC arrived (RCCC)."""
+
+    def credit_target(self) -> int:
+        """Bytes this sender still wants (``credit_target`` of CC requests); 0 if unused."""
+
+    def next_deadline(self) -> int | None:
+        """When the CC wants ``handle_timer`` (e.g. pacing), or None."""
+
+    def handle_timer(self, now: int) -> None: ...
+
+    @property
+    def cwnd(self) -> int:
+        """Current window in bytes (for reports and plots)."""
+
+
+class ReceiverCongestion(Protocol):
+    """Per-PDC receiver side: ACK_CC state and RCCC credit."""
+
+    cc_type: int  # CcType written in ACK_CC
+
+    def on_data(self, now: int, nbytes: int, ecn_ce: bool, credit_target: int,
+                in_order: bool) -> None: ...
+
+    def fill_ack_cc(self, now: int, ack: PdsAckCc) -> None:
+        """Write the cc_type-specific state fields of an outgoing ACK_CC."""
+
+    def credit_grant(self, now: int) -> int:
+        """Credit (bytes) to send now in a CREDIT control packet, or 0."""
+
+
+@dataclass(slots=True)
+class CmsConfig:
+    """Congestion management settings of an end point (profiles and experiments set them).
+
+    ``ev_selector``: 'fixed' | 'oblivious' | 'bitmap' | 'reps'
+    ``algorithm``: 'none' | 'nscc' | 'rccc' | 'nscc+rccc'
+    """
+
+    ev_selector: str = "fixed"
+    ev_count: int = 128
+    algorithm: str = "none"
+    link_rate_bps: int = 100_000_000_000
+    base_rtt_ps: int = 14_020_000
+    mtu_payload: int = 4096
+    trimming: bool = True
+    max_window_bytes: int | None = None  # None: 1.5 x BDP
+    extra: dict = field(default_factory=dict)
+
+
+class NullSenderCongestion:
+    """No congestion control: a fixed EV and a fixed window of ``window_bytes``."""
+
+    def __init__(self, ev: int = 0, window_bytes: int = 1 << 30) -> None:
+        self.ev = ev & 0xFFFF
+        self.window_bytes = window_bytes
+
+    def choose_ev(self, now: int) -> int:
+        return self.ev
+
+    def can_send(self, now: int, nbytes: int, in_flight_bytes: int) -> bool:
+        return in_flight_bytes + nbytes <= self.window_bytes or in_flight_bytes == 0
+
+    def on_send(self, now: int, nbytes: int, ev: int, retx: bool) -> None:
+        pass
+
+    def on_ack(self, now: int, fb: AckFeedback) -> None:
+        pass
+
+    def on_nack(self, now: int, fb: NackFeedback) -> None:
+        pass
+
+    def on_timeout(self, now: int, ev: int, nbytes: int) -> None:
+        pass
+
+    def on_credit(self, now: int, credit: int) -> None:
+        pass
+
+    def credit_target(self) -> int:
+        return 0
+
+    def next_deadline(self) -> int | None:
+        return None
+
+    def handle_timer(self, now: int) -> None:
+        pass
+
+    @property
+    def cwnd(self) -> int:
+        return self.window_bytes
+
+
+class NullReceiverCongestion:
+    """Receiver side without congestion state: ACK_CC carries NSCC type with zeros
+    except ``rcvd_bytes`` and ``ooo_count``."""
+
+    cc_type = 0
+
+    def __init__(self) -> None:
+        self.rcvd_bytes = 0
+        self.ooo_count = 0
+
+    def on_data(self, now: int, nbytes: int, ecn_ce: bool, credit_target: int,
+                in_order: bool) -> None:
+        self.rcvd_bytes = (self.rcvd_bytes + nbytes) & 0xFFFFFF
+        if not in_order:
+            self.ooo_count = (self.ooo_count + 1) & 0xFFFF
+
+    def fill_ack_cc(self, now: int, ack: PdsAckCc) -> None:
+        ack.cc_type = self.cc_type
+        ack.rcvd_bytes = self.rcvd_bytes
+        ack.ooo_count = self.ooo_count
+
+    def credit_grant(self, now: int) -> int:
+        return 0

@@ -1,0 +1,1 @@
+"""One module per ``uet`` subcommand: ``add_arguments(parser)`` and ``run(args) -> int``."""
