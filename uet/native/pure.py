@@ -59,9 +59,7 @@ def _bytes_view(data: BytesLike, name: str = "data") -> bytes | bytearray | memo
     try:
         view = memoryview(data)
     except TypeError:
-        raise TypeError(
-            f"{name} must be a bytes-like object, not {type(data).__name__}"
-        ) from None
+        raise TypeError(f"{name} must be a bytes-like object, not {type(data).__name__}") from None
     if view.format != "B" or view.ndim != 1:
         view = view.cast("B")  # raises TypeError for non-contiguous buffers
     return view
@@ -446,7 +444,7 @@ class ReorderBuffer:
         max_distance: int = DEFAULT_MAX_DISTANCE,
     ) -> None:
         self._max_items = check_nonneg(max_items, "max_items", PSN_MASK)
-        self._max_bytes = check_nonneg(max_bytes, "max_bytes", U64_MASK)
+        self._max_bytes = check_nonneg(max_bytes, "max_bytes", 1 << 63)
         self._max_distance = check_nonneg(max_distance, "max_distance", MAX_DISTANCE)
         if max_items < 1 or max_distance < 1:
             raise ValueError("max_items and max_distance must be at least 1")
@@ -492,9 +490,7 @@ class ReorderBuffer:
             return InsertResult.OUT_OF_RANGE
         if psn in self._held:
             return InsertResult.DUPLICATE
-        if off and (
-            len(self._held) >= self._max_items or self._bytes + nbytes > self._max_bytes
-        ):
+        if off and (len(self._held) >= self._max_items or self._bytes + nbytes > self._max_bytes):
             return InsertResult.FULL
         self._held[psn] = (item, nbytes)
         self._bytes += nbytes

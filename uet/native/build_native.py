@@ -1,0 +1,114 @@
+"""cffi build script (API mode, out-of-line) for ``uet.native._uet_native``.
+
+Used by setuptools through ``cffi_modules`` in ``setup.py``, so ``pip install .`` and
+``pip install -e .`` compile it. It can also be run directly to build in place for a quick
+try (``python uet/native/build_native.py``). Extra compiler/linker flags (for instance
+``-fsanitize=address``, see ``benchmarks/native_asan.sh``) come from the environment
+variables ``UET_NATIVE_CFLAGS`` and ``UET_NATIVE_LDFLAGS``.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+
+from cffi import FFI
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+CDEF = """
+uint32_t uetn_ones_sum(const char *data, size_t len, uint32_t initial);
+uint32_t uetn_internet_checksum(const char *data, size_t len, uint32_t initial);
+int32_t uetn_ipv4_header_checksum(const char *hdr, size_t len);
+int32_t uetn_udp_checksum_ipv4(const char *src, size_t src_len, const char *dst,
+                               size_t dst_len, const char *udp, size_t udp_len);
+int32_t uetn_udp_checksum_ipv6(const char *src, size_t src_len, const char *dst,
+                               size_t dst_len, const char *udp, size_t udp_len);
+int32_t uetn_checksum_adjust(uint32_t csum, uint32_t old16, uint32_t new16);
+
+uint32_t uetn_crc32c(const char *data, size_t len, uint32_t crc);
+uint32_t uetn_crc32c_slicing8(const char *data, size_t len, uint32_t crc);
+uint32_t uetn_crc32c_sse42(const char *data, size_t len, uint32_t crc);
+int uetn_crc32c_uses_sse42(void);
+void uetn_init(void);
+
+typedef struct uetn_tracker {
+    uint32_t base;
+    uint32_t window;
+    uint32_t max_psn;
+    uint64_t ooo_count;
+    uint64_t received_count;
+    ...;
+} uetn_tracker;
+
+uetn_tracker *uetn_tracker_new(uint32_t start_psn, uint32_t window);
+void uetn_tracker_free(uetn_tracker *t);
+void uetn_tracker_reset(uetn_tracker *t, uint32_t start_psn);
+int uetn_tracker_mark(uetn_tracker *t, uint32_t psn);
+int uetn_tracker_is_received(const uetn_tracker *t, uint32_t psn);
+uint64_t uetn_tracker_sack_bitmap(const uetn_tracker *t, uint32_t base);
+int64_t uetn_tracker_mark_cumulative(uetn_tracker *t, uint32_t psn, uint32_t *out, size_t cap);
+int64_t uetn_tracker_mark_bitmap(uetn_tracker *t, uint32_t base, uint64_t bitmap,
+                                 uint32_t *out, size_t cap);
+int64_t uetn_tracker_missing(const uetn_tracker *t, uint32_t end, uint32_t limit,
+                             uint32_t *out, size_t cap);
+int64_t uetn_tracker_count_received_in(const uetn_tracker *t, uint32_t start, uint32_t n);
+
+typedef struct uetn_rob {
+    uint32_t next_psn;
+    uint32_t items;
+    uint64_t bytes;
+    uint64_t max_bytes;
+    uint32_t max_items;
+    uint32_t max_distance;
+    ...;
+} uetn_rob;
+
+uetn_rob *uetn_rob_new(uint32_t max_items, uint64_t max_bytes, uint32_t next_psn,
+                       uint32_t max_distance);
+void uetn_rob_free(uetn_rob *r);
+int uetn_rob_insert(uetn_rob *r, uint32_t psn, uint32_t handle, uint32_t nbytes);
+int uetn_rob_contains(const uetn_rob *r, uint32_t psn);
+int64_t uetn_rob_pop_ready(uetn_rob *r, uint32_t *out, size_t cap);
+int64_t uetn_rob_reset(uetn_rob *r, uint32_t next_psn, uint32_t *out, size_t cap);
+
+#define UETN_ERR_SHORT ...
+#define UETN_ERR_IHL ...
+#define UETN_ERR_IHL_LEN ...
+#define UETN_ERR_ADDR ...
+#define UETN_ERR_LONG ...
+#define UETN_ERR_RANGE ...
+#define UETN_ERR_WINDOW ...
+#define UETN_ERR_CAPACITY ...
+#define UETN_ERR_NOMEM ...
+"""
+
+
+def _relative(path: str) -> str:
+    """``path`` relative to the current directory when possible (setuptools prefers it)."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return path
+    return path if rel.startswith("..") else rel
+
+
+ffibuilder = FFI()
+ffibuilder.cdef(CDEF)
+ffibuilder.set_source(
+    "uet.native._uet_native",
+    '#include "uet_native.h"\n',
+    sources=[_relative(os.path.join(HERE, "uet_native.c"))],
+    include_dirs=[_relative(HERE)],
+    extra_compile_args=[
+        "-O2",
+        "-Wall",
+        "-Wextra",
+        *shlex.split(os.environ.get("UET_NATIVE_CFLAGS", "")),
+    ],
+    extra_link_args=shlex.split(os.environ.get("UET_NATIVE_LDFLAGS", "")),
+)
+
+if __name__ == "__main__":
+    # Build in place: the module lands next to the ``uet`` package's parent directory.
+    ffibuilder.compile(tmpdir=os.path.dirname(os.path.dirname(HERE)), verbose=True)

@@ -1,0 +1,453 @@
+"""C-backed implementation of the ``uet.native`` API (cffi extension ``uet.native._uet_native``).
+
+Importing this module raises ``ImportError`` when the extension was not built. Semantics,
+argument checks and exceptions are those of ``uet.native.pure``: the C code reports bad input
+with status codes, and on any such status (or a cffi conversion error) the wrapper re-runs the
+pure-Python check so that the exception type and message are the same.
+"""
+
+from __future__ import annotations
+
+from uet.native import pure
+from uet.native._common import (
+    DEFAULT_MAX_DISTANCE,
+    INSERT_RESULTS,
+    MARK_RESULTS,
+    MAX_COUNT_SPAN,
+    MAX_DISTANCE,
+    PSN_MASK,
+    U64_MASK,
+    BytesLike,
+    InsertResult,
+    MarkResult,
+    PsnWindowError,
+    check_nonneg,
+    check_u32,
+    check_window,
+    window_error,
+)
+from uet.native._uet_native import ffi, lib
+
+__all__ = [
+    "IMPLEMENTATION",
+    "InsertResult",
+    "MarkResult",
+    "PsnTracker",
+    "PsnWindowError",
+    "ReorderBuffer",
+    "checksum_adjust",
+    "crc32c",
+    "crc32c_impl",
+    "crc32c_slicing8",
+    "crc32c_sse42",
+    "internet_checksum",
+    "ipv4_header_checksum",
+    "ones_sum",
+    "udp_checksum_ipv4",
+    "udp_checksum_ipv6",
+]
+
+IMPLEMENTATION = "native"
+
+lib.uetn_init()
+
+_from_buffer = ffi.from_buffer
+_unpack = ffi.unpack
+_CONVERSION_ERRORS = (TypeError, OverflowError)
+
+
+def _buf(data: BytesLike) -> tuple[object, int]:
+    """``(pointer-compatible object, size in bytes)`` for a bytes-like object."""
+    if type(data) is bytes:
+        return data, len(data)
+    buf = _from_buffer(data)  # TypeError for non-buffers
+    return buf, len(buf)
+
+
+# --------------------------------------------------------------------------- checksums
+
+_ones_sum = lib.uetn_ones_sum
+_internet_checksum = lib.uetn_internet_checksum
+_ipv4_header_checksum = lib.uetn_ipv4_header_checksum
+_udp4 = lib.uetn_udp_checksum_ipv4
+_udp6 = lib.uetn_udp_checksum_ipv6
+_adjust = lib.uetn_checksum_adjust
+_crc32c = lib.uetn_crc32c
+
+
+def ones_sum(data: BytesLike, initial: int = 0) -> int:
+    """Folded (not complemented) one's-complement sum; see ``uet.native.pure.ones_sum``."""
+    try:
+        if type(data) is bytes:
+            return _ones_sum(data, len(data), initial)
+        buf = _from_buffer(data)
+        return _ones_sum(buf, len(buf), initial)
+    except _CONVERSION_ERRORS:
+        return pure.ones_sum(data, initial)
+
+
+def internet_checksum(data: BytesLike, initial: int = 0) -> int:
+    """RFC 1071 checksum, complemented (the header field value); see ``pure``."""
+    try:
+        if type(data) is bytes:
+            return _internet_checksum(data, len(data), initial)
+        buf = _from_buffer(data)
+        return _internet_checksum(buf, len(buf), initial)
+    except _CONVERSION_ERRORS:
+        return pure.internet_checksum(data, initial)
+
+
+def ipv4_header_checksum(hdr: BytesLike) -> int:
+    """IPv4 header checksum (checksum field taken as zero); see ``pure``."""
+    try:
+        buf, n = _buf(hdr)
+    except TypeError:
+        return pure.ipv4_header_checksum(hdr)
+    rc = _ipv4_header_checksum(buf, n)
+    return rc if rc >= 0 else pure.ipv4_header_checksum(hdr)
+
+
+def udp_checksum_ipv4(src: BytesLike, dst: BytesLike, udp: BytesLike) -> int:
+    """UDP checksum over the IPv4 pseudo-header; 0 is returned as 0xFFFF; see ``pure``."""
+    try:
+        s, sn = _buf(src)
+        d, dn = _buf(dst)
+        u, un = _buf(udp)
+    except TypeError:
+        return pure.udp_checksum_ipv4(src, dst, udp)
+    rc = _udp4(s, sn, d, dn, u, un)
+    return rc if rc >= 0 else pure.udp_checksum_ipv4(src, dst, udp)
+
+
+def udp_checksum_ipv6(src: BytesLike, dst: BytesLike, udp: BytesLike) -> int:
+    """UDP checksum over the IPv6 pseudo-header; 0 is returned as 0xFFFF; see ``pure``."""
+    try:
+        s, sn = _buf(src)
+        d, dn = _buf(dst)
+        u, un = _buf(udp)
+    except TypeError:
+        return pure.udp_checksum_ipv6(src, dst, udp)
+    rc = _udp6(s, sn, d, dn, u, un)
+    return rc if rc >= 0 else pure.udp_checksum_ipv6(src, dst, udp)
+
+
+def checksum_adjust(csum: int, old16: int, new16: int) -> int:
+    """RFC 1624 eqn. 3 incremental checksum update; see ``pure``."""
+    try:
+        rc = _adjust(csum, old16, new16)
+    except _CONVERSION_ERRORS:
+        return pure.checksum_adjust(csum, old16, new16)
+    return rc if rc >= 0 else pure.checksum_adjust(csum, old16, new16)
+
+
+def crc32c(data: BytesLike, crc: int = 0) -> int:
+    """CRC-32C (Castagnoli), chainable; SSE4.2 instruction when the CPU has it."""
+    try:
+        if type(data) is bytes:
+            return _crc32c(data, len(data), crc)
+        buf = _from_buffer(data)
+        return _crc32c(buf, len(buf), crc)
+    except _CONVERSION_ERRORS:
+        return pure.crc32c(data, crc)
+
+
+def _crc_variant(func):  # type: ignore[no-untyped-def]
+    def variant(data: BytesLike, crc: int = 0) -> int:
+        try:
+            buf, n = _buf(data)
+            return func(buf, n, crc)
+        except _CONVERSION_ERRORS:
+            return pure.crc32c(data, crc)
+
+    return variant
+
+
+#: The portable table-driven path, whatever the CPU (for tests and benchmarks).
+crc32c_slicing8 = _crc_variant(lib.uetn_crc32c_slicing8)
+#: The SSE4.2 path (falls back to slicing-by-8 on CPUs without it).
+crc32c_sse42 = _crc_variant(lib.uetn_crc32c_sse42)
+
+
+def crc32c_impl() -> str:
+    """Which CRC-32C code path ``crc32c`` uses: ``"sse4.2"`` or ``"slicing8"``."""
+    return "sse4.2" if lib.uetn_crc32c_uses_sse42() else "slicing8"
+
+
+# --------------------------------------------------------------------------- PSN tracker
+
+_t_mark = lib.uetn_tracker_mark
+_t_is_received = lib.uetn_tracker_is_received
+_t_sack_bitmap = lib.uetn_tracker_sack_bitmap
+_t_mark_cumulative = lib.uetn_tracker_mark_cumulative
+_t_mark_bitmap = lib.uetn_tracker_mark_bitmap
+_t_missing = lib.uetn_tracker_missing
+_t_count = lib.uetn_tracker_count_received_in
+_NULL = ffi.NULL
+
+
+class PsnTracker:
+    """C-backed ``PsnTracker``; see ``uet.native.pure.PsnTracker`` for the semantics."""
+
+    __slots__ = ("_out", "_t")
+
+    def __init__(self, start_psn: int, window: int = 128) -> None:
+        check_window(window)
+        check_u32(start_psn, "start_psn")
+        t = lib.uetn_tracker_new(start_psn, window)
+        if t == _NULL:
+            raise MemoryError("uetn_tracker_new failed")
+        self._t = ffi.gc(t, lib.uetn_tracker_free)
+        self._out = None  # uint32_t[window], allocated by the first bulk operation
+
+    def _outbuf(self):  # type: ignore[no-untyped-def]
+        out = self._out
+        if out is None:
+            out = self._out = ffi.new("uint32_t[]", self._t.window)
+        return out
+
+    def reset(self, start_psn: int) -> None:
+        """Forget everything: ``cack_psn = start_psn - 1``; counters back to zero."""
+        check_u32(start_psn, "start_psn")
+        lib.uetn_tracker_reset(self._t, start_psn)
+
+    @property
+    def window(self) -> int:
+        """Window size in PSNs (MP_RANGE)."""
+        return self._t.window
+
+    @property
+    def base(self) -> int:
+        """First PSN not yet received (``cack_psn + 1``)."""
+        return self._t.base
+
+    @property
+    def cack_psn(self) -> int:
+        """Cumulative PSN: every PSN up to and including it has been received."""
+        return (self._t.base - 1) & PSN_MASK
+
+    @property
+    def max_psn(self) -> int:
+        """Highest PSN received (serially), or ``cack_psn`` if none beyond it."""
+        return self._t.max_psn
+
+    @property
+    def ooo_count(self) -> int:
+        """Number of ``mark`` calls that returned NEW for a PSN other than ``base``."""
+        return self._t.ooo_count
+
+    @property
+    def received_count(self) -> int:
+        """Number of PSNs newly marked (by ``mark``, ``mark_cumulative``, ``mark_bitmap``)."""
+        return self._t.received_count
+
+    def mark(self, psn: int) -> MarkResult:
+        """Record the arrival of ``psn``; see ``MarkResult``."""
+        try:
+            return MARK_RESULTS[_t_mark(self._t, psn)]
+        except _CONVERSION_ERRORS:
+            check_u32(psn, "psn")
+            raise
+
+    def is_received(self, psn: int) -> bool:
+        """True if ``psn`` has been received (always for PSNs before ``base``)."""
+        try:
+            return bool(_t_is_received(self._t, psn))
+        except _CONVERSION_ERRORS:
+            check_u32(psn, "psn")
+            raise
+
+    def sack_bitmap(self, base: int) -> int:
+        """64-bit SACK bitmap from ``base`` (before the window: 1, beyond it: 0)."""
+        try:
+            return _t_sack_bitmap(self._t, base)
+        except _CONVERSION_ERRORS:
+            check_u32(base, "base")
+            raise
+
+    def count_received_in(self, start: int, n: int) -> int:
+        """How many of the ``n`` PSNs ``[start, start + n)`` are received (0 <= n <= 65536)."""
+        check_u32(start, "start")
+        check_nonneg(n, "n", MAX_COUNT_SPAN)
+        return _t_count(self._t, start, n)
+
+    def missing(self, limit: int = 64, end: int | None = None) -> list[int]:
+        """Un-received PSNs from ``base`` up to ``end`` (default ``max_psn``), at most ``limit``."""
+        check_nonneg(limit, "limit", MAX_COUNT_SPAN)
+        t = self._t
+        last = t.max_psn if end is None else check_u32(end, "end")
+        out = self._outbuf()
+        n = _t_missing(t, last, limit, out, len(out))
+        if n < 0:  # cannot happen: the span is clipped to the window
+            raise RuntimeError(f"uetn_tracker_missing failed ({n})")
+        return _unpack(out, n)
+
+    def mark_cumulative(self, psn: int) -> list[int]:
+        """Mark every PSN up to ``psn`` received; returns the newly marked, in order.
+
+        Raises ``PsnWindowError`` (a ``ValueError``) if ``psn`` is beyond the window.
+        """
+        check_u32(psn, "psn")
+        t = self._t
+        out = self._outbuf()
+        n = _t_mark_cumulative(t, psn, out, len(out))
+        if n < 0:
+            if n == lib.UETN_ERR_WINDOW:
+                raise window_error(psn, t.base, t.window)
+            raise RuntimeError(f"uetn_tracker_mark_cumulative failed ({n})")
+        return _unpack(out, n) if n else []
+
+    def mark_bitmap(self, base: int, bitmap: int) -> list[int]:
+        """Mark the PSNs a 64-bit SACK bitmap reports; returns the newly marked."""
+        try:
+            out = self._outbuf()
+            n = _t_mark_bitmap(self._t, base, bitmap, out, len(out))
+        except _CONVERSION_ERRORS:
+            check_u32(base, "base")
+            check_nonneg(bitmap, "bitmap", U64_MASK)
+            raise
+        return _unpack(out, n) if n else []
+
+    def __repr__(self) -> str:
+        t = self._t
+        return (
+            f"PsnTracker(cack_psn={self.cack_psn}, window={t.window}, "
+            f"max_psn={t.max_psn}, received={t.received_count}, ooo={t.ooo_count})"
+        )
+
+
+# --------------------------------------------------------------------------- ROD reorder buffer
+
+_r_insert = lib.uetn_rob_insert
+_r_pop_ready = lib.uetn_rob_pop_ready
+
+
+class ReorderBuffer:
+    """C-backed ``ReorderBuffer``; see ``uet.native.pure.ReorderBuffer`` for the semantics.
+
+    The C ring holds, per PSN, a handle: an index into ``_objs``, a Python list that owns the
+    items (so they stay alive exactly while held). Freed indexes are reused through ``_free``.
+    """
+
+    __slots__ = ("_free", "_objs", "_out", "_r")
+
+    def __init__(
+        self,
+        max_items: int,
+        max_bytes: int,
+        next_psn: int,
+        max_distance: int = DEFAULT_MAX_DISTANCE,
+    ) -> None:
+        check_nonneg(max_items, "max_items", PSN_MASK)
+        check_nonneg(max_bytes, "max_bytes", 1 << 63)
+        check_nonneg(max_distance, "max_distance", MAX_DISTANCE)
+        if max_items < 1 or max_distance < 1:
+            raise ValueError("max_items and max_distance must be at least 1")
+        check_u32(next_psn, "next_psn")
+        r = lib.uetn_rob_new(max_items, max_bytes, next_psn, max_distance)
+        if r == _NULL:
+            raise MemoryError("uetn_rob_new failed")
+        self._r = ffi.gc(r, lib.uetn_rob_free)
+        self._objs: list = []
+        self._free: list[int] = []
+        self._out = ffi.new("uint32_t[]", 16)
+
+    @property
+    def items(self) -> int:
+        """Number of items held."""
+        return self._r.items
+
+    @property
+    def bytes(self) -> int:
+        """Sum of the ``nbytes`` of the items held."""
+        return self._r.bytes
+
+    @property
+    def next_psn(self) -> int:
+        """The PSN the next released item must have."""
+        return self._r.next_psn
+
+    @property
+    def max_items(self) -> int:
+        return self._r.max_items
+
+    @property
+    def max_bytes(self) -> int:
+        return self._r.max_bytes
+
+    @property
+    def max_distance(self) -> int:
+        return self._r.max_distance
+
+    def insert(self, psn: int, item: object, nbytes: int) -> InsertResult:
+        """Store ``item`` for ``psn``; nothing is stored unless the result is ``OK``."""
+        free = self._free
+        objs = self._objs
+        handle = free.pop() if free else len(objs)
+        try:
+            rc = _r_insert(self._r, psn, handle, nbytes)
+        except _CONVERSION_ERRORS:
+            if handle < len(objs):
+                free.append(handle)
+            check_u32(psn, "psn")
+            check_nonneg(nbytes, "nbytes", PSN_MASK)
+            raise
+        if rc == 0:
+            if handle == len(objs):
+                objs.append(item)
+            else:
+                objs[handle] = item
+            return InsertResult.OK
+        if handle < len(objs):
+            free.append(handle)
+        if rc < 0:
+            raise MemoryError(f"uetn_rob_insert failed ({rc})")
+        return INSERT_RESULTS[rc]
+
+    def _outbuf(self, need: int):  # type: ignore[no-untyped-def]
+        out = self._out
+        if len(out) < need:
+            size = len(out)
+            while size < need:
+                size *= 2
+            out = self._out = ffi.new("uint32_t[]", size)
+        return out
+
+    def _release(self, out, n: int) -> list:  # type: ignore[no-untyped-def]
+        handles = _unpack(out, n)
+        objs = self._objs
+        items = [objs[h] for h in handles]
+        for h in handles:
+            objs[h] = None
+        self._free.extend(handles)
+        return items
+
+    def pop_ready(self) -> list:
+        """Release the items of the in-order run starting at ``next_psn``, advancing it."""
+        r = self._r
+        out = self._outbuf(r.items)
+        n = _r_pop_ready(r, out, len(out))
+        return self._release(out, n) if n else []
+
+    def __contains__(self, psn: int) -> bool:
+        if not isinstance(psn, int) or not 0 <= psn <= PSN_MASK:
+            return False
+        return bool(lib.uetn_rob_contains(self._r, psn))
+
+    def reset(self, next_psn: int) -> int:
+        """Drop every held item and restart at ``next_psn``; returns how many were dropped."""
+        check_u32(next_psn, "next_psn")
+        r = self._r
+        out = self._outbuf(r.items)
+        n = lib.uetn_rob_reset(r, next_psn, out, len(out))
+        if n < 0:
+            raise RuntimeError(f"uetn_rob_reset failed ({n})")
+        self._objs.clear()
+        self._free.clear()
+        return n
+
+    def __repr__(self) -> str:
+        r = self._r
+        return (
+            f"ReorderBuffer(next_psn={r.next_psn}, items={r.items}/{r.max_items}, "
+            f"bytes={r.bytes}/{r.max_bytes})"
+        )

@@ -1,0 +1,639 @@
+/*
+ * uet_native: C fast path of uet.native.  See uet_native.h and docs/native.md.
+ * Portable C99 with GCC/Clang builtins; the SSE4.2 CRC-32C path is x86-64 only and chosen at
+ * run time.
+ */
+#include "uet_native.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define UETN_HAVE_SSE42_PATH 1
+#include <nmmintrin.h>
+#else
+#define UETN_HAVE_SSE42_PATH 0
+#endif
+
+/* ================================================================== checksums */
+
+static inline uint64_t load64(const unsigned char *p)
+{
+    uint64_t w;
+    memcpy(&w, p, sizeof w);
+    return w;
+}
+
+/* Fold a 64-bit end-around sum to 16 bits (stays non-zero if it was non-zero). */
+static inline uint32_t fold16(uint64_t s)
+{
+    s = (s & 0xFFFFFFFFu) + (s >> 32);
+    s = (s & 0xFFFFFFFFu) + (s >> 32);
+    s = (s & 0xFFFFu) + (s >> 16);
+    s = (s & 0xFFFFu) + (s >> 16);
+    s = (s & 0xFFFFu) + (s >> 16);
+    return (uint32_t)s;
+}
+
+/* One's-complement sum of p[0..n) as big-endian 16-bit words, folded to 16 bits.
+ * Words are loaded in host order (RFC 1071 2(B): the sum is byte-order independent up to a
+ * final swap); 32-bit halves go into two 64-bit accumulators. */
+static uint32_t sum_be(const unsigned char *p, size_t n)
+{
+    uint64_t total = 0;
+    while (n >= 16) {
+        /* at most 2^30 iterations per block: accumulators stay below 2^63 */
+        size_t blocks = n / 16;
+        if (blocks > ((size_t)1 << 30))
+            blocks = (size_t)1 << 30;
+        uint64_t a = 0, b = 0;
+        for (size_t i = 0; i < blocks; i++, p += 16) {
+            uint64_t w0 = load64(p), w1 = load64(p + 8);
+            a += (w0 & 0xFFFFFFFFu) + (w1 & 0xFFFFFFFFu);
+            b += (w0 >> 32) + (w1 >> 32);
+        }
+        n -= blocks * 16;
+        total += fold16(a);
+        total += fold16(b);
+    }
+    if (n) {
+        unsigned char tail[16] = {0};
+        memcpy(tail, p, n);
+        uint64_t w0 = load64(tail), w1 = load64(tail + 8);
+        total += (w0 & 0xFFFFFFFFu) + (w1 & 0xFFFFFFFFu) + (w0 >> 32) + (w1 >> 32);
+    }
+    uint32_t s = fold16(total);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    s = ((s & 0xFFu) << 8) | (s >> 8);
+#endif
+    return s;
+}
+
+uint32_t uetn_ones_sum(const char *data, size_t len, uint32_t initial)
+{
+    return fold16((uint64_t)sum_be((const unsigned char *)data, len) + initial);
+}
+
+uint32_t uetn_internet_checksum(const char *data, size_t len, uint32_t initial)
+{
+    return ~uetn_ones_sum(data, len, initial) & 0xFFFFu;
+}
+
+int32_t uetn_ipv4_header_checksum(const char *hdr, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)hdr;
+    if (len < 20)
+        return UETN_ERR_SHORT;
+    size_t ihl = p[0] & 0x0Fu;
+    if (ihl < 5)
+        return UETN_ERR_IHL;
+    if (len < ihl * 4)
+        return UETN_ERR_IHL_LEN;
+    uint64_t s = (uint64_t)sum_be(p, 10) + sum_be(p + 12, ihl * 4 - 12);
+    return (int32_t)(~fold16(s) & 0xFFFFu);
+}
+
+static uint32_t udp_finish(uint64_t s, const unsigned char *udp, size_t len)
+{
+    s += sum_be(udp, 6);            /* ports and length */
+    s += sum_be(udp + 8, len - 8);  /* payload: the checksum field is skipped */
+    uint32_t c = ~fold16(s) & 0xFFFFu;
+    return c ? c : 0xFFFFu;
+}
+
+int32_t uetn_udp_checksum_ipv4(const char *src, size_t src_len, const char *dst,
+                               size_t dst_len, const char *udp, size_t udp_len)
+{
+    if (src_len != 4 || dst_len != 4)
+        return UETN_ERR_ADDR;
+    if (udp_len < 8)
+        return UETN_ERR_SHORT;
+    if (udp_len > 0xFFFFu)
+        return UETN_ERR_LONG;
+    uint64_t s = (uint64_t)sum_be((const unsigned char *)src, 4) +
+                 sum_be((const unsigned char *)dst, 4) + 17u + udp_len;
+    return (int32_t)udp_finish(s, (const unsigned char *)udp, udp_len);
+}
+
+int32_t uetn_udp_checksum_ipv6(const char *src, size_t src_len, const char *dst,
+                               size_t dst_len, const char *udp, size_t udp_len)
+{
+    if (src_len != 16 || dst_len != 16)
+        return UETN_ERR_ADDR;
+    if (udp_len < 8)
+        return UETN_ERR_SHORT;
+    if ((uint64_t)udp_len > 0xFFFFFFFFu)
+        return UETN_ERR_LONG;
+    uint64_t s = (uint64_t)sum_be((const unsigned char *)src, 16) +
+                 sum_be((const unsigned char *)dst, 16) + 17u + (udp_len >> 16) +
+                 (udp_len & 0xFFFFu);
+    return (int32_t)udp_finish(s, (const unsigned char *)udp, udp_len);
+}
+
+int32_t uetn_checksum_adjust(uint32_t csum, uint32_t old16, uint32_t new16)
+{
+    if (csum > 0xFFFFu || old16 > 0xFFFFu || new16 > 0xFFFFu)
+        return UETN_ERR_RANGE;
+    uint32_t s = (~csum & 0xFFFFu) + (~old16 & 0xFFFFu) + new16;
+    s = (s & 0xFFFFu) + (s >> 16);
+    s = (s & 0xFFFFu) + (s >> 16);
+    return (int32_t)(~s & 0xFFFFu);
+}
+
+/* ================================================================== CRC-32C */
+
+#define CRC32C_POLY 0x82F63B78u /* reflected Castagnoli polynomial */
+
+static uint32_t crc_table[8][256];
+static int crc_ready;
+static int crc_sse42;
+
+static void crc_init_tables(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = (c & 1u) ? (c >> 1) ^ CRC32C_POLY : c >> 1;
+        crc_table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = crc_table[0][i];
+        for (int t = 1; t < 8; t++) {
+            c = crc_table[0][c & 0xFFu] ^ (c >> 8);
+            crc_table[t][i] = c;
+        }
+    }
+    crc_ready = 1;
+}
+
+static uint32_t crc_slicing8(uint32_t c, const unsigned char *p, size_t n)
+{
+    while (n && ((uintptr_t)p & 7u)) {
+        c = crc_table[0][(c ^ *p++) & 0xFFu] ^ (c >> 8);
+        n--;
+    }
+    while (n >= 8) {
+        /* little-endian composition of the 8 bytes, independent of the host byte order */
+        uint32_t lo = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                      (uint32_t)p[3] << 24;
+        uint32_t hi = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 |
+                      (uint32_t)p[7] << 24;
+        lo ^= c;
+        c = crc_table[7][lo & 0xFFu] ^ crc_table[6][(lo >> 8) & 0xFFu] ^
+            crc_table[5][(lo >> 16) & 0xFFu] ^ crc_table[4][lo >> 24] ^
+            crc_table[3][hi & 0xFFu] ^ crc_table[2][(hi >> 8) & 0xFFu] ^
+            crc_table[1][(hi >> 16) & 0xFFu] ^ crc_table[0][hi >> 24];
+        p += 8;
+        n -= 8;
+    }
+    while (n--)
+        c = crc_table[0][(c ^ *p++) & 0xFFu] ^ (c >> 8);
+    return c;
+}
+
+#if UETN_HAVE_SSE42_PATH
+__attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t c, const unsigned char *p,
+                                                          size_t n)
+{
+    while (n && ((uintptr_t)p & 7u)) {
+        c = _mm_crc32_u8(c, *p++);
+        n--;
+    }
+    uint64_t c64 = c;
+    while (n >= 32) {
+        c64 = _mm_crc32_u64(c64, load64(p));
+        c64 = _mm_crc32_u64(c64, load64(p + 8));
+        c64 = _mm_crc32_u64(c64, load64(p + 16));
+        c64 = _mm_crc32_u64(c64, load64(p + 24));
+        p += 32;
+        n -= 32;
+    }
+    while (n >= 8) {
+        c64 = _mm_crc32_u64(c64, load64(p));
+        p += 8;
+        n -= 8;
+    }
+    c = (uint32_t)c64;
+    while (n--)
+        c = _mm_crc32_u8(c, *p++);
+    return c;
+}
+#endif
+
+void uetn_init(void)
+{
+    if (!crc_ready)
+        crc_init_tables();
+#if UETN_HAVE_SSE42_PATH
+    __builtin_cpu_init();
+    crc_sse42 = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+#else
+    crc_sse42 = 0;
+#endif
+}
+
+int uetn_crc32c_uses_sse42(void)
+{
+    return crc_sse42;
+}
+
+uint32_t uetn_crc32c_slicing8(const char *data, size_t len, uint32_t crc)
+{
+    if (!crc_ready)
+        crc_init_tables();
+    return ~crc_slicing8(~crc, (const unsigned char *)data, len);
+}
+
+uint32_t uetn_crc32c_sse42(const char *data, size_t len, uint32_t crc)
+{
+#if UETN_HAVE_SSE42_PATH
+    if (crc_sse42)
+        return ~crc_hw(~crc, (const unsigned char *)data, len);
+#endif
+    return uetn_crc32c_slicing8(data, len, crc);
+}
+
+uint32_t uetn_crc32c(const char *data, size_t len, uint32_t crc)
+{
+#if UETN_HAVE_SSE42_PATH
+    if (crc_sse42)
+        return ~crc_hw(~crc, (const unsigned char *)data, len);
+#endif
+    return uetn_crc32c_slicing8(data, len, crc);
+}
+
+/* ================================================================== PSN tracker */
+
+#define SERIAL_HALF 0x80000000u
+
+static inline int bit_get(const uetn_tracker *t, uint32_t off)
+{
+    uint32_t p = (t->head + off) & t->ring_mask;
+    return (int)((t->bits[p >> 6] >> (p & 63u)) & 1u);
+}
+
+static inline void bit_set(uetn_tracker *t, uint32_t off)
+{
+    uint32_t p = (t->head + off) & t->ring_mask;
+    t->bits[p >> 6] |= (uint64_t)1 << (p & 63u);
+}
+
+/* 64 ring bits starting at offset off from base (wrapping around the ring). */
+static inline uint64_t bits64(const uetn_tracker *t, uint32_t off)
+{
+    uint32_t p = (t->head + off) & t->ring_mask;
+    uint32_t w = p >> 6, o = p & 63u;
+    uint64_t v = t->bits[w] >> o;
+    if (o)
+        v |= t->bits[(w + 1) & (t->nwords - 1)] << (64u - o);
+    return v;
+}
+
+/* Clear count (<= window) bits from offset 0 and move base past them. */
+static void drop_front(uetn_tracker *t, uint32_t count)
+{
+    while (count) {
+        uint32_t o = t->head & 63u;
+        uint32_t take = 64u - o;
+        if (take > count)
+            take = count;
+        uint64_t m = take == 64u ? ~(uint64_t)0 : (((uint64_t)1 << take) - 1) << o;
+        t->bits[t->head >> 6] &= ~m;
+        t->head = (t->head + take) & t->ring_mask;
+        t->base += take;
+        count -= take;
+    }
+}
+
+/* Advance base over the run of received PSNs at the front of the window. */
+static void advance(uetn_tracker *t)
+{
+    for (;;) {
+        uint32_t o = t->head & 63u;
+        uint64_t inv = ~(t->bits[t->head >> 6] >> o);
+        uint32_t run = inv ? (uint32_t)__builtin_ctzll(inv) : 64u;
+        if (run == 0)
+            return;
+        drop_front(t, run);
+        if (o + run < 64u)
+            return;
+    }
+}
+
+static inline void raise_max(uetn_tracker *t, uint32_t psn)
+{
+    uint32_t d = psn - t->max_psn;
+    if (d && d < SERIAL_HALF)
+        t->max_psn = psn;
+}
+
+uetn_tracker *uetn_tracker_new(uint32_t start_psn, uint32_t window)
+{
+    if (window < 128u || window > 65536u)
+        return NULL;
+    uint32_t size = 128;
+    while (size < window)
+        size <<= 1;
+    uetn_tracker *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->bits = calloc(size / 64u, sizeof(uint64_t));
+    if (!t->bits) {
+        free(t);
+        return NULL;
+    }
+    t->window = window;
+    t->ring_mask = size - 1u;
+    t->nwords = size / 64u;
+    uetn_tracker_reset(t, start_psn);
+    return t;
+}
+
+void uetn_tracker_free(uetn_tracker *t)
+{
+    if (t) {
+        free(t->bits);
+        free(t);
+    }
+}
+
+void uetn_tracker_reset(uetn_tracker *t, uint32_t start_psn)
+{
+    memset(t->bits, 0, (size_t)t->nwords * sizeof(uint64_t));
+    t->base = start_psn;
+    t->head = 0;
+    t->max_psn = start_psn - 1u;
+    t->ooo_count = 0;
+    t->received_count = 0;
+}
+
+int uetn_tracker_mark(uetn_tracker *t, uint32_t psn)
+{
+    uint32_t off = psn - t->base;
+    if (off >= SERIAL_HALF)
+        return UETN_MARK_STALE;
+    if (off >= t->window)
+        return UETN_MARK_OUT_OF_WINDOW;
+    uint32_t p = (t->head + off) & t->ring_mask;
+    uint64_t *w = &t->bits[p >> 6];
+    uint64_t m = (uint64_t)1 << (p & 63u);
+    if (*w & m)
+        return UETN_MARK_DUPLICATE;
+    *w |= m;
+    t->received_count++;
+    raise_max(t, psn);
+    if (off)
+        t->ooo_count++;
+    else
+        advance(t);
+    return UETN_MARK_NEW;
+}
+
+int uetn_tracker_is_received(const uetn_tracker *t, uint32_t psn)
+{
+    uint32_t off = psn - t->base;
+    if (off >= SERIAL_HALF)
+        return 1;
+    return off < t->window && bit_get(t, off);
+}
+
+uint64_t uetn_tracker_sack_bitmap(const uetn_tracker *t, uint32_t base)
+{
+    uint32_t off = base - t->base;
+    if (off >= SERIAL_HALF) { /* starts before the window: those PSNs read as received */
+        uint32_t below = 0u - off; /* 1 .. 2^31 */
+        if (below >= 64u)
+            return ~(uint64_t)0;
+        return (bits64(t, 0) << below) | (((uint64_t)1 << below) - 1);
+    }
+    if (off < t->window) {
+        uint64_t v = bits64(t, off);
+        uint32_t left = t->window - off;
+        if (left < 64u)
+            v &= ((uint64_t)1 << left) - 1;
+        return v;
+    }
+    /* beyond the window: zeros until base + i wraps (serially) to before the window */
+    uint32_t wrap = SERIAL_HALF - off;
+    return wrap >= 64u ? 0 : ~(uint64_t)0 ^ (((uint64_t)1 << wrap) - 1);
+}
+
+int64_t uetn_tracker_count_received_in(const uetn_tracker *t, uint32_t start, uint32_t n)
+{
+    if (n > 65536u)
+        return UETN_ERR_RANGE;
+    int64_t total = 0;
+    for (uint32_t chunk = 0; chunk < n; chunk += 64u) {
+        uint64_t bm = uetn_tracker_sack_bitmap(t, start + chunk);
+        if (n - chunk < 64u)
+            bm &= ((uint64_t)1 << (n - chunk)) - 1;
+        total += __builtin_popcountll(bm);
+    }
+    return total;
+}
+
+/* Write base + i for every clear bit i in [0, span) to out (at most span entries). */
+static int64_t list_holes(const uetn_tracker *t, uint32_t span, uint32_t *out)
+{
+    int64_t k = 0;
+    for (uint32_t rel = 0; rel < span; rel += 64u) {
+        uint64_t holes = ~bits64(t, rel);
+        if (span - rel < 64u)
+            holes &= ((uint64_t)1 << (span - rel)) - 1;
+        while (holes) {
+            out[k++] = t->base + rel + (uint32_t)__builtin_ctzll(holes);
+            holes &= holes - 1;
+        }
+    }
+    return k;
+}
+
+int64_t uetn_tracker_mark_cumulative(uetn_tracker *t, uint32_t psn, uint32_t *out, size_t cap)
+{
+    uint32_t off = psn - t->base;
+    if (off >= SERIAL_HALF)
+        return 0;
+    if (off >= t->window)
+        return UETN_ERR_WINDOW;
+    if (cap < (size_t)off + 1u)
+        return UETN_ERR_CAPACITY;
+    int64_t k = list_holes(t, off + 1u, out);
+    t->received_count += (uint64_t)k;
+    raise_max(t, psn);
+    drop_front(t, off + 1u);
+    advance(t);
+    return k;
+}
+
+int64_t uetn_tracker_mark_bitmap(uetn_tracker *t, uint32_t base, uint64_t bitmap, uint32_t *out,
+                                 size_t cap)
+{
+    if (cap < 64u)
+        return UETN_ERR_CAPACITY;
+    int64_t k = 0;
+    while (bitmap) {
+        uint32_t i = (uint32_t)__builtin_ctzll(bitmap);
+        bitmap &= bitmap - 1;
+        uint32_t psn = base + i;
+        uint32_t off = psn - t->base; /* stale PSNs give off >= 2^31 > window */
+        if (off < t->window && !bit_get(t, off)) {
+            bit_set(t, off);
+            out[k++] = psn;
+        }
+    }
+    if (k) {
+        t->received_count += (uint64_t)k;
+        raise_max(t, out[k - 1]);
+        advance(t);
+    }
+    return k;
+}
+
+int64_t uetn_tracker_missing(const uetn_tracker *t, uint32_t end, uint32_t limit, uint32_t *out,
+                             size_t cap)
+{
+    uint64_t span = (uint64_t)(uint32_t)(end - t->base) + 1u;
+    if (span > SERIAL_HALF) /* end before base */
+        return 0;
+    if (span > t->window)
+        span = t->window;
+    if (span > limit)
+        span = limit;
+    if (cap < span)
+        return UETN_ERR_CAPACITY;
+    return list_holes(t, (uint32_t)span, out);
+}
+
+/* ================================================================== ROD reorder buffer */
+
+uetn_rob *uetn_rob_new(uint32_t max_items, uint64_t max_bytes, uint32_t next_psn,
+                       uint32_t max_distance)
+{
+    if (max_items < 1u || max_distance < 1u || max_distance > UETN_ROB_MAX_DISTANCE ||
+        max_bytes > UETN_ROB_MAX_BYTES)
+        return NULL;
+    uetn_rob *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    uint32_t max_cap = 1;
+    while (max_cap < max_distance)
+        max_cap <<= 1;
+    r->max_cap = max_cap;
+    r->cap = max_cap < 16u ? max_cap : 16u;
+    r->slot = calloc(r->cap, sizeof *r->slot);
+    r->size = calloc(r->cap, sizeof *r->size);
+    if (!r->slot || !r->size) {
+        uetn_rob_free(r);
+        return NULL;
+    }
+    r->max_items = max_items;
+    r->max_bytes = max_bytes;
+    r->max_distance = max_distance;
+    r->next_psn = next_psn;
+    return r;
+}
+
+void uetn_rob_free(uetn_rob *r)
+{
+    if (r) {
+        free(r->slot);
+        free(r->size);
+        free(r);
+    }
+}
+
+/* Grow the ring so that offset off fits; re-bases the ring at index 0. */
+static int rob_grow(uetn_rob *r, uint32_t off)
+{
+    uint32_t cap = r->cap;
+    while (cap <= off)
+        cap <<= 1;
+    if (cap > r->max_cap)
+        return UETN_ERR_RANGE;
+    uint32_t *slot = calloc(cap, sizeof *slot);
+    uint32_t *size = calloc(cap, sizeof *size);
+    if (!slot || !size) {
+        free(slot);
+        free(size);
+        return UETN_ERR_NOMEM;
+    }
+    for (uint32_t i = 0; i < r->cap; i++) {
+        uint32_t j = (r->head + i) & (r->cap - 1u);
+        slot[i] = r->slot[j];
+        size[i] = r->size[j];
+    }
+    free(r->slot);
+    free(r->size);
+    r->slot = slot;
+    r->size = size;
+    r->cap = cap;
+    r->head = 0;
+    return 0;
+}
+
+int uetn_rob_insert(uetn_rob *r, uint32_t psn, uint32_t handle, uint32_t nbytes)
+{
+    if (handle == 0xFFFFFFFFu)
+        return UETN_ERR_RANGE;
+    uint32_t off = psn - r->next_psn;
+    if (off >= SERIAL_HALF)
+        return UETN_INS_STALE;
+    if (off >= r->max_distance)
+        return UETN_INS_OUT_OF_RANGE;
+    if (off < r->cap && r->slot[(r->head + off) & (r->cap - 1u)])
+        return UETN_INS_DUPLICATE;
+    if (off && (r->items >= r->max_items || r->bytes > r->max_bytes ||
+                nbytes > r->max_bytes - r->bytes))
+        return UETN_INS_FULL;
+    if (off >= r->cap) {
+        int rc = rob_grow(r, off);
+        if (rc)
+            return rc;
+    }
+    uint32_t j = (r->head + off) & (r->cap - 1u);
+    r->slot[j] = handle + 1u;
+    r->size[j] = nbytes;
+    r->items++;
+    r->bytes += nbytes;
+    return UETN_INS_OK;
+}
+
+int uetn_rob_contains(const uetn_rob *r, uint32_t psn)
+{
+    uint32_t off = psn - r->next_psn;
+    return off < r->cap && r->slot[(r->head + off) & (r->cap - 1u)] != 0;
+}
+
+int64_t uetn_rob_pop_ready(uetn_rob *r, uint32_t *out, size_t cap)
+{
+    int64_t k = 0;
+    while ((size_t)k < cap && r->slot[r->head]) {
+        out[k++] = r->slot[r->head] - 1u;
+        r->bytes -= r->size[r->head];
+        r->slot[r->head] = 0;
+        r->size[r->head] = 0;
+        r->items--;
+        r->head = (r->head + 1u) & (r->cap - 1u);
+        r->next_psn++;
+    }
+    return k;
+}
+
+int64_t uetn_rob_reset(uetn_rob *r, uint32_t next_psn, uint32_t *out, size_t cap)
+{
+    if (cap < r->items)
+        return UETN_ERR_CAPACITY;
+    int64_t k = 0;
+    for (uint32_t i = 0; i < r->cap; i++) {
+        uint32_t j = (r->head + i) & (r->cap - 1u);
+        if (r->slot[j])
+            out[k++] = r->slot[j] - 1u;
+        r->slot[j] = 0;
+        r->size[j] = 0;
+    }
+    r->items = 0;
+    r->bytes = 0;
+    r->head = 0;
+    r->next_psn = next_psn;
+    return k;
+}

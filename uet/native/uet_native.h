@@ -1,0 +1,121 @@
+/*
+ * uet_native: C fast path of uet.native (checksums, CRC-32C, PSN tracker, ROD reorder buffer).
+ *
+ * The Python-facing wrappers live in uet/native/fast.py; the reference semantics are those
+ * of uet/native/pure.py.  Every function validates its own arguments: no input makes it
+ * read or write outside the buffers it is given.
+ */
+#ifndef UET_NATIVE_H
+#define UET_NATIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ------------------------------------------------------------------ status codes */
+#define UETN_ERR_SHORT (-1)     /* buffer too short */
+#define UETN_ERR_IHL (-2)       /* IPv4 IHL < 5 */
+#define UETN_ERR_IHL_LEN (-3)   /* buffer shorter than IHL * 4 */
+#define UETN_ERR_ADDR (-4)      /* address of the wrong length */
+#define UETN_ERR_LONG (-5)      /* buffer too long */
+#define UETN_ERR_RANGE (-6)     /* integer argument out of range */
+#define UETN_ERR_WINDOW (-7)    /* PSN at or beyond the tracker window */
+#define UETN_ERR_CAPACITY (-8)  /* output array too small */
+#define UETN_ERR_NOMEM (-9)     /* allocation failed */
+
+/* ------------------------------------------------------------------ checksums (RFC 1071) */
+/* Folded, uncomplemented one's-complement sum of data (big-endian 16-bit words, odd byte
+ * padded with zero) plus initial: 0 only if everything is 0.  */
+uint32_t uetn_ones_sum(const char *data, size_t len, uint32_t initial);
+/* ~uetn_ones_sum(...) & 0xFFFF: the value to store in a checksum field. */
+uint32_t uetn_internet_checksum(const char *data, size_t len, uint32_t initial);
+/* IPv4 header checksum (bytes 10-11 taken as zero), or UETN_ERR_SHORT/IHL/IHL_LEN. */
+int32_t uetn_ipv4_header_checksum(const char *hdr, size_t len);
+/* UDP checksum with pseudo-header; 0 is returned as 0xFFFF; or UETN_ERR_ADDR/SHORT/LONG. */
+int32_t uetn_udp_checksum_ipv4(const char *src, size_t src_len, const char *dst,
+                               size_t dst_len, const char *udp, size_t udp_len);
+int32_t uetn_udp_checksum_ipv6(const char *src, size_t src_len, const char *dst,
+                               size_t dst_len, const char *udp, size_t udp_len);
+/* RFC 1624 eqn. 3, or UETN_ERR_RANGE if an argument exceeds 0xFFFF. */
+int32_t uetn_checksum_adjust(uint32_t csum, uint32_t old16, uint32_t new16);
+
+/* ------------------------------------------------------------------ CRC-32C */
+uint32_t uetn_crc32c(const char *data, size_t len, uint32_t crc);
+uint32_t uetn_crc32c_slicing8(const char *data, size_t len, uint32_t crc);
+uint32_t uetn_crc32c_sse42(const char *data, size_t len, uint32_t crc); /* slicing8 if absent */
+/* 1 if uetn_crc32c uses the SSE4.2 crc32 instruction, 0 for slicing-by-8. */
+int uetn_crc32c_uses_sse42(void);
+/* Build tables and probe the CPU; called once when the module is imported. */
+void uetn_init(void);
+
+/* ------------------------------------------------------------------ PSN tracker */
+typedef struct uetn_tracker {
+    uint32_t base;           /* cack_psn + 1: first PSN not received */
+    uint32_t window;         /* MP_RANGE, 128..65536 */
+    uint32_t max_psn;        /* highest PSN received, or cack_psn */
+    uint32_t head;           /* ring bit index of base */
+    uint64_t ooo_count;
+    uint64_t received_count;
+    uint32_t ring_mask;      /* ring size in bits - 1 (a power of two >= window) */
+    uint32_t nwords;         /* ring size in 64-bit words */
+    uint64_t *bits;          /* ring bit (head + i) & ring_mask: PSN base + i received */
+} uetn_tracker;
+
+#define UETN_MARK_NEW 0
+#define UETN_MARK_DUPLICATE 1
+#define UETN_MARK_STALE 2
+#define UETN_MARK_OUT_OF_WINDOW 3
+
+uetn_tracker *uetn_tracker_new(uint32_t start_psn, uint32_t window); /* NULL: bad window/OOM */
+void uetn_tracker_free(uetn_tracker *t);
+void uetn_tracker_reset(uetn_tracker *t, uint32_t start_psn);
+int uetn_tracker_mark(uetn_tracker *t, uint32_t psn);
+int uetn_tracker_is_received(const uetn_tracker *t, uint32_t psn);
+uint64_t uetn_tracker_sack_bitmap(const uetn_tracker *t, uint32_t base);
+/* Count of newly marked PSNs written to out (needs cap >= window), or UETN_ERR_WINDOW. */
+int64_t uetn_tracker_mark_cumulative(uetn_tracker *t, uint32_t psn, uint32_t *out, size_t cap);
+/* Count of newly marked PSNs written to out (needs cap >= 64). */
+int64_t uetn_tracker_mark_bitmap(uetn_tracker *t, uint32_t base, uint64_t bitmap,
+                                 uint32_t *out, size_t cap);
+/* Un-received PSNs in [base, end] (clipped to the window), at most limit (cap >= limit). */
+int64_t uetn_tracker_missing(const uetn_tracker *t, uint32_t end, uint32_t limit,
+                             uint32_t *out, size_t cap);
+/* Received PSNs among [start, start + n), n <= 65536; UETN_ERR_RANGE otherwise. */
+int64_t uetn_tracker_count_received_in(const uetn_tracker *t, uint32_t start, uint32_t n);
+
+/* ------------------------------------------------------------------ ROD reorder buffer */
+/* Items are opaque 32-bit handles (the Python wrapper maps them to objects). */
+typedef struct uetn_rob {
+    uint32_t next_psn;
+    uint32_t items;
+    uint64_t bytes;
+    uint64_t max_bytes;
+    uint32_t max_items;
+    uint32_t max_distance;
+    uint32_t cap;            /* ring slots, a power of two */
+    uint32_t max_cap;        /* smallest power of two >= max_distance */
+    uint32_t head;           /* ring index of next_psn */
+    uint32_t *slot;          /* handle + 1, or 0 for an empty slot */
+    uint32_t *size;          /* nbytes of the item in the slot */
+} uetn_rob;
+
+#define UETN_INS_OK 0
+#define UETN_INS_DUPLICATE 1
+#define UETN_INS_FULL 2
+#define UETN_INS_STALE 3
+#define UETN_INS_OUT_OF_RANGE 4
+
+#define UETN_ROB_MAX_DISTANCE (1u << 20)
+#define UETN_ROB_MAX_BYTES ((uint64_t)1 << 63)
+
+uetn_rob *uetn_rob_new(uint32_t max_items, uint64_t max_bytes, uint32_t next_psn,
+                       uint32_t max_distance); /* NULL: bad arguments or OOM */
+void uetn_rob_free(uetn_rob *r);
+/* An UETN_INS_* code, UETN_ERR_RANGE (handle 0xFFFFFFFF) or UETN_ERR_NOMEM. */
+int uetn_rob_insert(uetn_rob *r, uint32_t psn, uint32_t handle, uint32_t nbytes);
+int uetn_rob_contains(const uetn_rob *r, uint32_t psn);
+/* Handles of the in-order run from next_psn (at most cap), advancing next_psn. */
+int64_t uetn_rob_pop_ready(uetn_rob *r, uint32_t *out, size_t cap);
+/* Empty the buffer (handles of the dropped items to out, needs cap >= items) and restart. */
+int64_t uetn_rob_reset(uetn_rob *r, uint32_t next_psn, uint32_t *out, size_t cap);
+
+#endif /* UET_NATIVE_H */
