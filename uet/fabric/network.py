@@ -1,0 +1,153 @@
+"""The emulated network without Trio: event core, NICs, switches, links, taps, counters.
+
+:class:`uet.fabric.api.Fabric` wraps one of these for Trio users; topologies
+(:mod:`uet.fabric.topology`) fill it in. Everything here is deterministic for a given seed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from uet.fabric.ecmp import mix64, switch_seed
+from uet.fabric.endpoint import EndpointFactory, HostContext
+from uet.fabric.eventlog import EventLog
+from uet.fabric.impairments import Impairments
+from uet.fabric.link import Channel, Link
+from uet.fabric.nic import Nic
+from uet.fabric.pfc import PfcConfig
+from uet.fabric.port import Port
+from uet.fabric.qos import QosConfig
+from uet.fabric.scheduler import EventLoop
+from uet.fabric.switch import Switch, SwitchPort
+
+
+def _seed_for(seed: int, name: str) -> int:
+    return switch_seed(seed, name) & 0xFFFFFFFFFFFF
+
+
+class Network:
+    """Hosts (``nics``, ``hosts``), ``switches``, ``links`` and the interface map ``ifaces``."""
+
+    def __init__(self, *, seed: int = 0, qos: QosConfig | None = None,
+                 log: EventLog | None = None, ecmp_seed: int | None = None) -> None:
+        self.seed = seed
+        self.ecmp_seed = seed if ecmp_seed is None else ecmp_seed
+        self.qos = qos or QosConfig()
+        self.log = log or EventLog()
+        self.loop = EventLoop()
+        self.nics: list[Nic] = []
+        self.hosts: list[HostContext] = []
+        self.switches: dict[str, Switch] = {}
+        self.links: list[Link] = []
+        self.ifaces: dict[str, Port] = {}
+        self.link_of: dict[str, Link] = {}
+        self.meta: dict[str, Any] = {}
+
+    # ---------------------------------------------------------------- building
+
+    def add_host(self, ip: str, mac: str, rate_bps: int) -> Nic:
+        i = len(self.nics)
+        name = f"h{i}"
+        nic = Nic(name, i, self.loop, self.log, mac, self.qos)
+        self.nics.append(nic)
+        self.ifaces[name] = nic
+        log = self.log
+
+        def host_log(now: int, event: str, **fields: Any) -> None:
+            log.emit(now, event, **fields)
+
+        self.hosts.append(HostContext(index=i, name=name, ip=ip, mac=mac, rate_bps=rate_bps,
+                                      qos=self.qos, seed=_seed_for(self.seed, name),
+                                      log=host_log))
+        return nic
+
+    def add_switch(self, name: str, *, trimming: bool = True,
+                   pfc: PfcConfig | None = None) -> Switch:
+        sw = Switch(name, self.loop, self.log, qos=self.qos, seed=_seed_for(self.seed, name),
+                    ecmp_seed=switch_seed(self.ecmp_seed, name), trimming=trimming, pfc=pfc)
+        self.switches[name] = sw
+        return sw
+
+    def add_switch_port(self, sw: Switch) -> SwitchPort:
+        n = len(self.switches)
+        idx = list(self.switches).index(sw.name) if sw.name in self.switches else n
+        p = sw.add_port(f"02:ff:{idx >> 8:02x}:{idx & 255:02x}:00:{len(sw.ports):02x}")
+        self.ifaces[p.name] = p
+        return p
+
+    def connect(self, a: Port, b: Port, rate_bps: int, delay_ps: int) -> Link:
+        """Cable ``a`` to ``b``: ``a`` transmits on ``link.ab``, ``b`` on ``link.ba``."""
+        link = Link(a.name, b.name, self.loop, rate_bps, delay_ps, self.log)
+        a.channel, b.channel = link.ab, link.ba
+        link.ab.rx, link.ba.rx = b, a
+        self.links.append(link)
+        self.link_of[a.name] = link
+        self.link_of[b.name] = link
+        if isinstance(a, SwitchPort):
+            a.faces = b.name
+            a.lasthop = isinstance(b, Nic)
+        if isinstance(b, SwitchPort):
+            b.faces = a.name
+            b.lasthop = isinstance(a, Nic)
+        return link
+
+    def finish_hosts(self) -> None:
+        """Give every host context the address book of all hosts."""
+        peers = {h.index: (h.ip, h.mac) for h in self.hosts}
+        for h in self.hosts:
+            h.peers = dict(peers)
+
+    def attach(self, factory: EndpointFactory) -> None:
+        """Create and attach one end point per host."""
+        self.finish_hosts()
+        for nic, ctx in zip(self.nics, self.hosts, strict=True):
+            nic.ep = factory(ctx)
+
+    # ---------------------------------------------------------------- impairments
+
+    def channel(self, iface: str, direction: str = "tx") -> Channel:
+        """The channel leaving (``tx``) or entering (``rx``) interface ``iface``."""
+        link = self.link_of.get(iface)
+        if link is None:
+            raise KeyError(f"no interface {iface!r}; known: {sorted(self.ifaces)[:8]}...")
+        out = link.channel_from(iface)
+        if direction == "tx":
+            return out
+        if direction == "rx":
+            return link.ba if out is link.ab else link.ab
+        raise ValueError(f"direction={direction!r}: allowed 'tx', 'rx', 'both'")
+
+    def impair(self, iface: str, cfg: Impairments | dict, direction: str = "both") -> None:
+        """Impair the link at ``iface`` in one direction (``tx``/``rx`` of iface) or both."""
+        if isinstance(cfg, dict):
+            cfg = Impairments.from_dict(cfg)
+        dirs = ("tx", "rx") if direction == "both" else (direction,)
+        for d in dirs:
+            ch = self.channel(iface, d)
+            ch.impair(cfg, _seed_for(self.seed, "imp:" + ch.name))
+
+    def set_link_up(self, iface: str, up: bool, at_ps: int | None = None) -> None:
+        """Bring the link at ``iface`` down/up now or at ``at_ps``."""
+        link = self.link_of[iface]
+        if at_ps is None:
+            link.set_up(up)
+        else:
+            self.loop.at(at_ps, lambda _: link.set_up(up))
+
+    # ---------------------------------------------------------------- reports
+
+    def counters(self) -> dict[str, dict[str, Any]]:
+        """``{"nic": {...}, "port": {...}, "link": {...}}`` keyed by interface/link name."""
+        return {
+            "nic": {n.name: n.counters() for n in self.nics},
+            "port": {p.name: p.counters() for sw in self.switches.values() for p in sw.ports},
+            "link": {ch.name: ch.counters() for link in self.links for ch in (link.ab, link.ba)},
+            "core": {"events": self.loop.events, "now_ps": self.loop.now},
+        }
+
+    def packet_hops(self) -> int:
+        """Frames put on any link so far."""
+        return sum(link.ab.tx_frames + link.ba.tx_frames for link in self.links)
+
+
+__all__ = ["Network", "mix64"]

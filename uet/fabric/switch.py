@@ -1,0 +1,326 @@
+"""Output-queued switch: host routes with ECMP, per-class queues, ECN, trimming, PFC.
+
+Forwarding: the destination IP selects a set of equal-cost egress ports; with more than
+one, a seeded hash of the IP/UDP 5-tuple (:mod:`uet.fabric.ecmp`) picks one, so the EV in
+the UDP source port picks the path and one EV always takes one path. Per-flow decisions are
+cached by the raw address/port bytes (bounded). Switches do not rewrite MACs or the TTL.
+
+Each egress port has one FIFO per traffic class with a byte limit, served by strict
+priority (``QosConfig.priority``), skipping classes paused by the peer's PFC frames.
+
+* ECN: RED-style marking at dequeue on ECN-capable frames of classes with ECN on: never
+  below ``kmin`` bytes queued in the class (counting the leaving frame), always from
+  ``kmax``, with probability ``(q - kmin) / (kmax - kmin)`` between. CE is written with the
+  incremental IPv4 checksum update (``uet.wire.codec.mark_ce``).
+* Trimming: a frame that does not fit its queue and carries the trimmable DSCP is cut to its
+  UET headers (``uet.wire.codec.trim_frame``: lengths and checksums fixed), re-marked with
+  the trimmed DSCP (the last-hop DSCP when the egress port faces a host) and queued in the
+  trimmed class (high priority); any other frame that does not fit is dropped
+  (``drop.queue_full``).
+* PFC: in lossless classes queues have no byte limit; bytes are accounted per ingress port
+  and class, and the ingress port sends XOFF upstream above ``xoff`` (refreshed at half the
+  pause time) and XON at ``xon``. Nothing is dropped unless ``xoff + headroom`` overflows.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from uet.fabric.ecmp import hash_tuple, pick
+from uet.fabric.pfc import PfcConfig, quanta_ps
+from uet.fabric.port import ET_IPV4, ET_IPV6, ET_MAC_CONTROL, Port
+from uet.fabric.qos import QosConfig
+from uet.wire.codec import mark_ce, peek_flow, trim_frame
+from uet.wire.errors import DecodeError
+
+if TYPE_CHECKING:
+    from uet.fabric.eventlog import EventLog
+    from uet.fabric.scheduler import EventLoop
+
+UNLIMITED = 1 << 62
+_CACHE_MAX = 1 << 16
+
+
+class SwitchPort(Port):
+    """One switch port: ingress forwarding + PFC accounting, egress queues."""
+
+    __slots__ = ("switch", "index", "queues", "qbytes", "limit", "hwm", "queued", "kmin",
+                 "kmax", "lasthop", "faces", "in_bytes", "in_limit", "in_hwm", "xoff_sent",
+                 "xoff_gen", "pfc_in", "trimmed", "ecn_marked", "prio")
+
+    def __init__(self, switch: Switch, index: int, mac: str) -> None:
+        super().__init__(f"{switch.name}.p{index}", switch.loop, switch.log, mac)
+        self.switch = switch
+        self.index = index
+        self.queues: list[deque[tuple[bytes, SwitchPort | None]]] = [deque() for _ in range(8)]
+        self.qbytes = [0] * 8
+        self.limit = [UNLIMITED] * 8
+        self.hwm = [0] * 8
+        self.queued = 0
+        self.kmin = [UNLIMITED] * 8
+        self.kmax = [UNLIMITED] * 8
+        self.lasthop = False
+        self.faces = ""  # name of the peer interface
+        self.in_bytes = [0] * 8
+        self.in_limit = [UNLIMITED] * 8
+        self.in_hwm = [0] * 8
+        self.xoff_sent = [False] * 8
+        self.xoff_gen = [0] * 8
+        self.pfc_in: list[SwitchPort | None] = [None] * 8
+        self.trimmed = 0
+        self.ecn_marked = 0
+        self.prio = switch.qos.priority
+
+    # ---------------------------------------------------------------- ingress
+
+    def on_frame(self, data: bytes) -> None:
+        """A whole frame arrived on this port (store and forward)."""
+        self.rx_frames += 1
+        self.rx_bytes += len(data)
+        if self.taps:
+            for tap in self.taps:
+                tap(self.loop.now, data, "rx")
+        sw = self.switch
+        et = data[12:14]
+        if et == ET_IPV4:
+            tos = data[15]
+            if data[23] == 17:
+                key = data[26:38]
+                out = sw.cache.get(key)
+                if out is None:
+                    out = sw.route(data, key)
+            else:
+                out = sw.route(data, None)
+        elif et == ET_IPV6:
+            tos = (data[14] & 0x0F) << 4 | data[15] >> 4
+            if data[20] == 17:
+                key = data[22:58]
+                out = sw.cache.get(key)
+                if out is None:
+                    out = sw.route(data, key)
+            else:
+                out = sw.route(data, None)
+        elif et == ET_MAC_CONTROL:
+            self._on_pause(data)
+            return
+        else:
+            self._drop("ethertype", data)
+            return
+        if out is None:
+            self._drop("no_route", data)
+            return
+        tc = sw.tos_tc[tos]
+        out.enqueue(data, tc, tos, self.pfc_in[tc])
+
+    # ---------------------------------------------------------------- PFC (ingress side)
+
+    def _account(self, tc: int, n: int) -> bool:
+        ib = self.in_bytes[tc] + n
+        if ib > self.in_limit[tc]:
+            return False
+        self.in_bytes[tc] = ib
+        if ib > self.in_hwm[tc]:
+            self.in_hwm[tc] = ib
+        if ib > self.switch.pfc.xoff and not self.xoff_sent[tc]:
+            self._xoff(tc)
+        return True
+
+    def _xoff(self, tc: int) -> None:
+        pfc = self.switch.pfc
+        self.xoff_sent[tc] = True
+        self.xoff_gen[tc] += 1
+        self.send_pause({tc: pfc.quanta})
+        if self.log.enabled:
+            self.log.emit(self.loop.now, "pfc_xoff", port=self.name, prio=tc,
+                          bytes=self.in_bytes[tc])
+        half = quanta_ps(pfc.quanta, self.channel.rate_bps) // 2
+        self.push(self.loop.now + max(half, 1), self._refresh, (tc, self.xoff_gen[tc]))
+
+    def _refresh(self, arg: tuple[int, int]) -> None:
+        tc, gen = arg
+        if self.xoff_sent[tc] and self.xoff_gen[tc] == gen:
+            pfc = self.switch.pfc
+            self.send_pause({tc: pfc.quanta})
+            half = quanta_ps(pfc.quanta, self.channel.rate_bps) // 2
+            self.push(self.loop.now + max(half, 1), self._refresh, arg)
+
+    def _release(self, tc: int, n: int) -> None:
+        ib = self.in_bytes[tc] - n
+        self.in_bytes[tc] = ib
+        if self.xoff_sent[tc] and ib <= self.switch.pfc.xon:
+            self.xoff_sent[tc] = False
+            self.send_pause({tc: 0})
+            if self.log.enabled:
+                self.log.emit(self.loop.now, "pfc_xon", port=self.name, prio=tc, bytes=ib)
+
+    # ---------------------------------------------------------------- egress
+
+    def enqueue(self, data: bytes, tc: int, tos: int, ingress: SwitchPort | None) -> None:
+        """Queue ``data`` in class ``tc`` (trim or drop if it does not fit)."""
+        n = len(data)
+        qb = self.qbytes[tc] + n
+        if ingress is not None:
+            if not ingress._account(tc, n):
+                self._drop("pfc_headroom", data)
+                return
+        elif qb > self.limit[tc]:
+            self._overflow(data, tc, tos)
+            return
+        self.qbytes[tc] = qb
+        if qb > self.hwm[tc]:
+            self.hwm[tc] = qb
+        self.queues[tc].append((data, ingress))
+        self.queued += 1
+        if not self.wake_pending:
+            now = self.loop.now
+            if now >= self.free_at:
+                self._start(now)
+            else:
+                self.wake_pending = True
+                self.push(self.free_at, self._wake, None)
+
+    def _overflow(self, data: bytes, tc: int, tos: int) -> None:
+        sw = self.switch
+        if not sw.trimming or tos >> 2 != sw.qos.dscp_trimmable:
+            self._drop("queue_full", data)
+            return
+        dscp = sw.qos.dscp_trimmed_lasthop if self.lasthop else sw.qos.dscp_trimmed
+        try:
+            cut = trim_frame(data, dscp=dscp)
+        except DecodeError:
+            self._drop("untrimmable", data)
+            return
+        ttc = sw.trim_tc
+        n = len(cut)
+        qb = self.qbytes[ttc] + n
+        if qb > self.limit[ttc]:
+            self._drop("queue_full", data)
+            return
+        self.trimmed += 1
+        if self.log.enabled:
+            self.log.emit(self.loop.now, "trim", port=self.name, bytes=len(data), kept=n,
+                          lasthop=self.lasthop)
+        self.qbytes[ttc] = qb
+        if qb > self.hwm[ttc]:
+            self.hwm[ttc] = qb
+        self.queues[ttc].append((cut, None))
+        self.queued += 1
+        self.kick()
+
+    def _more(self) -> bool:
+        return self.queued > 0
+
+    def _dequeue(self, now: int) -> bytes | None:
+        pu = self.paused_until
+        queues = self.queues
+        for tc in self.prio:
+            q = queues[tc]
+            if q and pu[tc] <= now:
+                break
+        else:
+            return None
+        data, ingress = q.popleft()
+        self.queued -= 1
+        n = len(data)
+        qb = self.qbytes[tc]
+        self.qbytes[tc] = qb - n
+        if ingress is not None:
+            ingress._release(tc, n)
+        if qb > self.kmin[tc]:
+            kmax = self.kmax[tc]
+            if qb >= kmax or self.switch.rng.random() * (kmax - self.kmin[tc]) < qb - self.kmin[tc]:
+                buf = bytearray(data)
+                if mark_ce(buf):
+                    if buf[15] != data[15] or buf[14] != data[14]:
+                        self.ecn_marked += 1
+                    data = bytes(buf)
+        return data
+
+    def counters(self) -> dict[str, Any]:
+        out = super().counters()
+        out["trimmed"] = self.trimmed
+        out["ecn_marked"] = self.ecn_marked
+        for tc in range(8):
+            if self.hwm[tc]:
+                out[f"queue_hwm.{tc}"] = self.hwm[tc]
+            if self.in_hwm[tc]:
+                out[f"ingress_hwm.{tc}"] = self.in_hwm[tc]
+        return out
+
+
+class Switch:
+    """A switch: ports, host routes, ECMP, QoS, trimming and PFC settings."""
+
+    def __init__(self, name: str, loop: EventLoop, log: EventLog, *, qos: QosConfig,
+                 seed: int, ecmp_seed: int, trimming: bool = True,
+                 pfc: PfcConfig | None = None) -> None:
+        self.name = name
+        self.loop = loop
+        self.log = log
+        self.qos = qos
+        self.tos_tc = qos.tos_table()
+        self.trim_tc = qos.tc_of_dscp.get(qos.dscp_trimmed, qos.control_tc)
+        self.trimming = trimming
+        self.pfc = pfc if pfc is not None else PfcConfig(classes=frozenset())
+        self.rng = random.Random(seed)
+        self.ecmp_seed = ecmp_seed
+        self.ports: list[SwitchPort] = []
+        self.routes: dict[bytes, list[SwitchPort]] = {}
+        self.cache: dict[bytes, SwitchPort] = {}
+
+    def add_port(self, mac: str) -> SwitchPort:
+        p = SwitchPort(self, len(self.ports), mac)
+        self.ports.append(p)
+        return p
+
+    def configure_port(self, p: SwitchPort, *, queue_bytes: dict[int, int],
+                       ecn: dict[int, tuple[int, int]]) -> None:
+        """Byte limits and ECN thresholds per class; PFC per the switch's ``pfc``."""
+        for tc, lim in queue_bytes.items():
+            p.limit[tc] = lim
+        for tc, (kmin, kmax) in ecn.items():
+            if not 0 <= kmin <= kmax:
+                raise ValueError(f"{p.name}: ECN thresholds need 0 <= kmin <= kmax")
+            p.kmin[tc], p.kmax[tc] = kmin, max(kmax, kmin + 1)
+        for tc in self.pfc.classes:
+            p.limit[tc] = UNLIMITED
+            p.pfc_in[tc] = p
+            if p.channel is not None:
+                p.in_limit[tc] = self.pfc.xoff + self.pfc.headroom_for(
+                    p.channel.rate_bps, p.channel.delay_ps)
+
+    def add_route(self, dst_ip: bytes, ports: list[SwitchPort]) -> None:
+        self.routes[dst_ip] = list(ports)
+
+    def route(self, data: bytes, key: bytes | None) -> SwitchPort | None:
+        """Egress port for ``data`` (ECMP by 5-tuple hash); caches by ``key``."""
+        try:
+            src, dst, proto, sport, dport = peek_flow(data)
+        except DecodeError:
+            return None
+        cands = self.routes.get(dst)
+        if not cands:
+            return None
+        if len(cands) == 1:
+            out = cands[0]
+        else:
+            out = cands[pick(hash_tuple(self.ecmp_seed, src, dst, proto, sport, dport),
+                             len(cands))]
+        if key is not None:
+            if len(self.cache) >= _CACHE_MAX:
+                self.cache.clear()
+            self.cache[key] = out
+        return out
+
+    def ecmp_port(self, src: bytes, dst: bytes, proto: int, sport: int, dport: int) -> int:
+        """Index of the port a flow with this 5-tuple leaves by (for tests, reports)."""
+        cands = self.routes[dst]
+        if len(cands) == 1:
+            return cands[0].index
+        return cands[pick(hash_tuple(self.ecmp_seed, src, dst, proto, sport, dport),
+                          len(cands))].index
+
+    def counters(self) -> dict[str, dict[str, Any]]:
+        return {p.name: p.counters() for p in self.ports}
