@@ -1,0 +1,1 @@
+../../uet/wireshark/uet.lua
