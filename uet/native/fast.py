@@ -271,7 +271,7 @@ class PsnTracker:
         return _t_count(self._t, start, n)
 
     def missing(self, limit: int = 64, end: int | None = None) -> list[int]:
-        """Un-received PSNs from ``base`` up to ``end`` (default ``max_psn``), at most ``limit``."""
+        """The first ``limit`` un-received PSNs from ``base`` to ``end`` (default ``max_psn``)."""
         check_nonneg(limit, "limit", MAX_COUNT_SPAN)
         t = self._t
         last = t.max_psn if end is None else check_u32(end, "end")

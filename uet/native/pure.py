@@ -353,7 +353,7 @@ class PsnTracker:
         return total
 
     def missing(self, limit: int = 64, end: int | None = None) -> list[int]:
-        """Un-received PSNs from ``base`` up to ``end`` (default ``max_psn``), at most ``limit``.
+        """The first ``limit`` un-received PSNs from ``base`` up to ``end`` (default ``max_psn``).
 
         ``end`` is clipped to the window; an ``end`` before ``base`` gives an empty list.
         """
@@ -362,12 +362,11 @@ class PsnTracker:
         span = ((last - self._base) & PSN_MASK) + 1
         if span > 0x80000000:  # end before base
             return []
-        span = min(span, self._window, limit) if limit else 0
-        if span <= 0:
+        if not limit:
             return []
-        holes = ~self._bits & ((1 << span) - 1)
+        holes = ~self._bits & ((1 << min(span, self._window)) - 1)
         base = self._base
-        return [(base + off) & PSN_MASK for off in _set_bit_offsets(holes)][:limit]
+        return [(base + off) & PSN_MASK for off in _set_bit_offsets(holes)[:limit]]
 
     # -- bulk (ack side)
     def mark_cumulative(self, psn: int) -> list[int]:

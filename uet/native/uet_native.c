@@ -432,15 +432,15 @@ int64_t uetn_tracker_count_received_in(const uetn_tracker *t, uint32_t start, ui
     return total;
 }
 
-/* Write base + i for every clear bit i in [0, span) to out (at most span entries). */
-static int64_t list_holes(const uetn_tracker *t, uint32_t span, uint32_t *out)
+/* Write base + i for the first (at most limit) clear bits i in [0, span) to out. */
+static int64_t list_holes(const uetn_tracker *t, uint32_t span, uint32_t *out, uint32_t limit)
 {
     int64_t k = 0;
     for (uint32_t rel = 0; rel < span; rel += 64u) {
         uint64_t holes = ~bits64(t, rel);
         if (span - rel < 64u)
             holes &= ((uint64_t)1 << (span - rel)) - 1;
-        while (holes) {
+        while (holes && k < (int64_t)limit) {
             out[k++] = t->base + rel + (uint32_t)__builtin_ctzll(holes);
             holes &= holes - 1;
         }
@@ -457,7 +457,7 @@ int64_t uetn_tracker_mark_cumulative(uetn_tracker *t, uint32_t psn, uint32_t *ou
         return UETN_ERR_WINDOW;
     if (cap < (size_t)off + 1u)
         return UETN_ERR_CAPACITY;
-    int64_t k = list_holes(t, off + 1u, out);
+    int64_t k = list_holes(t, off + 1u, out, off + 1u);
     t->received_count += (uint64_t)k;
     raise_max(t, psn);
     drop_front(t, off + 1u);
@@ -497,11 +497,9 @@ int64_t uetn_tracker_missing(const uetn_tracker *t, uint32_t end, uint32_t limit
         return 0;
     if (span > t->window)
         span = t->window;
-    if (span > limit)
-        span = limit;
-    if (cap < span)
+    if (cap < span && cap < limit)
         return UETN_ERR_CAPACITY;
-    return list_holes(t, (uint32_t)span, out);
+    return list_holes(t, (uint32_t)span, out, limit);
 }
 
 /* ================================================================== ROD reorder buffer */

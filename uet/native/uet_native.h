@@ -76,7 +76,8 @@ int64_t uetn_tracker_mark_cumulative(uetn_tracker *t, uint32_t psn, uint32_t *ou
 /* Count of newly marked PSNs written to out (needs cap >= 64). */
 int64_t uetn_tracker_mark_bitmap(uetn_tracker *t, uint32_t base, uint64_t bitmap,
                                  uint32_t *out, size_t cap);
-/* Un-received PSNs in [base, end] (clipped to the window), at most limit (cap >= limit). */
+/* The first (at most limit) un-received PSNs in [base, end], end clipped to the window;
+ * needs cap >= min(limit, window). */
 int64_t uetn_tracker_missing(const uetn_tracker *t, uint32_t end, uint32_t limit,
                              uint32_t *out, size_t cap);
 /* Received PSNs among [start, start + n), n <= 65536; UETN_ERR_RANGE otherwise. */
