@@ -11,7 +11,13 @@ implementations: one fixed EV, a fixed window. The real selectors (fixed, oblivi
 bitmap, REPS) and algorithms (NSCC, RCCC) live in sibling modules and are built by
 ``uet.cms.factory.make_sender`` / ``make_receiver`` from a :class:`CmsConfig`.
 
-All times are integer picoseconds.
+All times are integer picoseconds; all sizes are payload bytes.
+
+Additions after the first contract (all with defaults, so existing callers keep working):
+``NackFeedback.rtt_sample`` / ``in_flight_bytes`` / ``retx``; ``SenderCongestion.can_send(...,
+retx=False)``, ``on_backlog``, ``poll_credit_request``, ``credit_based``;
+``ReceiverCongestion.on_data(..., ooo_count=None)``, ``on_credit_request``, ``close``;
+more :class:`CmsConfig` parameters. See ``docs/cms.md`` for how the PDS drives them.
 """
 
 from __future__ import annotations
@@ -38,10 +44,15 @@ class AckFeedback:
 
 @dataclass(slots=True)
 class NackFeedback:
-    ev: int
+    """What one NACK told the sender (the PDS retransmits; the CC only reacts)."""
+
+    ev: int  # EV echoed in the NACK (the EV of the NACKed packet)
     code: int  # NackCode
     nbytes: int  # payload bytes of the NACKed packet
     ecn_echo: bool = False
+    rtt_sample: int | None = None  # ps from the NACKed packet's send time, if known
+    in_flight_bytes: int | None = None  # before the NACKed packet leaves the flight
+    retx: bool = False  # the NACK answers a retransmitted packet
 
 
 class SenderCongestion(Protocol):
@@ -50,8 +61,14 @@ class SenderCongestion(Protocol):
     def choose_ev(self, now: int) -> int:
         """EV (16 bits) for the next data packet of this PDC."""
 
-    def can_send(self, now: int, nbytes: int, in_flight_bytes: int) -> bool:
-        """May a new (not retransmitted) packet of ``nbytes`` payload go now?"""
+    credit_based: bool
+    """True under RCCC: send RUD/ROD_CC requests carrying :meth:`credit_target`, expect
+    CREDIT control packets / cc_type 1 ACK_CC, and poll :meth:`poll_credit_request`."""
+
+    def can_send(self, now: int, nbytes: int, in_flight_bytes: int,
+                 retx: bool = False) -> bool:
+        """May a packet of ``nbytes`` payload go now? ``retx``: it is a retransmission
+        (also gated by credit under RCCC; NSCC lets it use the window like new data)."""
 
     def on_send(self, now: int, nbytes: int, ev: int, retx: bool) -> None: ...
 
@@ -65,7 +82,14 @@ class SenderCongestion(Protocol):
         """A CREDIT control packet or credit state in an ACK_CC arrived (RCCC)."""
 
     def credit_target(self) -> int:
-        """Bytes this sender still wants (``credit_target`` of CC requests); 0 if unused."""
+        """The 24-bit ``credit_target`` for the next RUD/ROD_CC request or CREDIT_REQ:
+        a cumulative count of 256-byte credit units (see docs/cms.md); 0 if unused."""
+
+    def on_backlog(self, now: int, backlog_bytes: int) -> None:
+        """The PDC now has ``backlog_bytes`` of payload queued (new + to retransmit)."""
+
+    def poll_credit_request(self, now: int) -> int | None:
+        """Payload of a CREDIT_REQ control packet to send now, or None (RCCC only)."""
 
     def next_deadline(self) -> int | None:
         """When the CC wants ``handle_timer`` (e.g. pacing), or None."""
@@ -83,13 +107,23 @@ class ReceiverCongestion(Protocol):
     cc_type: int  # CcType written in ACK_CC
 
     def on_data(self, now: int, nbytes: int, ecn_ce: bool, credit_target: int,
-                in_order: bool) -> None: ...
+                in_order: bool, ooo_count: int | None = None) -> None:
+        """A new (not duplicate) data packet arrived. ``credit_target``: the request's
+        field (0 for non-CC requests); ``ooo_count``: the receive tracker's current
+        out-of-order count, if the PDS knows it."""
 
     def fill_ack_cc(self, now: int, ack: PdsAckCc) -> None:
         """Write the cc_type-specific state fields of an outgoing ACK_CC."""
 
     def credit_grant(self, now: int) -> int:
-        """Credit (bytes) to send now in a CREDIT control packet, or 0."""
+        """Payload of a CREDIT control packet to send now for this PDC, or 0 (RCCC:
+        the same pending grant :meth:`CreditScheduler.poll_grants` returns)."""
+
+    def on_credit_request(self, now: int, credit_target: int) -> None:
+        """A CREDIT_REQ (its payload) or a trimmed CC request (its ``credit_target``)."""
+
+    def close(self) -> None:
+        """The PDC is gone: release shared state (RCCC scheduler entry)."""
 
 
 @dataclass(slots=True)
@@ -109,10 +143,26 @@ class CmsConfig:
     trimming: bool = True
     max_window_bytes: int | None = None  # None: 1.5 x BDP
     extra: dict = field(default_factory=dict)
+    # --- added by the CMS implementation (defaults follow htsim; see docs/cms.md) ---
+    pkt_overhead_bytes: int = 64  # per-packet header bytes on the wire (BDP, pacing)
+    target_qdelay_ps: int | None = None  # None: 0.75 x base RTT with trimming, else RTT
+    initial_window_bytes: int | None = None  # None: the max window (htsim)
+    quick_adapt: bool = True
+    qa_gate: int = 3  # quick adapt only if achieved < max window >> qa_gate
+    adapt_base_rtt: bool = True  # lower the base RTT to smaller samples (htsim)
+    credit_unit_bytes: int = 256  # RCCC credit quantum (htsim UEC_PULL_QUANTUM)
+    credit_per_pull_bytes: int | None = None  # None: 4 x mtu_payload
+    credit_rate: float = 0.99  # credit pacing as a fraction of the link rate
+    idle_credit: bool = True  # htsim "slow pull" of idle senders up to the max window
+    reps_buffer_size: int = 8
+    reps_freeze_ps: int = 10_000_000_000  # htsim exit_freeze_after (10 ms)
+    reps_explore: int = 16  # random EVs after leaving frozen mode
 
 
 class NullSenderCongestion:
     """No congestion control: a fixed EV and a fixed window of ``window_bytes``."""
+
+    credit_based = False
 
     def __init__(self, ev: int = 0, window_bytes: int = 1 << 30) -> None:
         self.ev = ev & 0xFFFF
@@ -121,7 +171,8 @@ class NullSenderCongestion:
     def choose_ev(self, now: int) -> int:
         return self.ev
 
-    def can_send(self, now: int, nbytes: int, in_flight_bytes: int) -> bool:
+    def can_send(self, now: int, nbytes: int, in_flight_bytes: int,
+                 retx: bool = False) -> bool:
         return in_flight_bytes + nbytes <= self.window_bytes or in_flight_bytes == 0
 
     def on_send(self, now: int, nbytes: int, ev: int, retx: bool) -> None:
@@ -141,6 +192,12 @@ class NullSenderCongestion:
 
     def credit_target(self) -> int:
         return 0
+
+    def on_backlog(self, now: int, backlog_bytes: int) -> None:
+        pass
+
+    def poll_credit_request(self, now: int) -> int | None:
+        return None
 
     def next_deadline(self) -> int | None:
         return None
@@ -164,9 +221,11 @@ class NullReceiverCongestion:
         self.ooo_count = 0
 
     def on_data(self, now: int, nbytes: int, ecn_ce: bool, credit_target: int,
-                in_order: bool) -> None:
+                in_order: bool, ooo_count: int | None = None) -> None:
         self.rcvd_bytes = (self.rcvd_bytes + nbytes) & 0xFFFFFF
-        if not in_order:
+        if ooo_count is not None:
+            self.ooo_count = min(ooo_count, 0xFFFF)
+        elif not in_order:
             self.ooo_count = (self.ooo_count + 1) & 0xFFFF
 
     def fill_ack_cc(self, now: int, ack: PdsAckCc) -> None:
@@ -176,3 +235,9 @@ class NullReceiverCongestion:
 
     def credit_grant(self, now: int) -> int:
         return 0
+
+    def on_credit_request(self, now: int, credit_target: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass

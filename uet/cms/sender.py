@@ -1,0 +1,188 @@
+"""The per-PDC sender the factory builds: an EV selector plus NSCC and/or RCCC (sans-IO).
+
+It implements :class:`uet.cms.api.SenderCongestion`. Feedback mapping (``docs/cms.md``):
+
+* ACK: EV feedback GOOD or ECN; RCCC leaves speculation and takes ACK_CC credit; NSCC
+  reacts to ECN / delay / receiver state.
+* NACK TRIMMED / TRIMMED_ACK: EV penalty (NACK) and the NSCC trim reaction.
+  TRIMMED_LASTHOP: no EV penalty (the path was fine; ECN echo still counts) and the
+  NSCC reaction without the window cut under RCCC. PKT_NOT_RCVD / RCVR_INFER_LOSS: the
+  NSCC loss reaction, no EV penalty (the echoed EV is not the lost packet's). Other codes
+  (resources, protocol errors, closing) are not congestion: no reaction.
+* Timeout: EV penalty (TIMEOUT; REPS may freeze), NSCC window cut by the packet.
+"""
+
+from __future__ import annotations
+
+from uet.cms.api import AckFeedback, CmsConfig, NackFeedback
+from uet.cms.ev_selection import EvSelector, PathFeedback
+from uet.cms.nscc import Nscc
+from uet.cms.rccc import SenderCredit, serial_diff24
+from uet.wire.constants import CcType, NackCode
+
+TRIM_CODES = frozenset({NackCode.TRIMMED, NackCode.TRIMMED_ACK})
+LOSS_CODES = frozenset({NackCode.PKT_NOT_RCVD, NackCode.RCVR_INFER_LOSS})
+RESYNC_RTTS = 8  # blocked without credit this long: ask again (a CREDIT may be lost)
+
+
+class CmsSender:
+    """EV selection + optional NSCC window + optional RCCC credit for one PDC."""
+
+    def __init__(
+        self,
+        config: CmsConfig,
+        selector: EvSelector,
+        *,
+        nscc: Nscc | None = None,
+        credit: SenderCredit | None = None,
+        window_bytes: int = 1 << 30,
+    ) -> None:
+        self.config = config
+        self.selector = selector
+        self.nscc = nscc
+        self.credit = credit
+        self.credit_based = credit is not None
+        self.window_bytes = window_bytes  # fixed window when neither NSCC nor RCCC
+        self.base_rtt = config.base_rtt_ps
+        self.last_request_at: int | None = None
+        self.refused_for_credit = False
+        self.now = 0
+
+    # ------------------------------------------------------------------ sending
+
+    def choose_ev(self, now: int) -> int:
+        self.now = now
+        return self.selector.next_ev(now)
+
+    def can_send(self, now: int, nbytes: int, in_flight_bytes: int, retx: bool = False) -> bool:
+        self.now = now
+        if self.credit is not None and self.credit.credit <= 0:
+            self.refused_for_credit = True
+            return False
+        self.refused_for_credit = False
+        if self.nscc is not None:
+            return self.nscc.can_send(nbytes, in_flight_bytes)
+        if self.credit is None:
+            return in_flight_bytes + nbytes <= self.window_bytes or in_flight_bytes == 0
+        return True
+
+    def on_send(self, now: int, nbytes: int, ev: int, retx: bool) -> None:
+        self.now = now
+        if self.credit is not None:
+            self.credit.spend(nbytes)
+        if self.nscc is not None:
+            self.nscc.on_send(nbytes)
+
+    # ------------------------------------------------------------------ feedback
+
+    def on_ack(self, now: int, fb: AckFeedback) -> None:
+        self.now = now
+        self.selector.feedback(now, fb.ev, PathFeedback.ECN if fb.ecn_echo else PathFeedback.GOOD)
+        if self.credit is not None:
+            self.credit.stop_speculating()
+            if fb.ack_cc is not None and fb.ack_cc.cc_type == CcType.CREDIT:
+                self.credit.on_grant(now, fb.ack_cc.credit)
+        if self.nscc is not None:
+            self.nscc.on_ack(
+                now, fb.newly_acked_bytes, fb.ecn_echo, fb.rtt_sample, fb.in_flight_bytes, fb.ack_cc
+            )
+
+    def on_nack(self, now: int, fb: NackFeedback) -> None:
+        self.now = now
+        code = fb.code
+        last_hop = code == NackCode.TRIMMED_LASTHOP
+        if code in TRIM_CODES:
+            self.selector.feedback(now, fb.ev, PathFeedback.NACK)
+        elif last_hop:
+            self.selector.feedback(
+                now, fb.ev, PathFeedback.ECN if fb.ecn_echo else PathFeedback.GOOD
+            )
+        elif code not in LOSS_CODES:
+            return
+        if self.credit is not None:
+            self.credit.stop_speculating()
+        if self.nscc is not None:
+            self.nscc.on_nack(
+                now,
+                fb.nbytes,
+                last_hop=last_hop,
+                rtt_sample=fb.rtt_sample,
+                in_flight=fb.in_flight_bytes,
+            )
+
+    def on_timeout(self, now: int, ev: int, nbytes: int) -> None:
+        self.now = now
+        self.selector.feedback(now, ev, PathFeedback.TIMEOUT)
+        if self.credit is not None:
+            self.credit.stop_speculating()
+        if self.nscc is not None:
+            self.nscc.on_timeout(now, nbytes)
+
+    # ------------------------------------------------------------------ credit
+
+    def on_credit(self, now: int, credit: int) -> None:
+        """CREDIT control packet payload (cumulative units, see :mod:`uet.cms.rccc`)."""
+        self.now = now
+        if self.credit is not None:
+            self.credit.stop_speculating()
+            self.credit.on_grant(now, credit)
+
+    def _target(self) -> int:
+        assert self.credit is not None
+        return self.credit.target(self.nscc.cwnd if self.nscc is not None else None)
+
+    def credit_target(self) -> int:
+        if self.credit is None:
+            return 0
+        value = self._target()
+        self.credit.advertised = value
+        self.credit.advertised_at = self.now
+        return value
+
+    def on_backlog(self, now: int, backlog_bytes: int) -> None:
+        self.now = now
+        if self.credit is not None:
+            self.credit.backlog = max(backlog_bytes, 0)
+
+    def _blocked(self) -> bool:
+        c = self.credit
+        if c is None or c.credit > 0:
+            return False
+        return c.backlog > 0 if c.backlog is not None else self.refused_for_credit
+
+    def _request_due(self) -> int | None:
+        """When a CREDIT_REQ may go: at once (rate-limited to one per base RTT) when the
+        target grew past the last advertised one, or after RESYNC_RTTS without credit."""
+        if not self._blocked():
+            return None
+        c = self.credit
+        assert c is not None
+        earliest = 0 if self.last_request_at is None else self.last_request_at + self.base_rtt
+        if serial_diff24(self._target(), c.advertised) > 0 or c.advertised_at is None:
+            return earliest
+        heard = max(c.advertised_at, c.last_credit_at or 0)
+        return max(earliest, heard + RESYNC_RTTS * self.base_rtt)
+
+    def poll_credit_request(self, now: int) -> int | None:
+        self.now = now
+        due = self._request_due()
+        if due is None or due > now:
+            return None
+        self.last_request_at = now
+        return self.credit_target()
+
+    # ------------------------------------------------------------------ timers
+
+    def next_deadline(self) -> int | None:
+        return self._request_due()
+
+    def handle_timer(self, now: int) -> None:
+        self.now = now
+
+    @property
+    def cwnd(self) -> int:
+        if self.nscc is not None:
+            return self.nscc.cwnd
+        if self.credit is not None:
+            return self.credit.max_credit
+        return self.window_bytes
