@@ -103,6 +103,11 @@ class Fabric:
         self._nursery.cancel_scope.cancel()
         try:
             return await self._nursery_cm.__aexit__(*exc)
+        except BaseExceptionGroup as eg:
+            # the body's own exception: let it propagate unwrapped
+            if exc[1] is not None and len(eg.exceptions) == 1 and eg.exceptions[0] is exc[1]:
+                return False
+            raise
         finally:
             self.close()
 

@@ -10,6 +10,7 @@ if more may be sent (``_more()``), so an idle port costs no events.
 from __future__ import annotations
 
 from collections import Counter, deque
+from heapq import heappush
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -37,12 +38,13 @@ class Port:
     __slots__ = ("name", "loop", "push", "log", "channel", "mac", "free_at", "wake_pending",
                  "paused_until", "pause_started", "paused_ps", "mac_ctl", "tx_frames",
                  "tx_bytes", "rx_frames", "rx_bytes", "drops", "pause_rx", "pause_tx",
-                 "taps", "__weakref__")
+                 "taps", "heap", "seq", "__weakref__")
 
     def __init__(self, name: str, loop: EventLoop, log: EventLog, mac: str) -> None:
         self.name = name
         self.loop = loop
         self.push = loop.pusher()
+        self.heap, self.seq = loop.heap_and_seq()
         self.log = log
         self.channel: Channel | None = None
         self.mac = mac_bytes(mac)
@@ -84,6 +86,8 @@ class Port:
         self.wake_pending = False
         self._start(self.loop.now)
 
+    # _start is the hot path of the fabric: keep it flat.
+
     def _start(self, now: int) -> None:
         if self.mac_ctl:
             data = self.mac_ctl.popleft()
@@ -105,7 +109,7 @@ class Port:
         ch.carry(data, now, end)
         if self.mac_ctl or self._more():
             self.wake_pending = True
-            self.push(end, self._wake, None)
+            heappush(self.heap, (end, next(self.seq), self._wake, None))
 
     # ---------------------------------------------------------------- PFC
 

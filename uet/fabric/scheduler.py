@@ -38,6 +38,11 @@ class EventLoop:
         """Run ``fn(arg)`` ``dt`` picoseconds from now."""
         heappush(self._heap, (self.now + max(dt, 0), next(self._seq), fn, arg))
 
+    def heap_and_seq(self) -> tuple[list, Any]:
+        """The raw heap and sequence counter, for hot paths that push
+        ``(t, next(seq), fn, arg)`` themselves (``t >= now`` required)."""
+        return self._heap, self._seq
+
     def pusher(self) -> Callable[[int, Callback, Any], None]:
         """A fast ``push(t, fn, arg)`` for hot paths (no past-time clamp: ``t >= now``)."""
         heap, seq = self._heap, self._seq

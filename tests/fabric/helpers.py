@@ -1,0 +1,54 @@
+"""Test helpers: a scripted end point that sends given frames and records what arrives."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from uet.fabric.endpoint import HostContext
+from uet.wire.codec import encode_frame
+from uet.wire.constants import NextHeader, PdsType, SesOpcode
+from uet.wire.records import Frame, PdsRequest, SesStandard
+
+
+class ScriptEndpoint:
+    """Sends ``frames`` (bytes) as fast as the NIC allows; records ``(now, data)`` received."""
+
+    def __init__(self, ctx: HostContext) -> None:
+        self.ctx = ctx
+        self.out: deque[bytes] = deque()
+        self.ctl: deque[bytes] = deque()
+        self.got: list[tuple[int, bytes]] = []
+        self.sent_at: list[int] = []
+
+    def receive(self, now: int, data: bytes) -> None:
+        self.got.append((now, data))
+
+    def pop_control(self, now: int) -> bytes | None:
+        return self.ctl.popleft() if self.ctl else None
+
+    def pop_data(self, now: int) -> bytes | None:
+        if self.out:
+            self.sent_at.append(now)
+            return self.out.popleft()
+        return None
+
+    def next_deadline(self) -> int | None:
+        return None
+
+    def handle_timer(self, now: int) -> None:
+        pass
+
+
+def data_frame(src: HostContext, dst: HostContext, *, psn: int = 0, ev: int = 0xC000,
+               payload: int = 4052, dscp: int | None = None, ecn: int = 2) -> bytes:
+    """A RUD request with a standard SES header: 98 B of headers + ``payload``."""
+    req = PdsRequest(type=PdsType.RUD_REQ, next_hdr=NextHeader.REQ_STD, psn=psn, spdcid=1,
+                     dpdcid=2)
+    ses = SesStandard(opcode=SesOpcode.SEND, flags=0x3, request_length=payload)
+    return encode_frame(Frame(req, ses, None, bytes(payload), src_mac=src.mac, dst_mac=dst.mac,
+                              src_ip=src.ip, dst_ip=dst.ip, ev=ev,
+                              dscp=src.qos.dscp_data if dscp is None else dscp, ecn=ecn))
+
+
+def script_factory(ctx: HostContext) -> ScriptEndpoint:
+    return ScriptEndpoint(ctx)

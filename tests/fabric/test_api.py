@@ -1,0 +1,106 @@
+"""The Trio API: virtual sleep, waiting, stalls, message completion, topologies, config."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+import trio
+
+from uet.fabric.api import Fabric, FabricStalled
+from uet.fabric.clock import MS, US
+from uet.fabric.network import Network
+from uet.fabric.topology import build
+
+PERM = [(13, 6), (1, 4), (6, 0), (2, 13), (10, 5), (15, 1), (8, 14), (14, 2), (5, 15),
+        (4, 12), (12, 11), (0, 8), (9, 7), (7, 9), (3, 10), (11, 3)]
+
+
+async def test_virtual_sleep_is_exact_and_concurrent() -> None:
+    woke: list[tuple[str, int]] = []
+    async with Fabric({"kind": "back_to_back"}) as fab:
+        async def sleeper(name: str, dt: int) -> None:
+            await fab.sleep(dt)
+            woke.append((name, fab.now))
+
+        async with trio.open_nursery() as n:
+            n.start_soon(sleeper, "b", 7 * US)
+            n.start_soon(sleeper, "a", 3 * US)
+            n.start_soon(sleeper, "c", 7 * US + 1)
+        assert woke == [("a", 3 * US), ("b", 7 * US), ("c", 7 * US + 1)]
+        await fab.sleep(10 * MS)  # virtual: returns at once in wall time
+        assert fab.now == 10 * MS + 7 * US + 1
+
+
+async def test_wait_until_stall_raises() -> None:
+    async with Fabric({"kind": "back_to_back"}) as fab:
+        with pytest.raises(FabricStalled):
+            await fab.wait_until(lambda: False)
+        assert await fab.wait_until(lambda: False, timeout_ps=5 * US) is False
+        assert fab.now == 5 * US
+
+
+async def test_message_completes_with_real_frames() -> None:
+    async with Fabric({"kind": "fat_tree", "k": 4}, seed=3) as fab:
+        msg = await fab.send(0, 13, 256 * 1024)
+        assert msg.done
+        # 65 packets of 4150 B (last one shorter) + 6 hops + the ACK back: >= ideal
+        ideal = 256 * 1024 * 8 * 1000 // 100 // 4052 * 4150 // 1000
+        assert msg.fct_ps > ideal
+        st = fab.endpoint(13).stats
+        assert st["rx_data"] == 65 and st["decode_errors"] == 0
+        c = fab.counters()
+        assert c["nic"]["h0"]["tx_frames"] == 65
+        assert c["link"]["h0->tor0.p0"]["tx_frames"] == 65
+
+
+async def test_permutation_is_deterministic() -> None:
+    async def run(seed: int) -> list[int]:
+        async with Fabric({"kind": "fat_tree", "k": 4}, seed=seed) as fab:
+            msgs = await fab.run_messages([(s, d, 128 * 1024) for s, d in PERM])
+            return [m.fct_ps for m in msgs]
+
+    a, b = await run(5), await run(5)
+    assert a == b
+    assert all(x > 0 for x in a)
+
+
+def test_fat_tree_shapes_and_addresses() -> None:
+    net = build(Network(seed=0), {"kind": "fat_tree", "k": 4})
+    assert len(net.nics) == 16 and len(net.switches) == 20
+    assert [h.ip for h in net.hosts[:5]] == ["10.0.0.2", "10.0.0.3", "10.0.1.2", "10.0.1.3",
+                                              "10.1.0.2"]
+    assert net.link_of["h0"].name == "h0<->tor0.p0"
+    assert net.link_of["h3"].name == "h3<->tor1.p1"
+    assert net.link_of["tor0.p2"].name == "tor0.p2<->agg0.p0"
+    assert all(p.lasthop == (p.index < 2) for p in net.switches["tor5"].ports)
+    big = build(Network(seed=0), {"kind": "fat_tree", "k": 8})
+    assert len(big.nics) == 128 and len(big.switches) == 80
+    v6 = build(Network(seed=0), {"kind": "fat_tree", "k": 4, "ipv6": True})
+    assert v6.hosts[13].ip == "fd00::3:0:3"
+
+
+def test_topology_from_toml_and_bad_keys() -> None:
+    cfg = tomllib.loads("""
+[topology]
+kind = "leaf_spine"
+leaves = 3
+spines = 2
+hosts_per_leaf = 4
+oversubscription = 2.0
+rate_gbps = 100
+""")
+    net = build(Network(seed=0), cfg["topology"])
+    assert len(net.nics) == 12
+    assert net.link_of["leaf0.p4"].ab.rate_bps == 100 * 10**9 * 4 // 4  # 4x100 / (2 x 2)
+    with pytest.raises(ValueError, match="queue_byts"):
+        build(Network(seed=0), {"kind": "star", "queue_byts": 1})
+    with pytest.raises(ValueError, match="allowed"):
+        build(Network(seed=0), {"kind": "torus"})
+
+
+async def test_ipv6_fabric_carries_messages() -> None:
+    async with Fabric({"kind": "fat_tree", "k": 4, "ipv6": True}, seed=2) as fab:
+        msgs = await fab.run_messages([(0, 13, 64 * 1024), (13, 0, 64 * 1024)])
+        assert all(m.done for m in msgs)
+        assert fab.endpoint(13).stats["decode_errors"] == 0
