@@ -104,3 +104,23 @@ async def test_ipv6_fabric_carries_messages() -> None:
         msgs = await fab.run_messages([(0, 13, 64 * 1024), (13, 0, 64 * 1024)])
         assert all(m.done for m in msgs)
         assert fab.endpoint(13).stats["decode_errors"] == 0
+
+
+async def test_body_exception_propagates_unwrapped() -> None:
+    with pytest.raises(KeyError):
+        async with Fabric({"kind": "back_to_back"}) as fab:
+            await fab.sleep(US)
+            raise KeyError("x")
+
+
+async def test_custom_endpoint_factory_and_realtime_mode() -> None:
+    from tests.fabric.helpers import data_frame, script_factory
+
+    async with Fabric({"kind": "back_to_back"}, endpoint_factory=script_factory,
+                      realtime=True) as fab:
+        s, d = fab.net.hosts
+        fab.submit(0, lambda ep, now: ep.out.append(data_frame(s, d)))
+        ok = await fab.wait_until(lambda: bool(fab.endpoint(1).got), timeout_ps=2 * MS * 1000)
+        assert ok
+        (t, _), = fab.endpoint(1).got
+        assert t >= 1_332_000  # never earlier than the modelled time

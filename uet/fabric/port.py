@@ -10,8 +10,8 @@ if more may be sent (``_more()``), so an idle port costs no events.
 from __future__ import annotations
 
 from collections import Counter, deque
-from heapq import heappush
 from collections.abc import Callable
+from heapq import heappush
 from typing import TYPE_CHECKING, Any
 
 from uet.fabric.clock import ser_ps
