@@ -32,7 +32,7 @@ from scapy.packet import Packet, Raw, bind_top_down
 from uet.wire import rules
 from uet.wire.constants import UET_DEFAULT_IP_PROTO, UET_UDP_PORT
 from uet.wire.errors import DecodeError, UnknownType
-from uet.wire.layers_base import Err, UETDecodeError, UETLayer, set_top_rule
+from uet.wire.layers_base import Err, UETDecodeError, UETEmptyError, UETLayer, set_top_rule
 from uet.wire.layers_pds import (
     PDS_CLASSES,
     UETEntropy,
@@ -91,7 +91,7 @@ __all__ = [
     "UETPdsNack", "UETPdsNackCcx", "UETPdsCp", "UETSesRequest", "UETSesStd", "UETSesMedium",
     "UETSesSmall", "UETSesExt", "UETAtomicExt", "UETCasExt", "UETRendezvousExt",
     "UETSesResponse", "UETSesRsp", "UETSesRspData", "UETSesRspDataSmall",
-    "uet_to_scapy", "frame_to_scapy", "scapy_to_uet", "scapy_to_frame",
+    "uet_to_scapy", "frame_to_scapy", "scapy_to_uet", "scapy_to_frame", "dissect_frame",
     "bind_native_ip_proto",
 ]
 
@@ -218,7 +218,7 @@ class UET(Packet):
     @classmethod
     def dispatch_hook(cls, _pkt: bytes | None = None, *args: Any, **kargs: Any) -> type[Packet]:
         if not _pkt:
-            return UETDecodeError
+            return UETEmptyError
         r = _classify(bytes(_pkt), False)
         return UETDecodeError if isinstance(r, Err) else r
 
@@ -549,8 +549,30 @@ def scapy_to_uet(pkt: Packet, trailer_len: int = 0, **frame_fields: Any) -> Fram
     return Frame(pds, ses, ext, rest[:cut], tss=tss, trailer=rest[cut:], **frame_fields)
 
 
+def dissect_frame(data: bytes | bytearray) -> Packet:
+    """``Ether(data)``; scapy's own exceptions on frames too short for its Ethernet or IP
+    layers become a :class:`DecodeError` (UET layers never raise: they yield
+    :class:`UETDecodeError`)."""
+    try:
+        return Ether(bytes(data))
+    except Exception as exc:
+        raise DecodeError("ethernet", 0, f"scapy could not dissect the frame: {exc}") from None
+
+
 def scapy_to_frame(pkt: Packet, trailer_len: int = 0) -> Frame:
-    """Record frame of a dissected Ether / IP|IPv6 / UDP|entropy / UET scapy packet."""
+    """Record frame of a dissected Ether / IP|IPv6 / UDP|entropy / UET scapy packet.
+
+    Raises :class:`DecodeError` (only) when the packet is not a decodable UET frame.
+    """
+    try:
+        return _scapy_to_frame(pkt, trailer_len)
+    except DecodeError:
+        raise
+    except Exception as exc:  # partially dissected lower layers (None fields, ...)
+        raise DecodeError("frame", 0, f"not a decodable UET frame ({exc!r})") from None
+
+
+def _scapy_to_frame(pkt: Packet, trailer_len: int) -> Frame:
     if not isinstance(pkt, Ether):
         raise DecodeError("ethernet", 0, "not an Ethernet frame")
     l3 = pkt.payload

@@ -79,6 +79,18 @@ class UETDecodeError(Packet):
         return cls(self.header, self.offset, self.reason)
 
 
+class UETEmptyError(UETDecodeError):
+    """:class:`UETDecodeError` for empty UET data (``UET(b"")``), where nothing is dissected."""
+
+    fields_desc = [
+        _InfoField("kind", "TruncatedHeader"),
+        _InfoField("header", "pds"),
+        _InfoField("offset", 0),
+        _InfoField("reason", "PDS header needs at least 2 bytes, 0 left"),
+        StrField("load", b""),
+    ]
+
+
 #: Rule for the very first UET layer (set by uet.wire.layers), used by UETDecodeError.
 _TOP_RULE: Callable[[bytes], Any] | None = None
 
