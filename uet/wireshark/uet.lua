@@ -415,15 +415,13 @@ expert_def("ses_version", "uet.ses.unsupported_version", "Unsupported SES versio
 expert_def("short_payload", "uet.ses.short_payload",
     "Fewer payload bytes than the header announces (trimmed?)", G.PROTOCOL, S.NOTE)
 expert_def("udp_bad", "uet.udp_checksum.bad", "Bad UDP checksum", G.CHECKSUM, S.ERROR)
-expert_def("udp_zero6", "uet.udp_checksum.zero_ipv6", "Zero UDP checksum over IPv6",
-    G.PROTOCOL, S.WARN)
 expert_def("crc_bad", "uet.crc32c.bad", "Bad CRC-32C trailer", G.CHECKSUM, S.ERROR)
 expert_def("trailer_short", "uet.trailer.missing", "Packet too short for the configured trailer",
     G.MALFORMED, S.ERROR)
 
 uet.experts = { E.pds_len, E.req_len, E.ack_len, E.rsp_opcode, E.ses_len, E.tss_len,
     E.pds_type, E.nh_unknown, E.nh_mismatch, E.ctl_unknown, E.nack_code, E.reserved,
-    E.ses_opcode, E.ses_mismatch, E.ses_version, E.short_payload, E.udp_bad, E.udp_zero6,
+    E.ses_opcode, E.ses_mismatch, E.ses_version, E.short_payload, E.udp_bad,
     E.crc_bad, E.trailer_short }
 
 -------------------------------------------------------------------------------- preferences
@@ -865,20 +863,25 @@ local function dissect_pds(ctx, o, stop)
     elseif ptype == 6 then
         pt:add(F["uet.pds.uud.rsvd"], tvb(o + 2, 2))  -- ignored by receivers
     elseif ptype == 7 or ptype == 8 or ptype == 9 then
-        local apo = tvb(o + 2, 2):int()
         local cack = tvb(o + 4, 4):uint()
-        local ack_psn = psn_add(cack, apo)
-        pt:add(F["uet.pds.ack_psn"], tvb(o + 2, 2), ack_psn)
-            :append_text(string.format(" (%+d)", apo))
-        pt:add(F["uet.pds.ack_psn_offset"], tvb(o + 2, 2))
+        local ack_text
         if band(flags, 0x08) ~= 0 then
+            -- probe ACK (P): bytes 2-3 echo the probe's opaque value, no ACK PSN
             pt:add(F["uet.pds.ctrl_probe_opaque"], tvb(o + 2, 2))
+            ack_text = string.format("probe=0x%04x", tvb(o + 2, 2):uint())
+        else
+            local apo = tvb(o + 2, 2):int()
+            local ack_psn = psn_add(cack, apo)
+            pt:add(F["uet.pds.ack_psn"], tvb(o + 2, 2), ack_psn)
+                :append_text(string.format(" (%+d)", apo))
+            pt:add(F["uet.pds.ack_psn_offset"], tvb(o + 2, 2))
+            ack_text = string.format("ACK_PSN=%d", ack_psn)
         end
         pt:add(F["uet.pds.cack_psn"], tvb(o + 4, 4))
         pt:add(F["uet.pds.spdcid"], tvb(o + 8, 2))
         pt:add(F["uet.pds.dpdcid"], tvb(o + 10, 2))
         spdcid, dpdcid = tvb(o + 8, 2):uint(), tvb(o + 10, 2):uint()
-        info[#info + 1] = string.format("CACK=%d ACK_PSN=%d %d>%d", cack, ack_psn, spdcid, dpdcid)
+        info[#info + 1] = string.format("CACK=%d %s %d>%d", cack, ack_text, spdcid, dpdcid)
         if ptype == 7 and hl == 16 then
             pt:add(F["uet.pds.ack.epsn"], tvb(o + 12, 4))
         end
@@ -1241,18 +1244,14 @@ local function check_udp_checksum(ctx)
     if not (ck and ulen and sp and dp) then
         return
     end
-    local src, dst, v6 = ip_addresses()
+    local src, dst = ip_addresses()
     if not src then
         return
     end
     local cval = ck.value
     if cval == 0 then
-        local it = root:add(F["uet.udp_checksum.status"], 3)
-        it:set_generated()
-        if v6 then
-            it:add_proto_expert_info(E.udp_zero6,
-                "Zero UDP checksum over IPv6 (RFC 8200 requires a checksum)")
-        end
+        -- no checksum: legal over IPv4; over IPv6 Wireshark's UDP dissector already flags it
+        root:add(F["uet.udp_checksum.status"], 3):set_generated()
         return
     end
     if tvb:len() ~= tvb:reported_len() or ulen.value ~= tvb:reported_len() + 8 then
