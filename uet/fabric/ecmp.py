@@ -18,14 +18,18 @@ def mix64(x: int) -> int:
 
 
 def hash_tuple(seed: int, src: bytes, dst: bytes, proto: int, sport: int, dport: int) -> int:
-    """64-bit hash of a 5-tuple (IPv4 or IPv6 addresses as bytes)."""
-    h = mix64((seed & M64) ^ 0x9E3779B97F4A7C15)
-    for word in (int.from_bytes(src, "big"), int.from_bytes(dst, "big")):
-        while True:
-            h = mix64(h ^ (word & M64))
-            word >>= 64
-            if not word:
-                break
+    """64-bit hash of a 5-tuple (IPv4 or IPv6 addresses as bytes); ``seed`` is 64-bit.
+
+    The addresses are folded 64 bits at a time through :func:`mix64`, then the protocol and
+    ports: two mixes for IPv4, five for IPv6.
+    """
+    h = seed & M64
+    x = int.from_bytes(src + dst, "big")
+    while True:
+        h = mix64(h ^ (x & M64))
+        x >>= 64
+        if not x:
+            break
     return mix64(h ^ (proto << 32 | sport << 16 | dport))
 
 

@@ -87,22 +87,20 @@ class SwitchPort(Port):
         et = data[12:14]
         if et == ET_IPV4:
             tos = data[15]
-            if data[23] == 17:
-                key = data[26:38]
-                out = sw.cache.get(key)
+            out = sw.direct.get(data[30:34])
+            if out is None:
+                key = data[26:38] if data[23] == 17 else None
+                out = sw.cache.get(key) if key is not None else None
                 if out is None:
                     out = sw.route(data, key)
-            else:
-                out = sw.route(data, None)
         elif et == ET_IPV6:
             tos = (data[14] & 0x0F) << 4 | data[15] >> 4
-            if data[20] == 17:
-                key = data[22:58]
-                out = sw.cache.get(key)
+            out = sw.direct.get(data[38:54])
+            if out is None:
+                key = data[22:58] if data[20] == 17 else None
+                out = sw.cache.get(key) if key is not None else None
                 if out is None:
                     out = sw.route(data, key)
-            else:
-                out = sw.route(data, None)
         elif et == ET_MAC_CONTROL:
             self._on_pause(data)
             return
@@ -269,6 +267,9 @@ class Switch:
         self.ecmp_seed = ecmp_seed
         self.ports: list[SwitchPort] = []
         self.routes: dict[bytes, list[SwitchPort]] = {}
+        #: destinations with a single next hop (no hashing)
+        self.direct: dict[bytes, SwitchPort] = {}
+        #: ECMP decisions by raw address + port bytes (bounded)
         self.cache: dict[bytes, SwitchPort] = {}
 
     def add_port(self, mac: str) -> SwitchPort:
@@ -293,7 +294,15 @@ class Switch:
                     p.channel.rate_bps, p.channel.delay_ps)
 
     def add_route(self, dst_ip: bytes, ports: list[SwitchPort]) -> None:
+        """Host route: ``dst_ip`` (packed) leaves by one of ``ports`` (ECMP if several)."""
+        if not ports:
+            raise ValueError(f"{self.name}: a route needs at least one port")
         self.routes[dst_ip] = list(ports)
+        if len(ports) == 1:
+            self.direct[dst_ip] = ports[0]
+        else:
+            self.direct.pop(dst_ip, None)
+        self.cache.clear()
 
     def route(self, data: bytes, key: bytes | None) -> SwitchPort | None:
         """Egress port for ``data`` (ECMP by 5-tuple hash); caches by ``key``."""
