@@ -140,6 +140,7 @@ def test_valid_frames_derived_values(valid):
             assert got == pds.sacked_psns(), case.name
         if isinstance(pds, PdsControl) and pds.syn:
             assert num(d.one("uet.pds.start_psn")) == pds.start_psn, case.name
+        assert ("uet.trimmed" in d.fields) == (case.frame.dscp in (12, 14)), case.name
         if case.frame.encap == "ip":
             assert num(d.one("uet.pds.entropy")) == case.frame.ev
             assert "uet.udp_checksum.status" not in d.fields
@@ -239,6 +240,7 @@ def test_every_enumeration_is_named(valid):
         "ack_rsp": ["ACK", "RESPONSE rc=OK"],
         "uud_datagram": ["UUD_REQ", "DATAGRAM_SEND"],
         "ip4_tss": ["TSS", "RUD_REQ"],
+        "rud_trimmed": ["[TRIMMED] RUD_REQ"],
     }
     for name, words in expect.items():
         info = f[name][1].info

@@ -214,6 +214,8 @@ def valid_cases() -> list[Case]:
     add(Case("uud_small", _f(PdsUud(next_hdr=1), SesSmall(opcode=7, flags=0x03,
                                                           request_length=32),
                              payload=PAYLOAD)))
+    # a trimmed request (switch DSCP 12: uet.fabric.qos.DSCP_TRIMMED), payload cut
+    add(Case("rud_trimmed", _f(_req(psn=1001), _std(flags=0x01), dscp=12)))
     # IPv4 with a UDP checksum
     add(Case("udp4_checksum", _f(_req(spdcid=6), _std(), payload=PAYLOAD, udp_checksum=True)))
     # IPv6 over UDP (checksum always computed)

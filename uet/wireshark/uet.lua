@@ -370,6 +370,9 @@ u64("uet.ses.med_req.header_data", "Header Data", DEC_HEX)
 u32("uet.ses.med_req.initiator", "Initiator", HEX)
 u64("uet.ses.med_req.mem_key_match_bits", "Match Bits/Memory Key", HEX)
 
+-- trimming (ours)
+bool("uet.trimmed", "Trimmed by a switch (DSCP)", base.NONE, TFS_YES_NO)
+
 -- checksums (ours)
 u8("uet.udp_checksum.status", "UDP checksum status", DEC, CKSUM_STATUS)
 u16("uet.udp_checksum.calculated", "UDP checksum (calculated)", HEX)
@@ -441,6 +444,9 @@ uet.prefs.crc_byte_order = Pref.enum("CRC-32C byte order", 0,
     "Byte order of the CRC-32C trailer on the wire", CRC_ORDER, false)
 uet.prefs.tss_icv = Pref.bool("TSS packets end with a 16-byte ICV", true,
     "With a TSS header, the last 16 bytes are the AES-GCM integrity check value")
+uet.prefs.trimmed_dscp = Pref.string("DSCPs of trimmed packets", "12,14",
+    "Comma-separated DSCP values switches give to trimmed packets (uet.fabric defaults: "
+        .. "12 trimmed, 14 trimmed at the last hop); such packets get uet.trimmed")
 uet.prefs.track_pdc = Pref.bool("Group packets by PDC", true,
     "Give every packet of a PDC the same uet.pdc index (key: initiator IP, target IP, "
         .. "initiator PDC ID)")
@@ -530,6 +536,7 @@ local function crc32c(s, crc)
 end
 
 local fx = {
+    ip_dscp = Field.new("ip.dsfield.dscp"), ipv6_dscp = Field.new("ipv6.tclass.dscp"),
     ip_src = Field.new("ip.src"), ip_dst = Field.new("ip.dst"),
     ipv6_src = Field.new("ipv6.src"), ipv6_dst = Field.new("ipv6.dst"),
     udp_srcport = Field.new("udp.srcport"), udp_dstport = Field.new("udp.dstport"),
@@ -551,6 +558,27 @@ local function ip_addresses()
         return s4.range:raw(), d4.range:raw(), false
     end
     return nil
+end
+
+-- DSCP of the innermost IP header, or nil
+local function ip_dscp()
+    local d4, d6 = last(fx.ip_dscp), last(fx.ipv6_dscp)
+    if d6 and (not d4 or d6.offset > d4.offset) then
+        return d6.value
+    end
+    return d4 and d4.value
+end
+
+local trimmed_set, trimmed_pref = {}, nil
+local function is_trimmed_dscp(dscp)
+    if trimmed_pref ~= uet.prefs.trimmed_dscp then
+        trimmed_pref = uet.prefs.trimmed_dscp
+        trimmed_set = {}
+        for v in string.gmatch(trimmed_pref or "", "%d+") do
+            trimmed_set[tonumber(v)] = true
+        end
+    end
+    return dscp ~= nil and trimmed_set[dscp] == true
 end
 
 -------------------------------------------------------------------------------- PDC tracking
@@ -1377,6 +1405,11 @@ local function dissect_common(tvb, pinfo, tree, native)
         if present > 0 then
             data_dissector:call(tvb(o, present):tvb(), pinfo, root)
         end
+    end
+    local dscp = ip_dscp()
+    if is_trimmed_dscp(dscp) then
+        root:add(F["uet.trimmed"], true):append_text(string.format(" (DSCP %d)", dscp))
+        table.insert(ctx.info, 1, "[TRIMMED]")
     end
     if trailer == 16 then
         root:add(F["uet.tss.icv"], tvb(stop, 16))
