@@ -1,0 +1,485 @@
+"""``PdsEndpoint``: one end point's Packet Delivery Sublayer, sans-IO.
+
+Feed it SES requests (``submit``) and arriving frames (``receive``); take frames to send
+(``poll_transmit``), events for the SES (``next_event``) and timers (``next_deadline`` /
+``handle_timer``). Nothing here reads a clock or does I/O: every call takes ``now`` in integer
+picoseconds, and randomness (Start_PSNs, PDC IDs, RUDI pkt_ids) comes from the seeded rng.
+
+Drive order expected from the caller (the FEP): after ``receive``, drain ``next_event`` and
+answer each ``RequestDelivered`` with ``respond`` before the next ``poll_transmit``; a request
+whose event was taken but not answered by then gets no response. A request whose event was
+not yet taken holds the CACK (the initiator will not consider it acknowledged) until it is.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import random
+from collections import Counter, deque
+from collections.abc import Callable
+
+from uet.cms.api import NullReceiverCongestion, NullSenderCongestion
+from uet.pds.ack import REQUEST_NEXT_HDRS
+from uet.pds.config import PdsConfig
+from uet.pds.events import (
+    PdcClosed,
+    PdcOpened,
+    PdcState,
+    PdsEvent,
+    RequestDelivered,
+    SendRequest,
+)
+from uet.pds.initiator import InitiatorPdc
+from uet.pds.manager import INITIATOR, TARGET, PdcManager
+from uet.pds.retransmit import nack_name
+from uet.pds.rudi import RudiInitiator, RudiTarget
+from uet.pds.target import TargetPdc
+from uet.pds.uud import UudSender, rx_uud
+from uet.wire.constants import CpFlag, CtlType, DeliveryMode, NackCode, NackFlag, PdsType
+from uet.wire.records import Frame, PdsControl, PdsNack, PdsRequest
+
+_SYN = 0x04
+_RETX = 0x10
+_INITIATOR_CTL = frozenset({CtlType.CLEAR_REQ, CtlType.CLOSE_REQ, CtlType.CREDIT})
+_CTL_NAMES = {int(c): c.name for c in CtlType}
+
+
+class PdcLimitError(RuntimeError):
+    """No initiator PDC can be opened (``max_initiator_pdcs`` or the ID space is exhausted)."""
+
+
+def _start_psn(cfg: PdsConfig, rng: random.Random) -> int:
+    """A random Start_PSN in [2**16, 2**31) (reference provider), unless fixed by config."""
+    if cfg.fixed_start_psn is not None:
+        return cfg.fixed_start_psn
+    return rng.randrange(1 << 16, 1 << 31)
+
+
+class PdsEndpoint:
+    """The PDS of one end point: PDC manager, initiator and target PDCs, RUDI and UUD."""
+
+    def __init__(self, config: PdsConfig, local_ip: str, rng: random.Random, *,
+                 sender_cc: Callable[[], object] | None = None,
+                 receiver_cc: Callable[[], object] | None = None,
+                 log: Callable[..., None] | None = None) -> None:
+        self.cfg = config
+        self.local_ip = local_ip
+        self.rng = rng
+        self._sender_cc = sender_cc or NullSenderCongestion
+        self._receiver_cc = receiver_cc or NullReceiverCongestion
+        self.log_hook = log
+        self.counters: Counter = Counter()
+        self.events: deque[PdsEvent] = deque()
+        self.ctrl: deque[Frame] = deque()  # ready control frames (NACK, CP, RUDI_RESP)
+        self.ack_ring: deque = deque()  # target PDCs with an ACK to build
+        self.ring: deque = deque()  # senders with data work (round robin)
+        self.mgr = PdcManager(config, rng)
+        self.mem_blocked: set = set()
+        self.now_hint = 0
+        self._heap: list = []
+        self._heap_seq = itertools.count()
+        self._tokens: dict[int, object] = {}
+        self._next_token = 1
+        self._seen: list[int] = []
+        self._rudi_ini: RudiInitiator | None = None
+        self.rudi_target = RudiTarget(self)
+        self._uud: UudSender | None = None
+        self._rx = {
+            PdsType.RUD_REQ: self._rx_request, PdsType.ROD_REQ: self._rx_request,
+            PdsType.RUD_CC_REQ: self._rx_request, PdsType.ROD_CC_REQ: self._rx_request,
+            PdsType.ACK: self._rx_ack, PdsType.ACK_CC: self._rx_ack,
+            PdsType.ACK_CCX: self._rx_ack, PdsType.NACK: self._rx_nack,
+            PdsType.NACK_CCX: self._rx_nack, PdsType.CP: self._rx_cp,
+            PdsType.RUDI_REQ: self._rx_rudi, PdsType.RUDI_RESP: self._rx_rudi,
+            PdsType.UUD_REQ: self._rx_uud,
+        }
+
+    # ================================================================== public API
+    def submit(self, now: int, request: SendRequest) -> None:
+        """Queue one SES request packet; the PDS picks or opens the PDC and assigns the PSN."""
+        self.now_hint = now
+        if len(request.payload) > self.cfg.mtu_payload:
+            raise ValueError(f"payload of {len(request.payload)} bytes exceeds mtu_payload "
+                             f"({self.cfg.mtu_payload})")
+        mode = request.mode
+        if mode == DeliveryMode.RUD or mode == DeliveryMode.ROD:
+            key = (mode, request.job_id, self.local_ip, request.dst_ip, request.tc)
+            pdc = self.mgr.ini_by_key.get(key)
+            if pdc is None:
+                pdc = self._open_initiator(now, key, request)
+            pdc.submit(now, request)
+        elif mode == DeliveryMode.RUDI:
+            if self._rudi_ini is None:
+                self._rudi_ini = RudiInitiator(self, self._sender_cc())
+            self._rudi_ini.submit(now, request)
+        elif mode == DeliveryMode.UUD:
+            if self._uud is None:
+                self._uud = UudSender(self, self._sender_cc())
+            self._uud.submit(now, request)
+        else:
+            raise ValueError(f"unknown delivery mode {mode!r}")
+
+    def receive(self, now: int, frame: Frame) -> None:
+        """A decoded frame addressed to this end point."""
+        self.now_hint = now
+        if frame.dst_ip != self.local_ip:
+            self.counters["dropped.not_for_us"] += 1
+            return
+        pds = frame.pds
+        handler = self._rx.get(pds.type)
+        if handler is None:
+            self.counters["dropped.unknown_type"] += 1
+            return
+        handler(now, frame, pds)
+
+    def respond(self, token: int, response, data: bytes = b"") -> bool:
+        """The SES answer to a ``RequestDelivered``; None means "no response".
+
+        Guaranteed responses (RESPONSE, RESPONSE_W_DATA) ride in their own ACK (RUDI: in the
+        RUDI_RESP) and are stored until cleared. Returns False if the token is unknown or its
+        response was already final (counted as ``late_response``).
+        """
+        entry = self._tokens.pop(token, None)
+        if entry is None:
+            self.counters["late_response"] += 1
+            return False
+        return entry.pdc.on_respond(entry, response, data)
+
+    def poll_transmit(self, now: int, control: bool) -> Frame | None:
+        """Next frame of the control class (ACK, NACK, CP, RUDI_RESP) or of the data class."""
+        self.now_hint = now
+        if self._seen:
+            self._finalize_seen()
+        if control:
+            if self.ctrl:
+                return self.ctrl.popleft()
+            ring = self.ack_ring
+            while ring:
+                pdc = ring.popleft()
+                frame = None if pdc.freed else pdc.next_ack(now)
+                if frame is None:
+                    pdc.in_ack_ring = False
+                    continue
+                if pdc.explicit or pdc.co.now:
+                    ring.append(pdc)
+                else:
+                    pdc.in_ack_ring = False
+                return frame
+            return None
+        ring = self.ring
+        for _ in range(len(ring)):
+            sender = ring.popleft()
+            frame = sender.poll_data(now)
+            if frame is not None:
+                if sender.has_data_work():
+                    ring.append(sender)
+                else:
+                    sender.in_ring = False
+                return frame
+            sender.in_ring = False
+        return None
+
+    def next_deadline(self) -> int | None:
+        """Earliest timer (RTO, ACK timer, close, linger, ...), or None."""
+        heap = self._heap
+        while heap:
+            t, _, obj = heap[0]
+            if obj._armed == t:
+                return t
+            heapq.heappop(heap)
+        return None
+
+    def handle_timer(self, now: int) -> None:
+        """Run every timer due at ``now``."""
+        self.now_hint = now
+        heap = self._heap
+        while heap and heap[0][0] <= now:
+            t, _, obj = heapq.heappop(heap)
+            if obj._armed != t:
+                continue
+            obj._armed = None
+            nxt = obj.on_timer(now)
+            if nxt is not None:
+                self.arm(obj, nxt if nxt > now else now + 1)
+
+    def next_event(self) -> PdsEvent | None:
+        """Next event for the SES / reports, or None."""
+        events = self.events
+        if not events:
+            return None
+        ev = events.popleft()
+        if type(ev) is RequestDelivered and ev.token:
+            self._seen.append(ev.token)
+        return ev
+
+    # ------------------------------------------------------------------ introspection
+    def pdcs(self, role: str | None = None) -> list:
+        """Open (not lingering) PDCs, optionally of one role ('initiator' / 'target')."""
+        return self.mgr.open_pdcs(role)
+
+    def pdc(self, pdc_id: int):
+        """The PDC with this local ID (open or lingering), or None."""
+        return self.mgr.by_id.get(pdc_id)
+
+    @property
+    def tx_memory(self) -> int:
+        return self.mgr.tx_mem
+
+    @property
+    def rx_memory(self) -> int:
+        return self.mgr.rx_mem
+
+    def idle(self) -> bool:
+        """Nothing queued, outstanding or waiting to be sent."""
+        if self.ctrl or self.ack_ring or self.ring or self.events:
+            return False
+        for p in self.mgr.by_id.values():
+            if p.role == INITIATOR and (p.outstanding or p.queue) and not p.lingering:
+                return False
+        return not (self._rudi_ini and (self._rudi_ini.outstanding or self._rudi_ini.queue))
+
+    # ================================================================== receive paths
+    def _rx_request(self, now: int, frame: Frame, pds: PdsRequest) -> None:
+        mgr = self.mgr
+        mode = DeliveryMode.ROD if pds.type in (PdsType.ROD_REQ, PdsType.ROD_CC_REQ) \
+            else DeliveryMode.RUD
+        if pds.next_hdr not in REQUEST_NEXT_HDRS:
+            self.nack(now, frame, NackCode.PDC_HDR_MISMATCH, pds.psn, 0, pds.spdcid,
+                      why=f"request with next_hdr {int(pds.next_hdr)}")
+            return
+        if pds.flags & _SYN:
+            key = (frame.src_ip, frame.dst_ip, pds.spdcid)
+            pdc = mgr.tgt_by_key.get(key)
+            if pdc is not None and pdc.lingering and pdc.start_psn != pds.start_psn:
+                mgr.free(pdc)  # a new incarnation of the initiator's PDC
+                pdc._armed = None
+                pdc = None
+            if pdc is None:
+                pdc = self._open_target(now, frame, pds, mode, key)
+                if pdc is None:
+                    return
+            elif pdc.mode != mode:
+                self.nack(now, frame, NackCode.PDC_MODE_MISMATCH, pds.psn, pdc.pdc_id,
+                          pds.spdcid, why=f"{mode.name} request on a {pdc.mode.name} PDC")
+                return
+        else:
+            pdc = mgr.by_id.get(pds.dpdcid)
+            if pdc is None or pdc.role != TARGET:
+                self.nack(now, frame, NackCode.INV_DPDCID, pds.psn, 0, pds.spdcid,
+                          why=f"unknown DPDCID {pds.dpdcid}")
+                return
+            if pdc.peer_ip != frame.src_ip or pdc.peer_pdcid != pds.spdcid:
+                self.nack(now, frame, NackCode.PDC_HDR_MISMATCH, pds.psn, pdc.pdc_id,
+                          pds.spdcid, why="source address or SPDCID differs from the PDC's")
+                return
+            if pdc.mode != mode:
+                self.nack(now, frame, NackCode.PDC_MODE_MISMATCH, pds.psn, pdc.pdc_id,
+                          pds.spdcid, why=f"{mode.name} request on a {pdc.mode.name} PDC")
+                return
+        pdc.rx_request(now, frame, pds)
+
+    def _open_target(self, now: int, frame: Frame, pds: PdsRequest, mode: DeliveryMode,
+                     key: tuple) -> TargetPdc | None:
+        """First SYN of an unknown {sip, dip, spdcid}: a target PDC, or a NACK."""
+        cfg = self.cfg
+        mgr = self.mgr
+        if pds.psn_offset >= cfg.mp_range:
+            self.nack(now, frame, NackCode.INVALID_SYN, pds.psn, 0, pds.spdcid,
+                      why="SYN psn_offset beyond the receive window")
+            return None
+        pid = mgr.alloc_id() if mgr.can_open(TARGET) else None
+        if pid is None:
+            self.nack(now, frame, NackCode.NO_PDC_AVAIL, pds.psn, 0, pds.spdcid,
+                      why="target PDC limit reached")
+            return None
+        start = pds.start_psn
+        pending = False
+        if cfg.start_psn_mode == "target":
+            mine = _start_psn(cfg, self.rng)
+            pending = mine != start
+            start = mine
+        pdc = TargetPdc(self, pid, frame.src_ip, mode, key, pds.spdcid, start,
+                        self._receiver_cc(), now)
+        mgr.register(pdc)
+        if pending:
+            pdc.state = PdcState.PENDING
+            pdc.pending_until = now + cfg.new_pdc_time_ps
+            self.arm(pdc, pdc.pending_until)
+            self.nack(now, frame, NackCode.NEW_START_PSN, pds.psn, pid, pds.spdcid,
+                      payload=start, why="target picks the Start_PSN")
+            return None
+        self.pdc_opened(now, pdc)
+        if cfg.target_idle_ps:
+            self.arm(pdc, now + cfg.target_idle_ps)
+        return pdc
+
+    def _open_initiator(self, now: int, key: tuple, req: SendRequest) -> InitiatorPdc:
+        mgr = self.mgr
+        pid = mgr.alloc_id() if mgr.can_open(INITIATOR) else None
+        if pid is None:
+            self.counters["initiator_pdc_limit"] += 1
+            raise PdcLimitError(
+                f"cannot open an initiator PDC to {req.dst_ip}: limit "
+                f"max_initiator_pdcs={self.cfg.max_initiator_pdcs} reached")
+        pdc = InitiatorPdc(self, pid, req.dst_ip, req.mode, key, req.job_id, req.tc,
+                           _start_psn(self.cfg, self.rng), self._sender_cc(), now)
+        mgr.register(pdc)
+        self.pdc_opened(now, pdc)
+        return pdc
+
+    def _rx_ack(self, now: int, frame: Frame, ack) -> None:
+        pdc = self.mgr.by_id.get(ack.dpdcid)
+        if pdc is None or pdc.role != INITIATOR:
+            self.counters["ack_rx"] += 1
+            self.counters["dropped.ack_unknown_pdc"] += 1
+            return
+        pdc.rx_ack(now, frame, ack)
+
+    def _rx_nack(self, now: int, frame: Frame, nack: PdsNack) -> None:
+        name = nack_name(nack.nack_code)
+        self.counters["nack_rx." + name] += 1
+        self.log(now, "nack_rx", code=name, psn=nack.nack_psn, pdc_id=nack.dpdcid,
+                 peer=frame.src_ip)
+        if nack.flags & NackFlag.NT:
+            if self._rudi_ini is not None:
+                self._rudi_ini.rx_nack(now, frame, nack)
+            return
+        pdc = self.mgr.by_id.get(nack.dpdcid)
+        if pdc is None or pdc.role != INITIATOR:
+            self.counters["dropped.nack_unknown_pdc"] += 1
+            return
+        pdc.rx_nack(now, frame, nack)
+
+    def _rx_cp(self, now: int, frame: Frame, cp: PdsControl) -> None:
+        ctl = cp.ctl_type
+        self.counters["cp_rx." + _CTL_NAMES.get(ctl, str(ctl))] += 1
+        mgr = self.mgr
+        if ctl in _INITIATOR_CTL:
+            pdc = mgr.by_id.get(cp.dpdcid)
+            if pdc is None or pdc.role != INITIATOR:
+                self.counters["dropped.cp_unknown_pdc"] += 1
+                return
+            pdc.rx_cp(now, frame, cp)
+            return
+        if cp.flags & CpFlag.SYN:
+            pdc = mgr.tgt_by_key.get((frame.src_ip, frame.dst_ip, cp.spdcid))
+            if pdc is None:
+                if ctl == CtlType.ACK_REQ:
+                    self.nack(now, frame, NackCode.PKT_NOT_RCVD, cp.psn, 0, cp.spdcid,
+                              why="ACK request on a PDC never established")
+                else:
+                    self.counters["dropped.cp_unknown_pdc"] += 1
+                return
+        else:
+            pdc = mgr.by_id.get(cp.dpdcid)
+            if pdc is None or pdc.role != TARGET:
+                self.nack(now, frame, NackCode.INV_DPDCID, cp.psn, 0, cp.spdcid,
+                          why=f"unknown DPDCID {cp.dpdcid}")
+                return
+            if pdc.peer_ip != frame.src_ip or pdc.peer_pdcid != cp.spdcid:
+                self.nack(now, frame, NackCode.PDC_HDR_MISMATCH, cp.psn, pdc.pdc_id,
+                          cp.spdcid, why="source address or SPDCID differs from the PDC's")
+                return
+        pdc.rx_cp(now, frame, cp)
+
+    def _rx_rudi(self, now: int, frame: Frame, pds) -> None:
+        if pds.type == PdsType.RUDI_REQ:
+            self.rudi_target.rx_req(now, frame, pds)
+        elif self._rudi_ini is not None:
+            self._rudi_ini.rx_resp(now, frame, pds)
+        else:
+            self.counters["rudi_resp_duplicate"] += 1
+
+    def _rx_uud(self, now: int, frame: Frame, pds) -> None:
+        rx_uud(self, now, frame)
+
+    # ================================================================== services for PDCs
+    def nack(self, now: int, frame: Frame, code: int, psn: int, spdcid: int, dpdcid: int,
+             payload: int = 0, why: str = "", nt: bool = False) -> None:
+        """Queue a NACK answering ``frame`` (EV echoed, M/RETX copied, ref. 2.6)."""
+        flags = (0x20 if frame.ecn == 3 else 0) | (frame.pds.flags & _RETX)
+        if nt:
+            flags |= NackFlag.NT
+        self.ctrl.append(Frame(
+            pds=PdsNack(flags=flags, nack_code=code, nack_psn=psn, spdcid=spdcid,
+                        dpdcid=dpdcid, payload=payload),
+            src_ip=self.local_ip, dst_ip=frame.src_ip, ev=frame.ev, dscp=self.cfg.dscp_control))
+        name = nack_name(code)
+        self.counters["nack_tx." + name] += 1
+        self.log(now, "nack_tx", code=name, why=why, psn=psn, peer=frame.src_ip)
+
+    def send_control(self, now: int, cp: PdsControl, dst_ip: str) -> None:
+        self.ctrl.append(Frame(pds=cp, src_ip=self.local_ip, dst_ip=dst_ip,
+                               ev=self.cfg.control_ev, dscp=self.cfg.dscp_control))
+        self.counters["cp_tx." + _CTL_NAMES.get(cp.ctl_type, str(cp.ctl_type))] += 1
+
+    def want_ack(self, pdc: TargetPdc) -> None:
+        if not pdc.in_ack_ring:
+            pdc.in_ack_ring = True
+            self.ack_ring.append(pdc)
+
+    def activate(self, sender) -> None:
+        if not sender.in_ring:
+            sender.in_ring = True
+            self.ring.append(sender)
+
+    def unblock_memory(self) -> None:
+        blocked = self.mem_blocked
+        self.mem_blocked = set()
+        for sender in blocked:
+            if sender.has_data_work():
+                self.activate(sender)
+
+    def arm(self, obj, t: int) -> None:
+        """Make sure ``obj.on_timer`` runs at ``t`` or earlier."""
+        armed = obj._armed
+        if armed is None or t < armed:
+            obj._armed = t
+            heapq.heappush(self._heap, (t, next(self._heap_seq), obj))
+
+    def new_token(self, entry) -> int:
+        token = self._next_token
+        self._next_token = token + 1
+        self._tokens[token] = entry
+        return token
+
+    def drop_token(self, token: int) -> None:
+        self._tokens.pop(token, None)
+
+    def _finalize_seen(self) -> None:
+        tokens = self._tokens
+        for token in self._seen:
+            entry = tokens.pop(token, None)
+            if entry is not None:
+                entry.pdc.finalize(entry)
+        self._seen.clear()
+
+    def log(self, now: int, kind: str, **fields) -> None:
+        if self.log_hook is not None:
+            self.log_hook(now, kind, **fields)
+
+    def pdc_opened(self, now: int, pdc) -> None:
+        self.events.append(PdcOpened(pdc.pdc_id, pdc.role, pdc.peer_ip, pdc.mode))
+        self.counters["opened"] += 1
+        self.counters["opened." + pdc.role] += 1
+        self.log(now, "pdc_open", pdc_id=pdc.pdc_id, role=pdc.role, peer=pdc.peer_ip,
+                 mode=pdc.mode.name, start_psn=pdc.start_psn)
+
+    def pdc_closed(self, now: int, pdc, error: bool, reason: str) -> None:
+        self.events.append(PdcClosed(pdc.pdc_id, error, pdc.role, reason))
+        self.counters["closed_in_error" if error else "closed"] += 1
+        self.log(now, "pdc_close", pdc_id=pdc.pdc_id, role=pdc.role, peer=pdc.peer_ip,
+                 error=error, reason=reason)
+        self.mem_blocked.discard(pdc)
+        for old in self.mgr.start_linger(pdc, now + self.cfg.msl_ps):
+            old._armed = None
+        self.arm(pdc, pdc.linger_until)
+
+    def free_lingering(self, pdc) -> None:
+        self.mgr.drop_lingering(pdc)
+        pdc._armed = None
+
+    def free_pdc(self, pdc) -> None:
+        self.mgr.free(pdc)
+        pdc._armed = None

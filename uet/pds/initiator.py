@@ -1,0 +1,632 @@
+"""Initiator side of a RUD/ROD PDC: PSNs, window, ACK processing, selective retransmission.
+
+Ephemeral establishment (ref. 3.2): the PDC starts in SYN with a random Start_PSN and sends at
+once with SYN set and ``psn_offset`` = PSN - Start_PSN (at most ``max_syn_packets``, 4096,
+outstanding); the first ACK gives the DPDCID and moves it to ESTABLISHED.
+
+A packet is *released* (its message told ``PacketAcked``) when an ACK names it (``ack_psn``,
+carrying its SES response if any) or its CACK covers it. A SACK bit only marks it *arrived*:
+its data is never sent again, and if its ACK is still missing when its RTO expires an ACK_REQ
+control packet asks for it (ref. 3.8). Lost packets are found from SACK gaps (``LossDetector``),
+NACKs, the optional ooo_count inference and the RTO; each is retransmitted alone, same PSN,
+RETX|AR set. Never go-back-N.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from uet.cms.api import AckFeedback, NackFeedback
+from uet.pds.ack import NEXT_HDR
+from uet.pds.events import (
+    MessageFailed,
+    PacketAcked,
+    PdcState,
+    ResponseReceived,
+    SendRequest,
+)
+from uet.pds.manager import INITIATOR, PdcBase
+from uet.pds.retransmit import RESOURCE_NACKS, LossDetector, RtoEstimator, nack_name
+from uet.wire.constants import (
+    AckFlag,
+    CpFlag,
+    CtlType,
+    DeliveryMode,
+    NackAction,
+    NackCode,
+    PdsType,
+    ReqFlag,
+    RspOpcode,
+    nack_action,
+)
+from uet.wire.records import Frame, PdsAckCc, PdsControl, PdsRequest, psn_add, psn_diff
+
+SYN = int(ReqFlag.SYN)
+AR = int(ReqFlag.AR)
+RETX = int(ReqFlag.RETX)
+ACK_P = int(AckFlag.P)
+ACK_M = int(AckFlag.M)
+ACK_RETX = int(AckFlag.RETX)
+TX_OVERHEAD = 64  # bytes charged per retained packet besides its payload
+DEFAULT_RESPONSE = int(RspOpcode.DEFAULT_RESPONSE)
+
+
+class Tx:
+    """One request packet (or the CLOSE) that holds a PSN and waits for its ACK."""
+
+    __slots__ = ("psn", "req", "nbytes", "cost", "send_time", "retries", "arrived", "seq",
+                 "ev", "retx_queued", "released", "ever_retx", "is_close")
+
+    def __init__(self, psn: int, req: SendRequest | None, nbytes: int, cost: int) -> None:
+        self.psn = psn
+        self.req = req
+        self.nbytes = nbytes
+        self.cost = cost
+        self.send_time = 0
+        self.retries = 0
+        self.arrived = False  # SACKed: data reached the target, ACK still missing
+        self.seq = 0  # transmission sequence number of the latest transmission
+        self.ev = 0
+        self.retx_queued = False
+        self.released = False
+        self.ever_retx = False
+        self.is_close = req is None
+
+
+class InitiatorPdc(PdcBase):
+    """One initiator PDC (RUD or ROD)."""
+
+    __slots__ = ("cfg", "job_id", "tc", "dpdcid", "start_psn", "next_psn", "max_cack",
+                 "peer_range", "queue", "outstanding", "inflight_bytes", "retx", "sent_order",
+                 "seq", "detector", "rto", "rto_at", "cc", "fixed_ev", "ptype", "in_ring",
+                 "last_progress", "next_probe", "probe_opaque", "idle_since",
+                 "close_requested", "recovery_until", "last_clear_sent")
+
+    def __init__(self, ep, pdc_id: int, peer_ip: str, mode: DeliveryMode, key: tuple,
+                 job_id: int, tc: int, start_psn: int, cc, now: int) -> None:
+        super().__init__(ep, pdc_id, INITIATOR, peer_ip, mode, key)
+        cfg = self.cfg = ep.cfg
+        self.state = PdcState.SYN
+        self.job_id = job_id
+        self.tc = tc
+        self.dpdcid = 0
+        self.start_psn = start_psn
+        self.next_psn = start_psn
+        self.max_cack = psn_add(start_psn, -1)
+        self.peer_range = cfg.mp_range  # until an ACK_CC advertises the peer's MPR
+        self.queue: deque[SendRequest] = deque()
+        self.outstanding: dict[int, Tx] = {}  # PSN order
+        self.inflight_bytes = 0  # payload bytes sent, neither released nor SACKed
+        self.retx: deque[Tx] = deque()
+        self.sent_order: deque[tuple[int, Tx]] = deque()
+        self.seq = 0
+        self.detector = LossDetector(cfg.sack_dupthresh)
+        self.rto = RtoEstimator(cfg)
+        self.rto_at: int | None = None
+        self.cc = cc
+        rod = mode == DeliveryMode.ROD
+        self.fixed_ev = cc.choose_ev(now) if rod and not cfg.rod_multi_ev else None
+        if cfg.cc_requests:
+            self.ptype = PdsType.ROD_CC_REQ if rod else PdsType.RUD_CC_REQ
+        else:
+            self.ptype = PdsType.ROD_REQ if rod else PdsType.RUD_REQ
+        self.in_ring = False
+        self.last_progress = now
+        self.next_probe = 0
+        self.probe_opaque = 0
+        self.idle_since: int | None = None
+        self.close_requested = False
+        self.recovery_until: int | None = None
+        self.last_clear_sent: int | None = None
+
+    # ================================================================== sending
+    def submit(self, now: int, req: SendRequest) -> None:
+        self.queue.append(req)
+        self.idle_since = None
+        self.ep.activate(self)
+
+    def has_data_work(self) -> bool:
+        return bool(self.retx) or (bool(self.queue) and self.state <= PdcState.ESTABLISHED)
+
+    def una(self) -> int:
+        """Lowest PSN not yet released (next_psn when nothing is outstanding)."""
+        for psn in self.outstanding:
+            return psn
+        return self.next_psn
+
+    def poll_data(self, now: int) -> Frame | None:
+        """Next request of this PDC: a retransmission first, else a new packet if allowed."""
+        retx = self.retx
+        while retx:
+            tx = retx.popleft()
+            if not tx.retx_queued or tx.released:
+                continue
+            tx.retx_queued = False
+            if tx.arrived:
+                continue
+            return self._send(now, tx, True)
+        queue = self.queue
+        if not queue or self.state > PdcState.ESTABLISHED:
+            return None
+        cfg = self.cfg
+        psn = self.next_psn
+        counters = self.ep.counters
+        una = self.una()
+        if psn_diff(psn, una) >= cfg.max_inflight_packets:
+            counters["blocked.window"] += 1
+            return None
+        if psn_diff(psn, self.max_cack) > self.peer_range:
+            # The peer's CACK is held by responses we already hold: tell it (CLEAR).
+            counters["blocked.peer_window"] += 1
+            clear = psn_add(una, -1)
+            if self.state == PdcState.ESTABLISHED and clear != self.last_clear_sent \
+                    and psn_diff(clear, self.max_cack) > 0:
+                self.last_clear_sent = clear
+                self.send_cp(now, CtlType.CLEAR, 0, 0, clear)
+            return None
+        if self.state == PdcState.SYN and psn_diff(psn, self.start_psn) >= cfg.max_syn_packets:
+            counters["blocked.syn"] += 1
+            return None
+        req = queue[0]
+        nbytes = len(req.payload)
+        cc = self.cc
+        if not cc.can_send(now, nbytes, self.inflight_bytes):
+            counters["blocked.cc"] += 1
+            d = cc.next_deadline()
+            if d is not None:
+                self.ep.arm(self, max(d, now + 1))
+            return None
+        mgr = self.ep.mgr
+        cost = nbytes + TX_OVERHEAD
+        if mgr.tx_mem + cost > cfg.max_tx_memory_bytes and mgr.tx_mem:
+            counters["blocked.memory"] += 1
+            self.ep.mem_blocked.add(self)
+            return None
+        queue.popleft()
+        self.next_psn = psn_add(psn, 1)
+        tx = Tx(psn, req, nbytes, cost)
+        self.outstanding[psn] = tx
+        mgr.tx_mem += cost
+        self.inflight_bytes += nbytes
+        if len(self.outstanding) == 1:
+            self.last_progress = now
+        return self._send(now, tx, False)
+
+    def _send(self, now: int, tx: Tx, retx: bool) -> Frame:
+        cfg = self.cfg
+        req = tx.req
+        ev = self.fixed_ev
+        if ev is None:
+            ev = self.cc.choose_ev(now)
+        psn = tx.psn
+        flags = AR if (retx or req.eom or cfg.ar_every_packet) else 0
+        if retx:
+            flags |= RETX
+            tx.ever_retx = True
+        clear = psn_add(self.una(), -1)
+        if self.state == PdcState.SYN:
+            pds = PdsRequest(self.ptype, NEXT_HDR[type(req.ses)], flags | SYN,
+                             psn_diff(clear, psn), psn, self.pdc_id, 0, False,
+                             psn_diff(psn, self.start_psn))
+        else:
+            pds = PdsRequest(self.ptype, NEXT_HDR[type(req.ses)], flags, psn_diff(clear, psn),
+                             psn, self.pdc_id, self.dpdcid)
+        if cfg.cc_requests:
+            pds.credit_target = self.cc.credit_target() & 0xFFFFFF
+        tx.send_time = now
+        tx.ev = ev
+        seq = self.seq = self.seq + 1
+        tx.seq = seq
+        self.sent_order.append((seq, tx))
+        nbytes = tx.nbytes
+        self.cc.on_send(now, nbytes, ev, retx)
+        d = now + self.rto.rto_for(tx.retries)
+        if self.rto_at is None or d < self.rto_at:
+            self.rto_at = d
+            self.ep.arm(self, d)
+        counters = self.ep.counters
+        counters["tx_packets"] += 1
+        counters["tx_bytes"] += nbytes
+        return Frame(pds=pds, ses=req.ses, ext=req.ext, payload=req.payload,
+                     src_ip=self.ep.local_ip, dst_ip=self.peer_ip, ev=ev, dscp=cfg.dscp_data,
+                     ecn=2 if cfg.ecn_capable else 0)
+
+    def send_cp(self, now: int, ctl: int, psn: int, flags: int = 0, payload: int = 0,
+                probe_opaque: int = 0) -> None:
+        """A control packet of this PDC (ACK_REQ, CLEAR, CLOSE, PROBE)."""
+        if self.mode == DeliveryMode.ROD:
+            flags |= CpFlag.ISROD
+        if self.state == PdcState.SYN:
+            off = psn_diff(psn, self.start_psn)
+            cp = PdsControl(ctl_type=ctl, flags=flags | CpFlag.SYN, probe_opaque=probe_opaque,
+                            psn=psn, spdcid=self.pdc_id, psn_offset=off & 0xFFF,
+                            payload=payload)
+        else:
+            cp = PdsControl(ctl_type=ctl, flags=flags, probe_opaque=probe_opaque, psn=psn,
+                            spdcid=self.pdc_id, dpdcid=self.dpdcid, payload=payload)
+        self.ep.send_control(now, cp, self.peer_ip)
+
+    def _queue_retx(self, now: int, tx: Tx, cause: str) -> None:
+        """Retransmit ``tx`` (data at the next poll, or the CLOSE / an ACK_REQ at once)."""
+        ep = self.ep
+        if tx.is_close:
+            tx.send_time = now
+            self.send_cp(now, CtlType.CLOSE, tx.psn, CpFlag.AR | CpFlag.RETX)
+            self._arm_rto(now, tx)
+        elif tx.arrived:
+            tx.send_time = now
+            self.send_cp(now, CtlType.ACK_REQ, tx.psn)
+            self._arm_rto(now, tx)
+            cause = "ack_req"
+        else:
+            if tx.retx_queued:
+                return
+            tx.retx_queued = True
+            self.retx.append(tx)
+            ep.activate(self)
+        ep.counters["retx." + cause] += 1
+        ep.log(now, "retransmit", pdc_id=self.pdc_id, psn=tx.psn, cause=cause)
+
+    def _arm_rto(self, now: int, tx: Tx) -> None:
+        d = now + self.rto.rto_for(tx.retries)
+        if self.rto_at is None or d < self.rto_at:
+            self.rto_at = d
+            self.ep.arm(self, d)
+
+    # ================================================================== ACKs
+    def rx_ack(self, now: int, frame: Frame, ack) -> None:
+        """ACK / ACK_CC for this PDC."""
+        ep = self.ep
+        counters = ep.counters
+        counters["ack_rx"] += 1
+        st = self.state
+        if st >= PdcState.CLOSED:
+            counters["dropped.ack_closed_pdc"] += 1
+            return
+        if frame.src_ip != self.peer_ip:
+            counters["dropped.ack_wrong_peer"] += 1
+            return
+        if st == PdcState.SYN:
+            self.dpdcid = ack.spdcid
+            self.state = PdcState.ESTABLISHED
+            ep.log(now, "pdc_established", pdc_id=self.pdc_id, dpdcid=ack.spdcid)
+        elif ack.spdcid != self.dpdcid:
+            counters["dropped.ack_spdcid_mismatch"] += 1
+            return
+        cack = ack.cack_psn
+        if psn_diff(cack, psn_add(self.next_psn, -1)) > 0:
+            counters["dropped.ack_beyond_next_psn"] += 1
+            return
+        flags = ack.flags
+        outstanding = self.outstanding
+        events = ep.events
+        newly = [0, 0]  # bytes, packets
+        rtt = None
+        if not flags & ACK_P:
+            ap = psn_add(cack, ack.ack_psn_offset)
+            tx = outstanding.get(ap)
+            if tx is not None:
+                if not tx.ever_retx:
+                    rtt = now - tx.send_time
+                ses = frame.ses
+                if ses is not None and tx.req is not None and ses.opcode != DEFAULT_RESPONSE:
+                    events.append(ResponseReceived(tx.req.msg_ref, ses, frame.payload, ap))
+                self._release(now, tx, newly)
+        if psn_diff(cack, self.max_cack) >= 0:
+            if cack != self.max_cack:
+                self.max_cack = cack
+                while outstanding:
+                    psn = next(iter(outstanding))
+                    if psn_diff(psn, cack) > 0:
+                        break
+                    self._release(now, outstanding[psn], newly)
+            if type(ack) is PdsAckCc and ack.mpr:
+                self.peer_range = ack.mpr * 128
+        is_cc = type(ack) is PdsAckCc
+        if is_cc:
+            bm = ack.sack_bitmap
+            if bm and outstanding:
+                self._apply_sack(ack.sack_base, bm, cack, newly)
+        if self.state == PdcState.CLOSED:  # the CLOSE was acknowledged
+            return
+        if newly[1]:
+            self.last_progress = now
+        if rtt is not None:
+            self.rto.sample(rtt)
+        self.cc.on_ack(now, AckFeedback(frame.ev, bool(flags & ACK_M), newly[0], newly[1], rtt,
+                                        self.inflight_bytes, ack if is_cc else None,
+                                        bool(flags & ACK_RETX)))
+        if self.detector.n and newly[1]:
+            self._detect_losses(now)
+            held = outstanding.get(psn_add(self.max_cack, 1))
+            if held is not None and held.arrived and held.seq < self.detector.threshold:
+                # arrived, yet the CACK stays below it: its ACK (and response) was lost
+                self._queue_retx(now, held, "ack_req")
+                seq = self.seq = self.seq + 1
+                held.seq = seq
+        if is_cc and self.cfg.ooo_loss_threshold:
+            self._ooo_inference(now, ack)
+        req = (flags & AckFlag.REQ_MASK) >> 1
+        if req == 1:
+            self.clear_requested(now, from_cp=False)
+        elif req == 2:
+            self.close_request(now)
+        self._after_progress(now)
+
+    def _apply_sack(self, base: int, bm: int, cack: int, newly: list) -> None:
+        outstanding = self.outstanding
+        while bm:
+            low = bm & -bm
+            bm ^= low
+            psn = psn_add(base, low.bit_length() - 1)
+            if psn_diff(psn, cack) <= 0:
+                continue
+            tx = outstanding.get(psn)
+            if tx is not None and not tx.arrived:
+                tx.arrived = True
+                self.inflight_bytes -= tx.nbytes
+                newly[0] += tx.nbytes
+                newly[1] += 1
+                self.detector.delivered(tx.seq)
+
+    def _release(self, now: int, tx: Tx, newly: list) -> None:
+        del self.outstanding[tx.psn]
+        tx.released = True
+        if not tx.arrived:
+            self.inflight_bytes -= tx.nbytes
+            newly[0] += tx.nbytes
+            newly[1] += 1
+            self.detector.delivered(tx.seq)
+        ep = self.ep
+        ep.mgr.tx_mem -= tx.cost
+        if tx.is_close:
+            self.state = PdcState.CLOSED
+            ep.pdc_closed(now, self, error=False, reason="closed")
+        else:
+            ep.events.append(PacketAcked(tx.req.msg_ref, tx.psn))
+
+    def _detect_losses(self, now: int) -> None:
+        thr = self.detector.threshold
+        so = self.sent_order
+        while so:
+            seq, tx = so[0]
+            if tx.seq != seq or tx.arrived or tx.released:
+                so.popleft()
+                continue
+            if seq >= thr:
+                break
+            so.popleft()
+            self._queue_retx(now, tx, "sack")
+
+    def _ooo_inference(self, now: int, ack: PdsAckCc) -> None:
+        """htsim-style loss recovery: retransmit un-SACKed PSNs below the highest SACKed."""
+        if self.recovery_until is not None:
+            if psn_diff(self.max_cack, self.recovery_until) >= 0:
+                self.recovery_until = None
+            return
+        if ack.ooo_count < self.cfg.ooo_loss_threshold or not ack.sack_bitmap:
+            return
+        top = psn_add(ack.sack_base, ack.sack_bitmap.bit_length() - 1)
+        self.recovery_until = psn_add(self.next_psn, -1)
+        for tx in list(self.outstanding.values()):
+            if psn_diff(tx.psn, top) >= 0:
+                break
+            if not tx.arrived and not tx.retx_queued and not tx.is_close:
+                self._queue_retx(now, tx, "ooo")
+
+    def _after_progress(self, now: int) -> None:
+        ep = self.ep
+        if ep.mem_blocked:
+            ep.unblock_memory()
+        if self.outstanding or self.queue:
+            if self.has_data_work():
+                ep.activate(self)
+            return
+        if self.state != PdcState.ESTABLISHED:
+            return
+        if self.close_requested:
+            self.start_close(now)
+        elif self.cfg.close_idle_ps and self.idle_since is None:
+            self.idle_since = now
+            ep.arm(self, now + self.cfg.close_idle_ps)
+
+    # ================================================================== NACKs and CPs
+    def rx_nack(self, now: int, frame: Frame, nack) -> None:
+        ep = self.ep
+        code = nack.nack_code
+        if self.state >= PdcState.CLOSED:
+            return
+        if self.dpdcid and nack.spdcid and nack.spdcid != self.dpdcid:
+            ep.counters["dropped.nack_spdcid_mismatch"] += 1
+            return
+        tx = self.outstanding.get(nack.nack_psn)
+        if tx is None:
+            ep.counters["nack_rx_stale"] += 1
+            return
+        action = nack_action(code)
+        name = nack_name(code)
+        if action == NackAction.RETRANSMIT:
+            self.cc.on_nack(now, NackFeedback(frame.ev, code, tx.nbytes,
+                                              bool(nack.flags & ACK_M)))
+            if code in RESOURCE_NACKS:
+                ep.counters["nack_rx_deferred"] += 1  # resent when its RTO expires
+                return
+            if code == NackCode.PKT_NOT_RCVD and tx.arrived:
+                tx.arrived = False  # the target says the data never arrived after all
+                self.inflight_bytes += tx.nbytes
+            if tx.is_close or not tx.arrived:
+                self._queue_retx(now, tx, "nack." + name)
+        elif action == NackAction.CLOSE_PDC:
+            self.close_in_error(now, f"NACK {name} for PSN {nack.nack_psn}")
+        elif action == NackAction.NEW_START_PSN:
+            self._new_start_psn(now, nack.payload)
+        # IGNORE (RCVD_SES_PROCG, unknown codes): rely on the RTO
+
+    def _new_start_psn(self, now: int, new_start: int) -> None:
+        """Re-base every PSN on the target's Start_PSN and resend (ref. 3.2)."""
+        if self.state != PdcState.SYN or new_start == self.start_psn:
+            return
+        delta = psn_diff(new_start, self.start_psn)
+        moved = {}
+        for tx in self.outstanding.values():
+            tx.psn = psn_add(tx.psn, delta)
+            moved[tx.psn] = tx
+        self.outstanding = moved
+        self.start_psn = new_start
+        self.next_psn = psn_add(self.next_psn, delta)
+        self.max_cack = psn_add(new_start, -1)
+        self.ep.log(now, "new_start_psn", pdc_id=self.pdc_id, start_psn=new_start)
+        for tx in moved.values():
+            self._queue_retx(now, tx, "nack.NEW_START_PSN")
+
+    def rx_cp(self, now: int, frame: Frame, cp: PdsControl) -> None:
+        """CLEAR_REQ, CLOSE_REQ or CREDIT from the target."""
+        if self.state >= PdcState.CLOSED or frame.src_ip != self.peer_ip:
+            return
+        if self.dpdcid and cp.spdcid != self.dpdcid:
+            self.ep.counters["dropped.cp_spdcid_mismatch"] += 1
+            return
+        ctl = cp.ctl_type
+        if ctl == CtlType.CLEAR_REQ:
+            self.clear_requested(now, from_cp=True)
+        elif ctl == CtlType.CLOSE_REQ:
+            self.close_request(now)
+        elif ctl == CtlType.CREDIT:
+            self.cc.on_credit(now, cp.payload)
+            if self.has_data_work():
+                self.ep.activate(self)
+
+    def clear_requested(self, now: int, from_cp: bool) -> None:
+        """The target holds stored responses: tell it how far we hold the ACKs (CLEAR)."""
+        if self.state != PdcState.ESTABLISHED:
+            return
+        clear = psn_add(self.una(), -1)
+        if not from_cp and (self.queue or clear == self.last_clear_sent):
+            return  # the next request carries the clear PSN, or it was just sent
+        self.last_clear_sent = clear
+        self.send_cp(now, CtlType.CLEAR, 0, 0, clear)
+
+    def close_request(self, now: int) -> None:
+        """The target asked for a close (CLOSE_REQ or ACK REQ=2)."""
+        if self.state > PdcState.ESTABLISHED or self.close_requested:
+            return
+        self.close_requested = True
+        self.ep.mgr.unmap_initiator(self)
+        if not self.outstanding and not self.queue and self.state == PdcState.ESTABLISHED:
+            self.start_close(now)
+
+    # ================================================================== close
+    def start_close(self, now: int) -> None:
+        """Send CLOSE (a new PSN, AR set) once idle with everything acknowledged."""
+        ep = self.ep
+        ep.mgr.unmap_initiator(self)
+        self.state = PdcState.CLOSING
+        psn = self.next_psn
+        self.next_psn = psn_add(psn, 1)
+        tx = Tx(psn, None, 0, 0)
+        self.outstanding[psn] = tx
+        tx.send_time = now
+        self.send_cp(now, CtlType.CLOSE, psn, CpFlag.AR)
+        self._arm_rto(now, tx)
+        ep.log(now, "pdc_closing", pdc_id=self.pdc_id, psn=psn)
+
+    def close_in_error(self, now: int, reason: str) -> None:
+        """Fail every queued and outstanding message, then close (ref. 3.9)."""
+        ep = self.ep
+        was_established = self.state in (PdcState.ESTABLISHED, PdcState.CLOSING)
+        failed = []
+        seen = set()
+        for tx in self.outstanding.values():
+            ref = tx.req.msg_ref if tx.req is not None else None
+            if tx.req is not None and id(ref) not in seen:
+                seen.add(id(ref))
+                failed.append(ref)
+            ep.mgr.tx_mem -= tx.cost
+            tx.released = True
+        for req in self.queue:
+            if id(req.msg_ref) not in seen:
+                seen.add(id(req.msg_ref))
+                failed.append(req.msg_ref)
+        for ref in failed:
+            ep.events.append(MessageFailed(ref, reason))
+        self.outstanding.clear()
+        self.queue.clear()
+        self.retx.clear()
+        self.sent_order.clear()
+        self.inflight_bytes = 0
+        if was_established:  # best-effort CLOSE so the target can free its PDC
+            self.send_cp(now, CtlType.CLOSE, self.next_psn, CpFlag.AR)
+        self.state = PdcState.ERROR
+        ep.pdc_closed(now, self, error=True, reason=reason)
+
+    # ================================================================== timers
+    def on_timer(self, now: int) -> int | None:
+        ep = self.ep
+        cfg = self.cfg
+        st = self.state
+        if st >= PdcState.CLOSED:
+            if now >= self.linger_until:
+                ep.free_lingering(self)
+                return None
+            return self.linger_until
+        nxt = None
+        if self.rto_at is not None and now >= self.rto_at:
+            self._check_rto(now)
+            if self.state >= PdcState.CLOSED:
+                return self.linger_until
+        if self.rto_at is not None:
+            nxt = self.rto_at
+        cc = self.cc
+        d = cc.next_deadline()
+        if d is not None:
+            if d <= now:
+                cc.handle_timer(now)
+                if self.has_data_work():
+                    ep.activate(self)
+                d = cc.next_deadline()
+            if d is not None and d > now:
+                nxt = d if nxt is None else min(nxt, d)
+        if cfg.probe_after_ps and self.outstanding and self.state <= PdcState.ESTABLISHED:
+            t = max(self.last_progress + cfg.probe_after_ps, self.next_probe)
+            if now >= t:
+                self.probe_opaque = (self.probe_opaque + 1) & 0xFFFF
+                una = self.una()
+                self.send_cp(now, CtlType.PROBE, una, 0, una, self.probe_opaque)
+                ep.counters["probe_tx"] += 1
+                self.next_probe = t = now + cfg.probe_after_ps
+            nxt = t if nxt is None else min(nxt, t)
+        if self.idle_since is not None and st == PdcState.ESTABLISHED:
+            if self.outstanding or self.queue:
+                self.idle_since = None
+            else:
+                t = self.idle_since + cfg.close_idle_ps
+                if now >= t:
+                    self.idle_since = None
+                    self.start_close(now)
+                    if self.rto_at is not None:
+                        nxt = self.rto_at if nxt is None else min(nxt, self.rto_at)
+                else:
+                    nxt = t if nxt is None else min(nxt, t)
+        return nxt
+
+    def _check_rto(self, now: int) -> None:
+        """Handle every packet whose RTO expired; recompute the earliest RTO deadline."""
+        cfg = self.cfg
+        rto = self.rto
+        nxt = None
+        for tx in list(self.outstanding.values()):
+            if tx.retx_queued:
+                continue
+            d = tx.send_time + rto.rto_for(tx.retries)
+            if d <= now:
+                tx.retries += 1
+                if tx.retries > cfg.max_retries:
+                    self.close_in_error(
+                        now, f"retry limit ({cfg.max_retries}) reached for PSN {tx.psn}")
+                    return
+                self.cc.on_timeout(now, tx.ev, tx.nbytes)
+                self._queue_retx(now, tx, "rto")
+                d = now + rto.rto_for(tx.retries)
+            if nxt is None or d < nxt:
+                nxt = d
+        self.rto_at = nxt

@@ -1,0 +1,148 @@
+"""The PDC manager of one end point: PDC tables, 16-bit PDC IDs, limits and lingering.
+
+Initiator PDCs are found by {delivery mode, job, local address, remote address, traffic
+class}; target PDCs by {source address, destination address, initiator SPDCID} (ref. 3.1).
+Both kinds share one PDC-ID space (an arriving packet's DPDCID names the PDC directly).
+IDs are 16-bit with 0 reserved, drawn from the end point's seeded rng, and an ID stays
+taken while its closed PDC lingers (MSL), so a late packet never reaches a new PDC.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+
+from uet.pds.config import PdsConfig
+from uet.pds.events import PdcState
+
+INITIATOR = "initiator"
+TARGET = "target"
+
+
+class PdcBase:
+    """What every PDC has: identity, state, timer bookkeeping for the end point."""
+
+    __slots__ = ("ep", "pdc_id", "role", "state", "peer_ip", "mode", "key", "_armed",
+                 "linger_until", "freed")
+
+    def __init__(self, ep, pdc_id: int, role: str, peer_ip: str, mode, key: tuple) -> None:
+        self.ep = ep
+        self.pdc_id = pdc_id
+        self.role = role
+        self.peer_ip = peer_ip
+        self.mode = mode
+        self.key = key
+        self.state = PdcState.ESTABLISHED
+        self._armed: int | None = None
+        self.linger_until = 0
+        self.freed = False
+
+    @property
+    def lingering(self) -> bool:
+        return self.state >= PdcState.CLOSED
+
+    def __repr__(self) -> str:
+        return (f"<{type(self).__name__} id={self.pdc_id} {self.state.name} peer={self.peer_ip} "
+                f"mode={getattr(self.mode, 'name', self.mode)}>")
+
+
+class PdcManager:
+    """PDC tables and resource accounting of one end point."""
+
+    __slots__ = ("cfg", "rng", "by_id", "ini_by_key", "tgt_by_key", "lingering",
+                 "n_initiator", "n_target", "tx_mem", "rx_mem")
+
+    def __init__(self, cfg: PdsConfig, rng: random.Random) -> None:
+        self.cfg = cfg
+        self.rng = rng
+        self.by_id: dict[int, PdcBase] = {}
+        self.ini_by_key: dict[tuple, PdcBase] = {}
+        self.tgt_by_key: dict[tuple, PdcBase] = {}
+        self.lingering: deque[PdcBase] = deque()
+        self.n_initiator = 0  # open (not lingering) initiator PDCs
+        self.n_target = 0  # open (including PENDING) target PDCs
+        self.tx_mem = 0  # bytes of retained request packets
+        self.rx_mem = 0  # bytes of stored responses, ROD buffers, RUDI cache
+
+    # ------------------------------------------------------------------ IDs and limits
+    def can_open(self, role: str) -> bool:
+        if role == INITIATOR:
+            return self.n_initiator < self.cfg.max_initiator_pdcs
+        return self.n_target < self.cfg.max_target_pdcs
+
+    def alloc_id(self) -> int | None:
+        """A free PDC ID (1..65535) chosen by the rng, or None if every ID is taken."""
+        by_id = self.by_id
+        if len(by_id) >= 65535:
+            return None
+        for _ in range(16):
+            pid = self.rng.randrange(1, 65536)
+            if pid not in by_id:
+                return pid
+        start = self.rng.randrange(1, 65536)
+        for i in range(65535):
+            pid = (start - 1 + i) % 65535 + 1
+            if pid not in by_id:
+                return pid
+        return None  # pragma: no cover - guarded by the length check
+
+    def register(self, pdc: PdcBase) -> None:
+        self.by_id[pdc.pdc_id] = pdc
+        if pdc.role == INITIATOR:
+            self.ini_by_key[pdc.key] = pdc
+            self.n_initiator += 1
+        else:
+            self.tgt_by_key[pdc.key] = pdc
+            self.n_target += 1
+
+    def unmap_initiator(self, pdc: PdcBase) -> None:
+        """Stop new requests from joining ``pdc`` (it is closing)."""
+        if self.ini_by_key.get(pdc.key) is pdc:
+            del self.ini_by_key[pdc.key]
+
+    # ------------------------------------------------------------------ closing
+    def start_linger(self, pdc: PdcBase, until: int) -> list[PdcBase]:
+        """Move ``pdc`` to the lingering set; returns PDCs freed early to respect the limit."""
+        if pdc.role == INITIATOR:
+            self.n_initiator -= 1
+            self.unmap_initiator(pdc)
+        else:
+            self.n_target -= 1
+        pdc.linger_until = until
+        self.lingering.append(pdc)
+        evicted = []
+        while len(self.lingering) > self.cfg.max_lingering_pdcs:
+            old = self.lingering.popleft()
+            if not old.freed:
+                self.free(old)
+                evicted.append(old)
+        return evicted
+
+    def free(self, pdc: PdcBase) -> None:
+        """Forget ``pdc`` entirely; its ID becomes reusable."""
+        if pdc.freed:
+            return
+        pdc.freed = True
+        if self.by_id.get(pdc.pdc_id) is pdc:
+            del self.by_id[pdc.pdc_id]
+        if pdc.role == INITIATOR:
+            self.unmap_initiator(pdc)
+        elif self.tgt_by_key.get(pdc.key) is pdc:
+            del self.tgt_by_key[pdc.key]
+        if not pdc.lingering:  # freed without lingering (e.g. a reaped PENDING PDC)
+            if pdc.role == INITIATOR:
+                self.n_initiator -= 1
+            else:
+                self.n_target -= 1
+
+    def drop_lingering(self, pdc: PdcBase) -> None:
+        """Free a lingering PDC whose MSL expired."""
+        self.free(pdc)
+        # the deque entry is skipped lazily (freed flag) or removed here when it is first
+        while self.lingering and self.lingering[0].freed:
+            self.lingering.popleft()
+
+    # ------------------------------------------------------------------ introspection
+    def open_pdcs(self, role: str | None = None) -> list[PdcBase]:
+        return [p for p in self.by_id.values()
+                if not p.lingering and (role is None or p.role == role)]

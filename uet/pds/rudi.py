@@ -1,0 +1,264 @@
+"""RUDI: reliable unordered delivery for idempotent operations, without a PDC (ref. 3.10).
+
+Each request carries a ``pkt_id`` (per end point, sequential from a random start) instead of a
+PSN. The target answers every request with exactly one RUDI_RESP carrying the SES response
+(a DEFAULT_RESPONSE if the SES gave none); duplicates are answered from a bounded response
+cache (LRU). When an entry was evicted the duplicate is delivered to the SES again, which is
+safe because RUDI is only for idempotent operations. The initiator keeps its own RTO and
+retry count per request and reports ``MessageFailed`` when they run out.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+
+from uet.pds.ack import NEXT_HDR, default_response
+from uet.pds.events import MessageFailed, PacketAcked, RequestDelivered, ResponseReceived
+from uet.pds.retransmit import RESOURCE_NACKS, RtoEstimator, nack_name
+from uet.pds.target import Pending
+from uet.wire.constants import (
+    DeliveryMode,
+    NackAction,
+    NackCode,
+    PdsType,
+    RspOpcode,
+    RudiFlag,
+    nack_action,
+)
+from uet.wire.records import Frame, PdsRudi
+
+TX_OVERHEAD = 64
+CACHE_OVERHEAD = 32
+RUDI_RETX = int(RudiFlag.RETX)
+RUDI_M = int(RudiFlag.M)
+
+
+class RudiTx:
+    __slots__ = ("pkt_id", "req", "cost", "send_time", "retries", "ev", "retx_queued", "done")
+
+    def __init__(self, pkt_id: int, req, cost: int) -> None:
+        self.pkt_id = pkt_id
+        self.req = req
+        self.cost = cost
+        self.send_time = 0
+        self.retries = 0
+        self.ev = 0
+        self.retx_queued = False
+        self.done = False
+
+
+class RudiInitiator:
+    """All RUDI requests of one end point (there is no PDC)."""
+
+    def __init__(self, ep, cc) -> None:
+        self.ep = ep
+        self.cfg = ep.cfg
+        self.cc = cc
+        self.next_id = ep.rng.getrandbits(32)
+        self.queue: deque = deque()
+        self.outstanding: dict[int, RudiTx] = {}
+        self.retx: deque[RudiTx] = deque()
+        self.rto = RtoEstimator(ep.cfg)
+        self.rto_at: int | None = None
+        self.in_ring = False
+        self._armed: int | None = None
+        self.freed = False
+
+    def submit(self, now: int, req) -> None:
+        self.queue.append(req)
+        self.ep.activate(self)
+
+    def has_data_work(self) -> bool:
+        return bool(self.retx) or (bool(self.queue)
+                                   and len(self.outstanding) < self.cfg.rudi_max_outstanding)
+
+    def poll_data(self, now: int) -> Frame | None:
+        while self.retx:
+            tx = self.retx.popleft()
+            if tx.retx_queued and not tx.done:
+                tx.retx_queued = False
+                return self._send(now, tx, True)
+        if not self.queue or len(self.outstanding) >= self.cfg.rudi_max_outstanding:
+            return None
+        req = self.queue[0]
+        mgr = self.ep.mgr
+        cost = len(req.payload) + TX_OVERHEAD
+        if mgr.tx_mem + cost > self.cfg.max_tx_memory_bytes and mgr.tx_mem:
+            self.ep.counters["blocked.memory"] += 1
+            self.ep.mem_blocked.add(self)
+            return None
+        self.queue.popleft()
+        pkt_id = self.next_id
+        self.next_id = (pkt_id + 1) & 0xFFFFFFFF
+        tx = RudiTx(pkt_id, req, cost)
+        self.outstanding[pkt_id] = tx
+        mgr.tx_mem += cost
+        return self._send(now, tx, False)
+
+    def _send(self, now: int, tx: RudiTx, retx: bool) -> Frame:
+        cfg = self.cfg
+        req = tx.req
+        ev = self.cc.choose_ev(now)
+        tx.ev = ev
+        tx.send_time = now
+        nbytes = len(req.payload)
+        self.cc.on_send(now, nbytes, ev, retx)
+        d = now + self.rto.rto_for(tx.retries)
+        if self.rto_at is None or d < self.rto_at:
+            self.rto_at = d
+            self.ep.arm(self, d)
+        counters = self.ep.counters
+        counters["rudi_tx"] += 1
+        counters["tx_bytes"] += nbytes
+        pds = PdsRudi(PdsType.RUDI_REQ, NEXT_HDR[type(req.ses)], RUDI_RETX if retx else 0,
+                      tx.pkt_id)
+        return Frame(pds=pds, ses=req.ses, ext=req.ext, payload=req.payload,
+                     src_ip=self.ep.local_ip, dst_ip=req.dst_ip, ev=ev, dscp=cfg.dscp_data,
+                     ecn=2 if cfg.ecn_capable else 0)
+
+    def _finish(self, tx: RudiTx) -> None:
+        tx.done = True
+        del self.outstanding[tx.pkt_id]
+        ep = self.ep
+        ep.mgr.tx_mem -= tx.cost
+        if ep.mem_blocked:
+            ep.unblock_memory()
+        if self.queue:
+            ep.activate(self)
+
+    def rx_resp(self, now: int, frame: Frame, pds: PdsRudi) -> None:
+        ep = self.ep
+        tx = self.outstanding.get(pds.pkt_id)
+        if tx is None or tx.req.dst_ip != frame.src_ip:
+            ep.counters["rudi_resp_duplicate"] += 1
+            return
+        ep.counters["rudi_resp_rx"] += 1
+        if tx.retries == 0:
+            self.rto.sample(now - tx.send_time)
+        ses = frame.ses
+        if ses is None:
+            ses = default_response(tx.req.ses)
+        ep.events.append(ResponseReceived(tx.req.msg_ref, ses, frame.payload, tx.pkt_id))
+        ep.events.append(PacketAcked(tx.req.msg_ref, tx.pkt_id))
+        self._finish(tx)
+
+    def rx_nack(self, now: int, frame: Frame, nack) -> None:
+        ep = self.ep
+        tx = self.outstanding.get(nack.nack_psn)
+        if tx is None or tx.req.dst_ip != frame.src_ip:
+            ep.counters["nack_rx_stale"] += 1
+            return
+        action = nack_action(nack.nack_code)
+        if action == NackAction.RETRANSMIT:
+            if nack.nack_code in RESOURCE_NACKS:
+                return  # resent when its RTO expires
+            self._queue_retx(now, tx, "nack." + nack_name(nack.nack_code))
+        elif action in (NackAction.CLOSE_PDC, NackAction.NEW_START_PSN):
+            ep.events.append(MessageFailed(tx.req.msg_ref,
+                                           f"RUDI NACK {nack_name(nack.nack_code)}"))
+            self._finish(tx)
+
+    def _queue_retx(self, now: int, tx: RudiTx, cause: str) -> None:
+        if tx.retx_queued:
+            return
+        tx.retx_queued = True
+        self.retx.append(tx)
+        ep = self.ep
+        ep.counters["retx." + cause] += 1
+        ep.log(now, "retransmit", pdc_id=0, psn=tx.pkt_id, cause=cause)
+        ep.activate(self)
+
+    def on_timer(self, now: int) -> int | None:
+        if self.rto_at is None or now < self.rto_at:
+            return self.rto_at
+        nxt = None
+        cfg = self.cfg
+        for tx in list(self.outstanding.values()):
+            if tx.retx_queued:
+                continue
+            d = tx.send_time + self.rto.rto_for(tx.retries)
+            if d <= now:
+                tx.retries += 1
+                if tx.retries > cfg.max_retries:
+                    self.ep.events.append(MessageFailed(
+                        tx.req.msg_ref, f"RUDI retry limit ({cfg.max_retries}) reached"))
+                    self._finish(tx)
+                    continue
+                self.cc.on_timeout(now, tx.ev, len(tx.req.payload))
+                self._queue_retx(now, tx, "rto")
+                continue
+            if nxt is None or d < nxt:
+                nxt = d
+        self.rto_at = nxt
+        return nxt
+
+
+class RudiTarget:
+    """Answers RUDI requests: one RUDI_RESP each, duplicates from a bounded cache."""
+
+    def __init__(self, ep) -> None:
+        self.ep = ep
+        self.cfg = ep.cfg
+        self.cache: OrderedDict[tuple, tuple] = OrderedDict()  # (src, pkt_id) -> resp
+        self.pending: dict[tuple, int] = {}  # (src, pkt_id) -> token
+
+    def rx_req(self, now: int, frame: Frame, pds: PdsRudi) -> None:
+        ep = self.ep
+        key = (frame.src_ip, pds.pkt_id)
+        cached = self.cache.get(key)
+        m = RUDI_M if frame.ecn == 3 else 0
+        if cached is not None:
+            self.cache.move_to_end(key)
+            ep.counters["duplicates"] += 1
+            self._send(frame, pds.pkt_id, cached[0], cached[1], m | RUDI_RETX)
+            return
+        if key in self.pending:
+            ep.counters["duplicates"] += 1
+            return
+        if ep.mgr.rx_mem >= self.cfg.max_rx_memory_bytes:
+            ep.nack(now, frame, NackCode.NO_RESOURCE, pds.pkt_id, 0, 0, nt=True,
+                    why="receive memory limit reached")
+            return
+        entry = Pending(self, pds.pkt_id, frame.ev, m, frame.ses, frame.src_ip)
+        token = ep.new_token(entry)
+        self.pending[key] = token
+        payload = frame.payload
+        ep.counters["rudi_rx"] += 1
+        ep.counters["rx_bytes"] += len(payload)
+        ep.events.append(RequestDelivered(token, frame.src_ip, 0, DeliveryMode.RUDI, pds.pkt_id,
+                                          frame.ses, frame.ext, payload, frame.ecn == 3))
+
+    def on_respond(self, entry: Pending, response, data: bytes) -> bool:
+        if self.pending.pop((entry.src_ip, entry.psn), None) is None:
+            return False
+        if response is None:
+            response = default_response(entry.ses)
+        if len(data) > self.cfg.mtu_payload:
+            raise ValueError(f"RUDI response data of {len(data)} bytes exceeds mtu_payload "
+                             f"({self.cfg.mtu_payload})")
+        cost = len(data) + CACHE_OVERHEAD
+        cache = self.cache
+        mgr = self.ep.mgr
+        cache[(entry.src_ip, entry.psn)] = (response, data, cost)
+        mgr.rx_mem += cost
+        while len(cache) > self.cfg.rudi_cache_entries:
+            _, old = cache.popitem(last=False)
+            mgr.rx_mem -= old[2]
+        self._send_to(entry.src_ip, entry.ev, entry.psn, response, data, entry.flags)
+        return True
+
+    def finalize(self, entry: Pending) -> None:
+        self.on_respond(entry, None, b"")
+
+    def _send(self, frame: Frame, pkt_id: int, ses, data: bytes, flags: int) -> None:
+        self._send_to(frame.src_ip, frame.ev, pkt_id, ses, data, flags)
+
+    def _send_to(self, dst: str, ev: int, pkt_id: int, ses, data: bytes, flags: int) -> None:
+        ep = self.ep
+        pds = PdsRudi(PdsType.RUDI_RESP, NEXT_HDR[type(ses)], flags, pkt_id)
+        ep.ctrl.append(Frame(pds=pds, ses=ses, payload=data, src_ip=ep.local_ip, dst_ip=dst,
+                             ev=ev, dscp=self.cfg.dscp_control))
+        ep.counters["rudi_resp_tx"] += 1
+
+
+__all__ = ["RspOpcode", "RudiInitiator", "RudiTarget"]

@@ -1,0 +1,627 @@
+"""Target side of a RUD/ROD PDC: receive window, delivery to the SES, ACKs, clear, close.
+
+A target PDC is created directly in ESTABLISHED by the first valid SYN (ref. 3.2), or in
+PENDING when the end point picks Start_PSNs itself (``start_psn_mode='target'``): then it
+answers NACK NEW_START_PSN until a SYN with its Start_PSN arrives.
+
+Receive rule (ref. 3.5): a PSN in [base, base + MP_RANGE) that is new is accepted; one already
+received is answered with its stored ACK/response (or a plain ACK); one shifted out of the
+window, but within the previous MP_RANGE, with an ACK carrying a DEFAULT_RESPONSE; anything
+else with NACK PSN_OOR_WINDOW (INVALID_SYN when SYN is set).
+
+The CACK reported is held below any packet whose guaranteed SES response is not yet cleared
+and below any packet the SES has not answered yet (ref. 3.6), so the initiator only releases a
+packet when it holds its response.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from uet.native import InsertResult, MarkResult, PsnTracker, ReorderBuffer
+from uet.pds.ack import (
+    ACK_M,
+    ACK_P,
+    ACK_RETX,
+    GUARANTEED_OPCODES,
+    NEXT_HDR,
+    REQ_CLEAR,
+    REQ_CLOSE,
+    AckCoalescer,
+    clamp_offset,
+    default_response,
+    make_ack_header,
+)
+from uet.pds.events import PdcState, RequestDelivered
+from uet.pds.manager import TARGET, PdcBase
+from uet.wire.constants import CpFlag, CtlType, DeliveryMode, NackCode, ReqFlag
+from uet.wire.records import Frame, PdsControl, PdsRequest, psn_add, psn_diff
+
+NEW = MarkResult.NEW
+DUPLICATE = MarkResult.DUPLICATE
+STALE = MarkResult.STALE
+SYN = int(ReqFlag.SYN)
+AR = int(ReqFlag.AR)
+RETX = int(ReqFlag.RETX)
+IMMEDIATE = SYN | AR | RETX
+_MISSING = object()
+STORED_OVERHEAD = 32  # bytes charged per stored response besides its data
+BUFFER_OVERHEAD = 64  # bytes charged per buffered ROD packet besides its payload
+
+
+class Pending:
+    """A packet handed to the SES whose response is not final yet (``respond`` token)."""
+
+    __slots__ = ("pdc", "psn", "ev", "flags", "ses", "src_ip", "seen")
+
+    def __init__(self, pdc, psn: int, ev: int, flags: int, ses, src_ip: str) -> None:
+        self.pdc = pdc
+        self.psn = psn
+        self.ev = ev
+        self.flags = flags  # ACK flags (M, RETX) for an ACK answering this packet
+        self.ses = ses
+        self.src_ip = src_ip
+        self.seen = False  # the RequestDelivered event was taken by next_event
+
+
+class TargetPdc(PdcBase):
+    """One target PDC (RUD or ROD)."""
+
+    __slots__ = ("cfg", "peer_pdcid", "start_psn", "tracker", "rob", "receiver", "credit_mode",
+                 "gtd", "pending", "clear_psn", "explicit", "co", "cack_held", "in_ack_ring",
+                 "last_rx", "close_requested", "close_req_deadline", "close_req_next",
+                 "close_req_count", "clear_req_at", "clear_req_count", "close_psn",
+                 "pending_until", "mpr")
+
+    def __init__(self, ep, pdc_id: int, peer_ip: str, mode: DeliveryMode, key: tuple,
+                 peer_pdcid: int, start_psn: int, receiver, now: int) -> None:
+        super().__init__(ep, pdc_id, TARGET, peer_ip, mode, key)
+        cfg = self.cfg = ep.cfg
+        self.peer_pdcid = peer_pdcid
+        self.start_psn = start_psn
+        self.tracker = PsnTracker(start_psn, cfg.mp_range)
+        self.rob = None
+        if mode == DeliveryMode.ROD:
+            self.rob = ReorderBuffer(cfg.rod_buffer_packets or cfg.mp_range,
+                                     cfg.rod_buffer_bytes or (1 << 62), start_psn)
+        self.receiver = receiver
+        self.credit_mode = getattr(receiver, "cc_type", 0) == 1
+        self.gtd: dict[int, tuple | None] = {}  # psn -> (ses, data, cost), None: not stored
+        self.pending: dict[int, int] = {}  # psn -> token
+        self.clear_psn = psn_add(start_psn, -1)
+        self.explicit: deque[tuple] = deque()  # ACKs for one packet each (responses, dups)
+        self.co = AckCoalescer()
+        self.cack_held = False
+        self.in_ack_ring = False
+        self.last_rx = now
+        self.close_requested = False
+        self.close_req_deadline = 0
+        self.close_req_next = 0
+        self.close_req_count = 0
+        self.clear_req_at: int | None = None
+        self.clear_req_count = 0
+        self.close_psn = 0
+        self.pending_until = 0
+        self.mpr = cfg.mp_range // 128
+
+    # ================================================================== receive: requests
+    def rx_request(self, now: int, frame: Frame, pds: PdsRequest) -> None:
+        """A request addressed to this PDC (already matched by key or DPDCID)."""
+        ep = self.ep
+        psn = pds.psn
+        flags = pds.flags
+        if self.state != PdcState.ESTABLISHED:
+            self._rx_request_other(now, frame, pds)
+            return
+        self.last_rx = now
+        if flags & SYN and psn_add(psn, -pds.psn_offset) != self.start_psn:
+            ep.nack(now, frame, NackCode.INVALID_SYN, psn, self.pdc_id, pds.spdcid,
+                    why="SYN start PSN differs from the PDC's")
+            return
+        cl = psn_add(psn, pds.clear_psn_offset)
+        if cl != self.clear_psn:
+            self.apply_clear(now, cl)
+        tracker = self.tracker
+        if ep.mgr.rx_mem >= self.cfg.max_rx_memory_bytes and self._is_new(psn):
+            code = NackCode.NO_PKT_BUFFER if self.rob is not None else NackCode.NO_RESOURCE
+            ep.nack(now, frame, code, psn, self.pdc_id, pds.spdcid,
+                    why="receive memory limit reached")
+            return
+        if self.rob is None:  # RUD: each packet to the SES on arrival
+            base = tracker.base
+            r = tracker.mark(psn)
+            if r is NEW:
+                self._arrival(now, frame, psn == base)
+                self._deliver(now, frame, psn)
+                self._ack_trigger(now, frame, psn, flags)
+                return
+        else:  # ROD: strict PSN order through the reorder buffer
+            r = self._rx_rod(now, frame, pds, psn)
+            if r is None:
+                return
+        if r is DUPLICATE or r is STALE:
+            self._duplicate(now, frame, pds, psn, r)
+        else:
+            ep.counters["out_of_window"] += 1
+            if flags & SYN:
+                ep.nack(now, frame, NackCode.INVALID_SYN, psn, self.pdc_id, pds.spdcid,
+                        why="SYN PSN beyond the receive window")
+            else:
+                ep.nack(now, frame, NackCode.PSN_OOR_WINDOW, psn, self.pdc_id, pds.spdcid,
+                        why="PSN beyond the receive window")
+
+    def _is_new(self, psn: int) -> bool:
+        tracker = self.tracker
+        off = psn_diff(psn, tracker.base)
+        return 0 <= off < tracker.window and not tracker.is_received(psn)
+
+    def _rx_rod(self, now: int, frame: Frame, pds: PdsRequest, psn: int):
+        """ROD arrival; returns a MarkResult for the caller, or None when handled here."""
+        tracker = self.tracker
+        off = psn_diff(psn, tracker.base)
+        if off < 0:
+            return STALE
+        if off >= tracker.window:
+            return MarkResult.OUT_OF_WINDOW
+        if tracker.is_received(psn):
+            return DUPLICATE
+        rob = self.rob
+        before = rob.bytes
+        res = rob.insert(psn, frame, len(frame.payload) + BUFFER_OVERHEAD)
+        if res is not InsertResult.OK:
+            self.ep.nack(now, frame, NackCode.ROD_OOO, psn, self.pdc_id, pds.spdcid,
+                         why=f"ROD reorder buffer {res.name.lower()}")
+            return None
+        tracker.mark(psn)
+        self._arrival(now, frame, off == 0)
+        ready = rob.pop_ready()
+        self.ep.mgr.rx_mem += rob.bytes - before
+        for f in ready:
+            self._deliver(now, f, f.pds.psn)
+        self._ack_trigger(now, frame, psn, pds.flags)
+        return None
+
+    def _arrival(self, now: int, frame: Frame, in_order: bool) -> None:
+        """Congestion bookkeeping for one newly accepted packet (before any reordering)."""
+        receiver = self.receiver
+        nbytes = len(frame.payload)
+        receiver.on_data(now, nbytes, frame.ecn == 3, frame.pds.credit_target, in_order)
+        counters = self.ep.counters
+        counters["rx_packets"] += 1
+        counters["rx_bytes"] += nbytes
+        if self.credit_mode:
+            grant = receiver.credit_grant(now)
+            if grant > 0:
+                self.send_cp(now, CtlType.CREDIT, 0, 0, grant)
+
+    def _deliver(self, now: int, frame: Frame, psn: int) -> None:
+        """Hand one accepted request to the SES."""
+        ep = self.ep
+        ce = frame.ecn == 3
+        aflags = (ACK_M if ce else 0) | (ACK_RETX if frame.pds.flags & RETX else 0)
+        token = ep.new_token(Pending(self, psn, frame.ev, aflags, frame.ses, frame.src_ip))
+        self.pending[psn] = token
+        ep.events.append(RequestDelivered(token, frame.src_ip, self.pdc_id, self.mode, psn,
+                                          frame.ses, frame.ext, frame.payload, ce))
+
+    def _ack_trigger(self, now: int, frame: Frame, psn: int, flags: int) -> None:
+        """Coalescing decision for one accepted packet."""
+        co = self.co
+        ce = frame.ecn == 3
+        if not co.flags & ACK_M:  # keep a CE trigger's PSN/EV for path attribution
+            co.psn = psn
+            co.ev = frame.ev
+            co.flags = (ACK_M if ce else 0) | (ACK_RETX if flags & RETX else 0)
+        co.nbytes += len(frame.payload)
+        if flags & IMMEDIATE or ce or co.nbytes >= self.cfg.ack_every_bytes:
+            if not co.now:
+                co.now = True
+                self.ep.want_ack(self)
+        elif co.due is None:
+            co.due = now + self.cfg.ack_timer_ps
+            self.ep.arm(self, co.due)
+
+    def _duplicate(self, now: int, frame: Frame, pds, psn: int, r) -> None:
+        """A PSN seen before: stored ACK/response, plain ACK, default response or NACK."""
+        ep = self.ep
+        ep.counters["duplicates"] += 1
+        aflags = (ACK_M if frame.ecn == 3 else 0) | (ACK_RETX if pds.flags & RETX else 0)
+        stored = self.gtd.get(psn, _MISSING)
+        if stored is not _MISSING:
+            if stored is None:
+                ep.nack(now, frame, NackCode.GTD_RESP_UNAVAIL, psn, self.pdc_id, pds.spdcid,
+                        why="duplicate of a packet whose guaranteed response was not stored")
+            else:
+                self.queue_explicit(psn, stored[0], stored[1], frame.ev, aflags)
+            return
+        if psn in self.pending:
+            ep.nack(now, frame, NackCode.RCVD_SES_PROCG, psn, self.pdc_id, pds.spdcid,
+                    why="duplicate while the SES is still processing the packet")
+            return
+        if r is STALE:
+            if psn_diff(self.tracker.base, psn) > self.cfg.mp_range:
+                ep.counters["out_of_window"] += 1
+                ep.nack(now, frame, NackCode.PSN_OOR_WINDOW, psn, self.pdc_id, pds.spdcid,
+                        why="PSN below the previous MP_RANGE")
+                return
+            self.queue_explicit(psn, default_response(frame.ses), b"", frame.ev, aflags)
+        elif self.rob is not None and psn in self.rob:
+            # buffered ROD packet: report it (SACK) without acknowledging it explicitly
+            co = self.co
+            co.psn, co.ev, co.flags = psn, frame.ev, aflags
+            if not co.now:
+                co.now = True
+                ep.want_ack(self)
+        else:
+            self.queue_explicit(psn, None, b"", frame.ev, aflags)
+
+    def _rx_request_other(self, now: int, frame: Frame, pds: PdsRequest) -> None:
+        """Requests to a PENDING, closed or closed-in-error PDC."""
+        ep = self.ep
+        psn = pds.psn
+        st = self.state
+        if st == PdcState.PENDING:
+            if pds.flags & SYN and psn_add(psn, -pds.psn_offset) == self.start_psn:
+                if psn_diff(psn, self.start_psn) >= self.cfg.mp_range:
+                    ep.nack(now, frame, NackCode.INVALID_SYN, psn, self.pdc_id, pds.spdcid,
+                            why="SYN psn_offset beyond the receive window")
+                    return
+                self.state = PdcState.ESTABLISHED
+                ep.pdc_opened(now, self)
+                self.rx_request(now, frame, pds)
+            else:
+                ep.nack(now, frame, NackCode.NEW_START_PSN, psn, self.pdc_id, pds.spdcid,
+                        payload=self.start_psn, why="target picks the Start_PSN")
+            return
+        if st == PdcState.ERROR:
+            ep.nack(now, frame, NackCode.CLOSING_IN_ERR, psn, self.pdc_id, pds.spdcid,
+                    why="PDC closed in error")
+            return
+        # CLOSED (lingering): answer duplicates, refuse anything after the close PSN
+        if psn_diff(psn, self.close_psn) > 0:
+            ep.nack(now, frame, NackCode.CLOSING, psn, self.pdc_id, pds.spdcid,
+                    why="request after the close PSN")
+            return
+        ep.counters["duplicates"] += 1
+        aflags = ACK_RETX if pds.flags & RETX else 0
+        self.queue_explicit(psn, default_response(frame.ses), b"", frame.ev, aflags)
+
+    # ================================================================== SES responses
+    def on_respond(self, entry: Pending, response, data: bytes) -> bool:
+        """The SES answered the packet of ``entry``; queue its ACK (and store it if needed)."""
+        psn = entry.psn
+        if self.pending.pop(psn, None) is None:
+            return False
+        if response is None:
+            self._released_hold()
+            return True
+        if len(data) > self.cfg.mtu_payload:
+            raise ValueError(f"response data of {len(data)} bytes exceeds mtu_payload "
+                             f"({self.cfg.mtu_payload}); send read data as requests")
+        ep = self.ep
+        if response.opcode in GUARANTEED_OPCODES:
+            cost = len(data) + STORED_OVERHEAD
+            mgr = ep.mgr
+            if mgr.rx_mem + cost > self.cfg.max_rx_memory_bytes:
+                self.gtd[psn] = None
+                ep.counters["gtd_unstored"] += 1
+            else:
+                self.gtd[psn] = (response, data, cost)
+                mgr.rx_mem += cost
+            if self.clear_req_at is None and self.cfg.clear_req_ps:
+                self.clear_req_at = ep.now_hint + self.cfg.clear_req_ps
+                ep.arm(self, self.clear_req_at)
+        self.queue_explicit(psn, response, data, entry.ev, entry.flags)
+        return True
+
+    def finalize(self, entry: Pending) -> None:
+        """No response came for ``entry`` before the next poll: nothing to store."""
+        if self.pending.pop(entry.psn, None) is not None:
+            self._released_hold()
+
+    def _released_hold(self) -> None:
+        if self.cack_held:
+            self.cack_held = False
+            co = self.co
+            if co.psn is None:
+                co.psn, co.ev = self.tracker.max_psn, self.cfg.control_ev
+            if not co.now:
+                co.now = True
+                self.ep.want_ack(self)
+
+    def apply_clear(self, now: int, cl: int) -> None:
+        """Initiator says it holds the ACKs (and responses) of every PSN <= ``cl``."""
+        if psn_diff(cl, self.clear_psn) <= 0 or psn_diff(cl, self.tracker.max_psn) > 0:
+            return
+        self.clear_psn = cl
+        gtd = self.gtd
+        if not gtd:
+            return
+        cleared = [p for p in gtd if psn_diff(p, cl) <= 0]
+        if not cleared:
+            return
+        mgr = self.ep.mgr
+        for p in cleared:
+            st = gtd.pop(p)
+            if st is not None:
+                mgr.rx_mem -= st[2]
+        self.clear_req_count = 0
+        if gtd and self.cfg.clear_req_ps:
+            self.clear_req_at = now + self.cfg.clear_req_ps
+            self.ep.arm(self, self.clear_req_at)
+        else:
+            self.clear_req_at = None
+        self._released_hold()
+
+    # ================================================================== ACK building
+    def queue_explicit(self, psn: int, ses, data: bytes, ev: int, flags: int,
+                       probe: int | None = None, sack_base: int | None = None) -> None:
+        self.explicit.append((psn, ses, data, ev, flags, probe, sack_base))
+        self.ep.want_ack(self)
+
+    def held_cack(self) -> int:
+        """CACK to report: all received, and no un-cleared or unanswered packet at or below."""
+        if self.state == PdcState.CLOSED:
+            return self.close_psn
+        cack = self.tracker.cack_psn
+        if self.gtd or self.pending:
+            for p in self.gtd:
+                if psn_diff(p, cack) <= 0:
+                    cack = psn_add(p, -1)
+            for p in self.pending:
+                if psn_diff(p, cack) <= 0:
+                    cack = psn_add(p, -1)
+        return cack
+
+    def next_ack(self, now: int) -> Frame | None:
+        """The next ACK this PDC wants to send (explicit ones first)."""
+        co = self.co
+        if self.explicit:
+            psn, ses, data, ev, flags, probe, sack_base = self.explicit.popleft()
+            frame = self.make_ack(now, psn, flags, ev, ses, data, probe, sack_base)
+            if probe is None and (co.psn == psn or not co.now):
+                co.clear()  # this ACK reported everything the coalesced one would have
+            return frame
+        if co.now and co.psn is not None:
+            frame = self.make_ack(now, co.psn, co.flags, co.ev, None, b"")
+            co.clear()
+            return frame
+        co.now = False
+        return None
+
+    def make_ack(self, now: int, ack_psn: int, flags: int, ev: int, ses, data: bytes,
+                 probe: int | None = None, sack_base: int | None = None) -> Frame:
+        cfg = self.cfg
+        cack = self.held_cack()
+        if probe is None:
+            off = clamp_offset(ack_psn, cack)
+        else:
+            off = probe
+            flags |= ACK_P
+        if self.close_requested:
+            flags |= REQ_CLOSE
+        elif self.gtd:
+            flags |= REQ_CLEAR
+        nh = NEXT_HDR[type(ses)] if ses is not None else 0
+        ack_cc = cfg.ack_type == "ack_cc"
+        hdr = make_ack_header(ack_cc, flags, off, cack, self.pdc_id, self.peer_pdcid, nh)
+        if ack_cc:
+            base = psn_add(cack, 1) if sack_base is None else sack_base
+            soff = psn_diff(base, cack)
+            if not -32768 <= soff <= 32767:
+                base, soff = psn_add(cack, 1), 1
+            hdr.mpr = self.mpr
+            hdr.sack_psn_offset = soff
+            hdr.sack_bitmap = (self.tracker.sack_bitmap(base)
+                               if self.state != PdcState.CLOSED else 0xFFFFFFFFFFFFFFFF)
+            self.receiver.fill_ack_cc(now, hdr)
+        self.cack_held = cack != self.tracker.cack_psn and self.state == PdcState.ESTABLISHED
+        ep = self.ep
+        ep.counters["ack_tx"] += 1
+        return Frame(pds=hdr, ses=ses, payload=data, src_ip=ep.local_ip, dst_ip=self.peer_ip,
+                     ev=ev, dscp=cfg.dscp_control)
+
+    # ================================================================== control packets
+    def rx_cp(self, now: int, frame: Frame, cp: PdsControl) -> None:
+        """ACK_REQ, CLEAR, CLOSE, PROBE, CREDIT_REQ or NOOP from the initiator."""
+        ep = self.ep
+        ctl = cp.ctl_type
+        st = self.state
+        self.last_rx = now
+        if st == PdcState.PENDING:
+            ep.nack(now, frame, NackCode.NEW_START_PSN, cp.psn, self.pdc_id, cp.spdcid,
+                    payload=self.start_psn, why="target picks the Start_PSN")
+            return
+        if cp.flags & CpFlag.SYN and psn_add(cp.psn, -cp.psn_offset) != self.start_psn \
+                and ctl not in (CtlType.CLEAR, CtlType.NOOP):
+            ep.nack(now, frame, NackCode.INVALID_SYN, cp.psn, self.pdc_id, cp.spdcid,
+                    why="SYN start PSN differs from the PDC's")
+            return
+        aflags = (ACK_M if frame.ecn == 3 else 0) | (ACK_RETX if cp.flags & CpFlag.RETX else 0)
+        if ctl == CtlType.ACK_REQ:
+            self._rx_ack_req(now, frame, cp, aflags)
+        elif ctl == CtlType.CLEAR:
+            if st == PdcState.ESTABLISHED:
+                self.apply_clear(now, cp.payload)
+        elif ctl == CtlType.CLOSE:
+            self._rx_close(now, frame, cp, aflags)
+        elif ctl == CtlType.PROBE:
+            self.queue_explicit(self.held_cack(), None, b"", frame.ev, aflags,
+                                probe=cp.probe_opaque, sack_base=cp.payload)
+        # NOOP, CREDIT_REQ: nothing to do (counted by the end point)
+
+    def _rx_ack_req(self, now: int, frame: Frame, cp: PdsControl, aflags: int) -> None:
+        ep = self.ep
+        psn = cp.psn
+        if self.state == PdcState.ERROR:
+            ep.nack(now, frame, NackCode.CLOSING_IN_ERR, psn, self.pdc_id, cp.spdcid,
+                    why="PDC closed in error")
+            return
+        if self.state == PdcState.CLOSED:
+            if psn_diff(psn, self.close_psn) > 0:
+                ep.nack(now, frame, NackCode.PKT_NOT_RCVD, psn, self.pdc_id, cp.spdcid,
+                        why="ACK request after the close PSN")
+            else:
+                self.queue_explicit(psn, None, b"", frame.ev, aflags | ACK_RETX)
+            return
+        stored = self.gtd.get(psn, _MISSING)
+        if stored is not _MISSING:
+            if stored is None:
+                ep.nack(now, frame, NackCode.GTD_RESP_UNAVAIL, psn, self.pdc_id, cp.spdcid,
+                        why="guaranteed response was not stored")
+            else:
+                self.queue_explicit(psn, stored[0], stored[1], frame.ev, aflags | ACK_RETX)
+            return
+        tracker = self.tracker
+        if psn in self.pending or (self.rob is not None and psn in self.rob):
+            ep.nack(now, frame, NackCode.RCVD_SES_PROCG, psn, self.pdc_id, cp.spdcid,
+                    why="received, SES processing not done")
+        elif psn_diff(psn, tracker.base) < 0:
+            ses = None
+            if psn_diff(tracker.base, psn) <= self.cfg.mp_range:
+                ses = default_response(None)
+            self.queue_explicit(psn, ses, b"", frame.ev, aflags | ACK_RETX)
+        elif psn_diff(psn, tracker.base) < tracker.window and tracker.is_received(psn):
+            self.queue_explicit(psn, None, b"", frame.ev, aflags | ACK_RETX)
+        else:
+            ep.nack(now, frame, NackCode.PKT_NOT_RCVD, psn, self.pdc_id, cp.spdcid,
+                    why="ACK request for a PSN never received")
+
+    def _rx_close(self, now: int, frame: Frame, cp: PdsControl, aflags: int) -> None:
+        ep = self.ep
+        psn = cp.psn
+        st = self.state
+        if st == PdcState.ERROR:
+            ep.nack(now, frame, NackCode.CLOSING_IN_ERR, psn, self.pdc_id, cp.spdcid,
+                    why="PDC closed in error")
+            return
+        if st == PdcState.CLOSED:
+            if psn == self.close_psn:  # the close ACK was lost: send it again
+                self.queue_explicit(psn, None, b"", frame.ev, aflags | ACK_RETX)
+            return
+        if self.pending:
+            ep.nack(now, frame, NackCode.RCVD_SES_PROCG, psn, self.pdc_id, cp.spdcid,
+                    why="CLOSE while the SES is still processing packets")
+            return
+        tracker = self.tracker
+        if psn_diff(psn, tracker.base) >= tracker.window:
+            ep.nack(now, frame, NackCode.PSN_OOR_WINDOW, psn, self.pdc_id, cp.spdcid,
+                    why="CLOSE PSN beyond the receive window")
+            return
+        if psn_diff(psn, tracker.base) < 0 or tracker.is_received(psn):
+            ep.counters["duplicates"] += 1
+            return
+        tracker.mark(psn)
+        if tracker.cack_psn != psn:
+            ep.counters["close_with_gap"] += 1
+        self.close_psn = psn
+        self._discard()
+        self.state = PdcState.CLOSED
+        ep.pdc_closed(now, self, error=False, reason="CLOSE received")
+        self.queue_explicit(psn, None, b"", frame.ev, aflags)
+
+    def send_cp(self, now: int, ctl: int, psn: int, flags: int, payload: int) -> None:
+        """A control packet from the target (CLOSE_REQ, CLEAR_REQ, CREDIT)."""
+        if self.mode == DeliveryMode.ROD:
+            flags |= CpFlag.ISROD
+        cp = PdsControl(ctl_type=ctl, flags=flags, psn=psn, spdcid=self.pdc_id,
+                        dpdcid=self.peer_pdcid, payload=payload)
+        self.ep.send_control(now, cp, self.peer_ip)
+
+    # ================================================================== timers and close
+    def on_timer(self, now: int) -> int | None:
+        """Run due timers; return the next deadline."""
+        ep = self.ep
+        cfg = self.cfg
+        st = self.state
+        if st >= PdcState.CLOSED:
+            if now >= self.linger_until:
+                ep.free_lingering(self)
+                return None
+            return self.linger_until
+        if st == PdcState.PENDING:
+            if now >= self.pending_until:
+                ep.counters["pending_reaped"] += 1
+                ep.free_pdc(self)
+                return None
+            return self.pending_until
+        nxt = None
+        co = self.co
+        if co.due is not None:
+            if now >= co.due:
+                co.due = None
+                if co.psn is not None and not co.now:
+                    co.now = True
+                    ep.counters["ack_timer"] += 1
+                    ep.want_ack(self)
+            else:
+                nxt = co.due
+        if self.close_requested:
+            if now >= self.close_req_deadline:
+                self.close_in_error(now, "no CLOSE within Close_REQ_Time")
+                return self.linger_until
+            if now >= self.close_req_next:
+                if self.close_req_count < cfg.max_retries:
+                    self.close_req_count += 1
+                    self.send_cp(now, CtlType.CLOSE_REQ, self.tracker.cack_psn,
+                                 CpFlag.AR | CpFlag.RETX, 0)
+                    self.close_req_next = now + cfg.rto_ps
+                else:
+                    self.close_req_next = self.close_req_deadline
+            t = min(self.close_req_deadline, self.close_req_next)
+            nxt = t if nxt is None else min(nxt, t)
+        elif cfg.target_idle_ps:
+            t = self.last_rx + cfg.target_idle_ps
+            if now >= t:
+                if not self.pending and not self.explicit:
+                    self.request_close(now, "idle")
+                    t = self.close_req_next
+                else:
+                    t = now + cfg.ack_timer_ps
+            nxt = t if nxt is None else min(nxt, t)
+        if self.clear_req_at is not None:
+            if not self.gtd:
+                self.clear_req_at = None
+            elif now >= self.clear_req_at:
+                # repeated while responses wait: a lost CLEAR must not stall the PDC
+                self.clear_req_count += 1
+                last = max(self.gtd, key=lambda p: psn_diff(p, self.clear_psn))
+                self.send_cp(now, CtlType.CLEAR_REQ, last, 0, last)
+                self.clear_req_at = now + cfg.clear_req_ps
+            if self.clear_req_at is not None:
+                nxt = self.clear_req_at if nxt is None else min(nxt, self.clear_req_at)
+        return nxt
+
+    def request_close(self, now: int, why: str) -> None:
+        """Ask the initiator to close (CLOSE_REQ CP and REQ=2 in later ACKs)."""
+        if self.close_requested or self.state != PdcState.ESTABLISHED:
+            return
+        cfg = self.cfg
+        self.close_requested = True
+        self.close_req_deadline = now + cfg.close_req_time_ps
+        self.close_req_count = 0
+        self.send_cp(now, CtlType.CLOSE_REQ, self.tracker.cack_psn, CpFlag.AR, 0)
+        self.close_req_next = now + cfg.rto_ps
+        self.ep.log(now, "close_req", pdc_id=self.pdc_id, peer=self.peer_ip, why=why)
+        self.ep.arm(self, min(self.close_req_next, self.close_req_deadline))
+
+    def close_in_error(self, now: int, reason: str) -> None:
+        self._discard()
+        self.state = PdcState.ERROR
+        self.ep.pdc_closed(now, self, error=True, reason=reason)
+
+    def _discard(self) -> None:
+        """Drop stored responses, buffered packets and pending tokens (closing)."""
+        mgr = self.ep.mgr
+        for st in self.gtd.values():
+            if st is not None:
+                mgr.rx_mem -= st[2]
+        self.gtd.clear()
+        if self.rob is not None:
+            mgr.rx_mem -= self.rob.bytes
+            self.rob.reset(self.rob.next_psn)
+        for token in self.pending.values():
+            self.ep.drop_token(token)
+        self.pending.clear()
+        self.co.clear()
+        self.clear_req_at = None

@@ -1,0 +1,50 @@
+"""UUD: unreliable unordered delivery (ref. 3.10): no PDC, no ACK, never retransmitted."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from uet.pds.ack import NEXT_HDR
+from uet.pds.events import RequestDelivered
+from uet.wire.constants import DeliveryMode
+from uet.wire.records import Frame, PdsUud
+
+
+class UudSender:
+    """The UUD send queue of one end point: each packet goes out once."""
+
+    def __init__(self, ep, cc) -> None:
+        self.ep = ep
+        self.cc = cc
+        self.queue: deque = deque()
+        self.in_ring = False
+
+    def submit(self, now: int, req) -> None:
+        self.queue.append(req)
+        self.ep.activate(self)
+
+    def has_data_work(self) -> bool:
+        return bool(self.queue)
+
+    def poll_data(self, now: int) -> Frame | None:
+        if not self.queue:
+            return None
+        req = self.queue.popleft()
+        ep = self.ep
+        cfg = ep.cfg
+        ev = self.cc.choose_ev(now)
+        nbytes = len(req.payload)
+        self.cc.on_send(now, nbytes, ev, False)
+        ep.counters["uud_tx"] += 1
+        ep.counters["tx_bytes"] += nbytes
+        return Frame(pds=PdsUud(NEXT_HDR[type(req.ses)]), ses=req.ses, ext=req.ext,
+                     payload=req.payload, src_ip=ep.local_ip, dst_ip=req.dst_ip, ev=ev,
+                     dscp=cfg.dscp_data, ecn=2 if cfg.ecn_capable else 0)
+
+
+def rx_uud(ep, now: int, frame: Frame) -> None:
+    """Hand a UUD request to the SES (token 0: no response is possible)."""
+    ep.counters["uud_rx"] += 1
+    ep.counters["rx_bytes"] += len(frame.payload)
+    ep.events.append(RequestDelivered(0, frame.src_ip, 0, DeliveryMode.UUD, 0, frame.ses,
+                                      frame.ext, frame.payload, frame.ecn == 3))
