@@ -320,3 +320,22 @@ def test_crc_trailer_and_native_protocol_preferences(tmp_path):
         assert num(d.one("uet.ses.std.request_length")) == 4096
         problems += _check_experts(case, d)
     assert not problems, "\n".join(problems)
+
+
+def test_documented_display_filters_compile(valid, tmp_path):
+    """Every filter of the table in docs/wireshark.md is valid on this tshark (one run: the
+    filters are OR-ed together)."""
+    doc = (HERE.parents[1] / "docs" / "wireshark.md").read_text()
+    section = doc.split("## Useful display filters", 1)[1].split("\n## ", 1)[0]
+    filters = []
+    for line in section.splitlines():
+        cells = line.split(" | ")
+        if line.startswith("| ") and len(cells) >= 2 and "`" in cells[1]:
+            filters += [f.replace("\\|", "|") for f in re.findall(r"`([^`]+)`", cells[1])]
+    assert len(filters) > 25
+    cases, _ = valid
+    path = tmp_path / "one.pcapng"
+    write_capture(path, [cases[0].data()])
+    combined = " || ".join(f"({f})" for f in filters)
+    out = tshark_json.run_tshark(path, extra=["-Y", combined, "-T", "fields", "-e", "uet.pdc"])
+    assert out.strip() == "1"
