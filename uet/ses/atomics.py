@@ -11,8 +11,10 @@ Conventions (ref. 4.4, docs/ses.md):
   compare and swap values in the 36-byte extension, ``request_length`` 32, each value
   right-aligned in its 16-byte field.
 * Floating point follows IEEE 754 default (non-trapping) handling; MIN and MAX propagate
-  NaN; the AMO_FP_* return codes are never produced. BF16 arithmetic is done in binary32
-  and rounded to nearest-even, FP16 in numpy's binary16.
+  NaN; the AMO_FP_* return codes are never produced. Complex PROD is
+  ``(ac - bd) + (ad + bc)i`` with every product and sum rounded to the component type.
+  BF16 arithmetic is done in binary32 and rounded to nearest-even, FP16 in numpy's
+  binary16.
 * LONG_DOUBLE and LONG_DOUBLE_COMPLEX (no portable encoding) get AMO_UNSUPPORTED_DT.
 * CSWAP variants swap when ``compare <op> current`` holds (``CSWAP_LT``: compare < current).
 """
@@ -180,6 +182,15 @@ def _store(info: DtInfo, datatype: int, value) -> bytes:
     return np.array([value], dtype=np.dtype(info.np_type).newbyteorder(">")).tobytes()
 
 
+def _complex_prod(info: DtInfo, a, b):
+    """Textbook complex product, every multiply and add rounded to the component type."""
+    f = np.float32 if info.np_type is np.complex64 else np.float64
+    ar, ai, br, bi = f(a.real), f(a.imag), f(b.real), f(b.imag)
+    re = f(ar * br) - f(ai * bi)
+    im = f(ar * bi) + f(ai * br)
+    return info.np_type(complex(re, im))
+
+
 def _cas_holds(opcode: int, compare, current) -> bool:
     if opcode == Op.CSWAP:
         return bool(compare == current)
@@ -220,7 +231,7 @@ def apply(opcode: int, datatype: int, current_host: bytes, operand: bytes,
         elif opcode == Op.DIFF:
             new = old - x
         elif opcode == Op.PROD:
-            new = old * x
+            new = _complex_prod(info, old, x) if info.kind == "complex" else old * x
         elif opcode == Op.LOR:
             new = int(bool(old) or bool(x))
         elif opcode == Op.LAND:
