@@ -339,3 +339,33 @@ def test_documented_display_filters_compile(valid, tmp_path):
     combined = " || ".join(f"({f})" for f in filters)
     out = tshark_json.run_tshark(path, extra=["-Y", combined, "-T", "fields", "-e", "uet.pdc"])
     assert out.strip() == "1"
+
+
+def test_mutated_frames_never_raise_lua_errors(valid, broken, tmp_path):
+    """Random byte changes and cuts in the UET part of valid and broken frames: the
+    dissector reports them with expert infos, never with a Lua error (one tshark run)."""
+    import random
+
+    rng = random.Random(20250601)
+    base = [c.data() for c in valid[0]] + [b.data for b in broken[0]]
+    frames = []
+    for _ in range(1500):
+        data = bytearray(rng.choice(base))
+        v4 = data[12:14] == b"\x08\x00"
+        proto = data[23] if v4 else data[20]
+        start = (34 if v4 else 54) + (8 if proto == 17 else 4)
+        for _ in range(rng.randint(1, 6)):
+            if len(data) > start:
+                data[rng.randrange(start, len(data))] = rng.randrange(256)
+        if rng.random() < 0.3:
+            data = data[:rng.randrange(start, len(data) + 1)]
+        frames.append(bytes(data))
+    path = tmp_path / "mutated.pcapng"
+    write_capture(path, frames)
+    out = tshark_json.run_tshark(path, prefs={"uet.crc_trailer": "TRUE"},
+                                 extra=["-T", "fields", "-e", "frame.number", "-e", "uet.pds",
+                                        "-e", "_ws.expert.message", "-E", "occurrence=a"])
+    lines = out.splitlines()
+    assert len(lines) == len(frames)
+    assert not [line for line in lines if "Lua Error" in line]
+    assert sum(1 for line in lines if line.split("\t")[1]) > len(frames) * 0.9
