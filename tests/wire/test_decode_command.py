@@ -1,0 +1,195 @@
+"""``uet decode`` (text and --json), the Wireshark-style field mapping, the sample capture."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+from pathlib import Path
+
+from hypothesis import given, settings
+from wire_strategies import full_frame
+
+from uet.capture.pcapng import PcapngWriter
+from uet.cli import main
+from uet.wire.codec import encode_frame
+from uet.wire.constants import CtlType, NackCode, NextHeader, PdsType, SesOpcode
+from uet.wire.fields import LOWER_FIELDS, OUR_FIELDS, WS_FIELDS, all_field_names, frame_fields
+from uet.wire.records import (
+    CasExt,
+    Frame,
+    PdsAckCc,
+    PdsControl,
+    PdsNack,
+    PdsRequest,
+    SesMedium,
+    SesSmall,
+    SesStandard,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# FT_BOOLEAN fields of Wireshark's dissector (from reference/wireshark-uet-fields.tsv)
+WS_BOOLEANS = {
+    "uet.tss.sp", "uet.pds.flags.m", "uet.pds.flags.retx", "uet.pds.flags.ar",
+    "uet.pds.flags.p", "uet.pds.flags.nt", "uet.pds.flags.syn", "uet.pds.pdc_mode_use_rsv",
+    "uet.pds.ack.cc_state.rc", "uet.ses.std.dc", "uet.ses.std.ie", "uet.ses.std.rel",
+    "uet.ses.std.hd", "uet.ses.std.eom", "uet.ses.std.som", "uet.ses.small_req.flags.dc",
+    "uet.ses.small_req.flags.ie", "uet.ses.small_req.flags.rel", "uet.ses.small_req.eom",
+    "uet.ses.small_req.som", "uet.ses.med_req.flags.dc", "uet.ses.med_req.flags.ie",
+    "uet.ses.med_req.flags.rel", "uet.ses.med_req.flags.hd", "uet.ses.med_req.eom",
+    "uet.ses.med_req.som",
+}
+TEXT_FIELDS = {"eth.src", "eth.dst", "ip.src", "ip.dst", "ipv6.src", "ipv6.dst",
+               "uet.pds.ack.cc_state", "uet.pds.ack.ccx_state", "uet.pds.ack.cc_state.reserved",
+               "uet.trailer"}
+
+
+@settings(max_examples=200)
+@given(full_frame())
+def test_field_names_and_value_types(f: Frame) -> None:
+    fields = frame_fields(f)
+    assert set(fields) <= all_field_names()
+    for name, value in fields.items():
+        if name in WS_BOOLEANS or name in ("uet.pds.flags.isrod", "uet.pds.flags.epsn"):
+            assert isinstance(value, bool), name
+        elif name in TEXT_FIELDS:
+            assert isinstance(value, str), name
+        else:
+            assert isinstance(value, int) and not isinstance(value, bool), name
+    assert fields["uet.pds.type"] == int(f.pds.type)
+    assert fields["uet.pds.flags"] == f.pds.flags
+
+
+def test_field_sets_are_disjoint() -> None:
+    assert not WS_FIELDS & set(OUR_FIELDS)
+    assert not WS_FIELDS & LOWER_FIELDS
+    assert all(n.startswith("uet.") for n in OUR_FIELDS)
+
+
+def test_derived_values_like_wireshark() -> None:
+    # clear PSN = PSN + signed offset, modulo 2**32
+    req = Frame(pds=PdsRequest(PdsType.RUD_REQ, NextHeader.REQ_STD, 0x0C, -5, 2, 1,
+                               use_rsv_pdc=True, psn_offset=0x123), ses=SesStandard(flags=1))
+    f = frame_fields(req)
+    assert f["uet.pds.clear_psn"] == 2**32 - 3
+    assert (f["uet.pds.psn_offset"], f["uet.pds.start_psn"]) == (0x123, 2**32 - 0x121)
+    assert f["uet.pds.pdc_mode"] == 0x81 and f["uet.pds.pdc_mode_use_rsv"] is True
+    assert "uet.pds.dpdcid" not in f
+    # ACK_CC: signed SACK offset (WS shows it unsigned) and our SACK base
+    ack = Frame(pds=PdsAckCc(PdsType.ACK_CC, NextHeader.NONE, 0x04, -1, 10, 1, 2, 0, 0, 3, -4,
+                             0xF0, service_time=5, restore_cwnd=True, rcv_cwnd_pend=3,
+                             rcvd_bytes=7, ooo_count=2))
+    f = frame_fields(ack)
+    assert (f["uet.pds.ack_psn"], f["uet.pds.flags.req"]) == (9, 2)
+    assert (f["uet.pds.ack.sack_offset"], f["uet.pds.sack_base"]) == (-4, 6)
+    assert f["uet.pds.ack.cc_state"] == "0005830000070002"
+    assert (f["uet.pds.ack.cc_state.rc"], f["uet.pds.ack.cc_state.rcv_cwnd_pend"]) == (True, 3)
+    # NACK payload under Wireshark's label
+    nack = frame_fields(Frame(pds=PdsNack(PdsType.NACK, flags=0x08, nack_code=NackCode.TRIMMED,
+                                          payload=99)))
+    assert (nack["uet.pds.nack.max_recv_psn_plus_1"], nack["uet.pds.flags.nt"]) == (99, True)
+    # CP: ctl_type instead of nh, isROD is ours, reserved mask without 0x20
+    cp = frame_fields(Frame(pds=PdsControl(CtlType.PROBE, 0x21, 0xABCD, 3, 4, 5, payload=6)))
+    assert "uet.pds.nh" not in cp and cp["uet.pds.ctl_type"] == 6
+    assert (cp["uet.pds.flags.isrod"], cp["uet.pds.flags.rsvd_ctl"]) == (True, 1)
+    assert cp["uet.pds.ctrl_probe_opaque"] == 0xABCD
+
+
+def test_ses_field_choices() -> None:
+    # medium header: header data (HD) vs buffer offset; opcode under uet.ses.std.opcode
+    med = frame_fields(Frame(pds=PdsRequest(next_hdr=2),
+                             ses=SesMedium(SesOpcode.TAGGED_SEND, 1, 0x07, 16, buffer_offset=9)))
+    assert (med["uet.ses.std.opcode"], med["uet.ses.med_req.header_data"]) == (9, 9)
+    assert med["uet.ses.med_req.flags"] == 0x47 and "uet.ses.med_req.buffer_offset" not in med
+    # deferrable send: restart token in bytes 12-19; RTR: in bytes 24-31
+    d = frame_fields(Frame(pds=PdsRequest(), ses=SesStandard(SesOpcode.DEFERRABLE_SEND,
+                                                             buffer_offset=1, memory_key=2)))
+    assert (d["uet.ses.std.restart_token"], d["uet.ses.std.mem_key_match_bits"]) == (1, 2)
+    r = frame_fields(Frame(pds=PdsRequest(), ses=SesStandard(SesOpcode.DEFERRABLE_RTR,
+                                                             buffer_offset=1, memory_key=2)))
+    assert (r["uet.ses.std.buffer_offset"], r["uet.ses.std.restart_token"]) == (1, 2)
+    # SOM clear: payload length and message offset instead of header data
+    n = frame_fields(Frame(pds=PdsRequest(), ses=SesStandard(flags=2, payload_length=5,
+                                                             message_offset=6)))
+    assert (n["uet.ses.std.payload_length"], n["uet.ses.std.message_offset"]) == (5, 6)
+    assert "uet.ses.std.header_data" not in n
+    # CAS values as integers (WS: bytes)
+    c = frame_fields(Frame(pds=PdsRequest(next_hdr=1), ses=SesSmall(3, flags=3),
+                           ext=CasExt(0x0D, 7, 0, 2**127, 1)))
+    assert c["uet.ses.comp_swap_ext_hdr.comp_value"] == 2**127
+    assert c["uet.ses.small_req.flags.rsvd"] == 0
+
+
+def _write_capture(path: Path) -> None:
+    good1 = encode_frame(Frame(pds=PdsRequest(flags=0x0C, psn=100, spdcid=3, psn_offset=0),
+                               ses=SesStandard(SesOpcode.SEND, flags=3, request_length=4),
+                               payload=b"abcd", ev=1234))
+    good2 = encode_frame(Frame(pds=PdsNack(PdsType.NACK, nack_code=NackCode.TRIMMED,
+                                           nack_psn=100), src_ip="10.0.0.2",
+                               dst_ip="10.0.0.1", ev=1234))
+    corrupt = bytearray(good1)
+    corrupt[24] ^= 0xFF  # IPv4 header checksum
+    with PcapngWriter.open(path) as w:
+        i = w.add_interface("tap0")
+        for k, data in enumerate([good1, bytes(corrupt), good2]):
+            w.write_packet(i, k * 1000, data)
+
+
+def test_decode_text(tmp_path, capsys) -> None:
+    path = tmp_path / "c.pcapng"
+    _write_capture(path)
+    assert main(["decode", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3
+    assert lines[0].startswith("1 10.0.0.1 -> 10.0.0.2 ev=1234 RUD_REQ psn=100 AR|SYN")
+    assert "std SEND" in lines[0] and lines[0].endswith("len=4")
+    assert lines[1].startswith("2 ERROR ipv4 at byte 24: ") and "checksum" in lines[1]
+    assert lines[2].startswith("3 10.0.0.2 -> 10.0.0.1 ev=1234 NACK TRIMMED psn=100")
+
+
+def test_decode_json(tmp_path, capsys) -> None:
+    path = tmp_path / "c.pcapng"
+    _write_capture(path)
+    assert main(["decode", "--json", str(path)]) == 0
+    objs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [o["frame"] for o in objs] == [1, 2, 3]
+    first = objs[0]
+    assert first["uet.pds.type"] == 2 and first["uet.pds.nh"] == 3
+    assert first["uet.pds.flags"] == 0x0C and first["uet.pds.flags.syn"] is True
+    assert first["uet.pds.psn"] == 100 and first["uet.pds.start_psn"] == 100
+    assert first["uet.ses.std.opcode"] == 5 and first["udp.srcport"] == 1234
+    assert (first["ip.src"], first["ip.dsfield.dscp"]) == ("10.0.0.1", 0)
+    assert set(objs[1]) == {"frame", "error"} and "checksum" in objs[1]["error"]
+    assert objs[2]["uet.pds.nack.code"] == 1
+
+
+def test_decode_corrupt_file(tmp_path, capsys) -> None:
+    path = tmp_path / "bad.pcapng"
+    path.write_bytes(b"not a capture at all")
+    assert main(["decode", str(path)]) == 1
+    assert "not a pcap" in capsys.readouterr().err
+
+
+def _sample_module():
+    spec = importlib.util.spec_from_file_location("make_sample_capture",
+                                                  ROOT / "tools" / "make_sample_capture.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_sample_capture_is_up_to_date_and_decodes(capsys) -> None:
+    mod = _sample_module()
+    sample = ROOT / "captures" / "sample.pcapng"
+    assert sample.read_bytes() == mod.sample_bytes(), \
+        "captures/sample.pcapng is stale: run python tools/make_sample_capture.py"
+    buf = io.BytesIO()
+    mod.write_sample(buf)
+    assert buf.getvalue() == mod.sample_bytes()  # deterministic
+    assert main(["decode", "--json", str(sample)]) == 0
+    objs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(objs) == 20 and not any("error" in o for o in objs)
+    kinds = {o["uet.pds.type"] for o in objs}
+    assert kinds >= {2, 3, 4, 5, 6, 7, 8, 10, 11}
+    assert objs[4]["uet.payload_len"] == 0 and objs[4]["ip.dsfield.dscp"] == 8  # trimmed
