@@ -26,7 +26,7 @@ class Channel:
 
     __slots__ = ("name", "loop", "push", "rate_bps", "ppb", "delay_ps", "up", "rx", "carry",
                  "imp", "tx_frames", "tx_bytes", "delivered", "drops", "corrupted",
-                 "duplicated", "log", "_nominal_rate", "heap", "seq")
+                 "duplicated", "log", "_nominal_rate", "heap", "seq", "clean")
 
     def __init__(self, name: str, loop: EventLoop, rate_bps: int, delay_ps: int,
                  log: EventLog) -> None:
@@ -41,6 +41,8 @@ class Channel:
         self.up = True
         self.rx: Any = None  # the far end: has on_frame(data) and rx_drop(reason, data)
         self.carry = self._carry_clean
+        #: no per-frame impairment and up: ports push the arrival themselves (hot path)
+        self.clean = True
         self.imp: ImpairmentState | None = None
         self.tx_frames = 0
         self.tx_bytes = 0
@@ -66,6 +68,7 @@ class Channel:
             if t_up is not None:
                 self.loop.at(t_up, self.set_up, True)
         self.carry = self._carry_impaired if cfg.per_frame else self._carry_clean
+        self.clean = not cfg.per_frame
 
     def set_up(self, up: bool) -> None:
         """Bring this direction down (frames sent or arriving while down are lost) or up."""
@@ -73,6 +76,7 @@ class Channel:
             return
         self.up = up
         self.carry = self._carry_impaired
+        self.clean = False
         self.log.emit(self.loop.now, "link_up" if up else "link_down", link=self.name)
 
     # ------------------------------------------------------------------ data path

@@ -45,11 +45,9 @@ class Nic(Port):
         self.on_change: Callable[[Nic], None] | None = None
         self.timers = 0
         self.delivered = 0
+        self.queued = 1  # the end point may always have more: wake after every frame
 
     # ---------------------------------------------------------------- transmit
-
-    def _more(self) -> bool:
-        return True  # the end point may have more; an empty wake costs one event
 
     def _tc_of(self, data: bytes) -> int:
         if data[12:14] == ET_IPV4:

@@ -4,7 +4,8 @@ A port serialises one frame at a time onto its :class:`~uet.fabric.link.Channel`
 non-preemptive; MAC control (PFC) frames go before anything else; a class paused by the
 peer is not served until the pause expires or is lifted. ``_dequeue(now)`` (subclass)
 returns the next frame or None. After a transmission, a wake-up is scheduled at its end only
-if more may be sent (``_more()``), so an idle port costs no events.
+if more may be sent (``queued`` non-zero: frames waiting in a switch port; a NIC keeps it at
+1 because its end point may always have more), so an idle switch port costs no events.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class Port:
     __slots__ = ("name", "loop", "push", "log", "channel", "mac", "free_at", "wake_pending",
                  "paused_until", "pause_started", "paused_ps", "mac_ctl", "tx_frames",
                  "tx_bytes", "rx_frames", "rx_bytes", "drops", "pause_rx", "pause_tx",
-                 "taps", "heap", "seq", "__weakref__")
+                 "taps", "heap", "seq", "queued", "__weakref__")
 
     def __init__(self, name: str, loop: EventLoop, log: EventLog, mac: str) -> None:
         self.name = name
@@ -62,13 +63,11 @@ class Port:
         self.pause_rx = 0
         self.pause_tx = 0
         self.taps: list[Tap] = []
+        self.queued = 0
 
     # ---------------------------------------------------------------- transmit
 
     def _dequeue(self, now: int) -> bytes | None:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def _more(self) -> bool:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def kick(self) -> None:
@@ -106,8 +105,13 @@ class Port:
         if self.taps:
             for tap in self.taps:
                 tap(now, data, "tx")
-        ch.carry(data, now, end)
-        if self.mac_ctl or self._more():
+        if ch.clean:
+            ch.tx_frames += 1
+            ch.tx_bytes += n
+            heappush(self.heap, (end + ch.delay_ps, next(self.seq), ch.rx.on_frame, data))
+        else:
+            ch.carry(data, now, end)
+        if self.queued or self.mac_ctl:
             self.wake_pending = True
             heappush(self.heap, (end, next(self.seq), self._wake, None))
 

@@ -47,7 +47,7 @@ _CACHE_MAX = 1 << 16
 class SwitchPort(Port):
     """One switch port: ingress forwarding + PFC accounting, egress queues."""
 
-    __slots__ = ("switch", "index", "queues", "qbytes", "limit", "hwm", "queued", "kmin",
+    __slots__ = ("switch", "index", "queues", "qbytes", "limit", "hwm", "kmin",
                  "kmax", "lasthop", "faces", "in_bytes", "in_limit", "in_hwm", "xoff_sent",
                  "xoff_gen", "pfc_in", "trimmed", "ecn_marked", "prio")
 
@@ -207,9 +207,6 @@ class SwitchPort(Port):
         self.queues[ttc].append((cut, None))
         self.queued += 1
         self.kick()
-
-    def _more(self) -> bool:
-        return self.queued > 0
 
     def _dequeue(self, now: int) -> bytes | None:
         pu = self.paused_until
