@@ -107,6 +107,7 @@ class Unexpected:
     charged: int = 0  # bytes counted against the unexpected-bytes limit
     mode: int = 2  # delivery mode the message came in (RUD); reused for the pull / RTR
     queue: Any = None  # the MatchQueue holding this entry
+    key: Any = None  # the message key (src, initiator, job, message ID), if any
 
     def place(self, offset: int, data: bytes) -> int:
         end = min(len(self.data), offset + len(data))

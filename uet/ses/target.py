@@ -77,6 +77,7 @@ class Target:
         self.unexpected_bytes = 0
         self._tokens = TokenAllocator()
         self._reserved: dict[int, Reserved] = {}
+        self._unexpected_by_key: dict[MessageKey, Unexpected] = {}
         self._next_recv = 1
 
     # ------------------------------------------------------------------ receives
@@ -397,7 +398,7 @@ class Target:
                 return self._rsp(req, Rc.DROPPED)
             entry = Unexpected("deferred", src, req.job_id, req.initiator, op, tagged,
                                req.match_bits, req.request_length, init_token=init_token,
-                               mode=mode)
+                               mode=mode, key=key)
             self._charge(res, entry)
             self.reassembly.finish(key)  # the rest of this attempt is dropped
             self.counters["deferred"] += 1
@@ -408,7 +409,7 @@ class Target:
             return self._rsp(req, Rc.NO_MATCH)
         entry = Unexpected("eager", src, req.job_id, req.initiator, op, tagged, req.match_bits,
                            req.request_length, data=bytearray(req.request_length),
-                           state=state, charged=req.request_length, mode=mode)
+                           state=state, charged=req.request_length, mode=mode, key=key)
         self._charge(res, entry)
         state.sink = entry
         return None
@@ -442,7 +443,7 @@ class Target:
         entry = Unexpected("rendezvous", src, req.job_id, req.initiator, req.opcode, tagged,
                            req.match_bits, req.request_length, data=bytearray(payload),
                            header_data=req.header_data, complete=True, ext=ext,
-                           charged=len(payload), mode=mode)
+                           charged=len(payload), mode=mode, key=key)
         self._charge(res, entry)
         return self._rsp(req, Rc.OK, len(payload), RspList.OVERFLOW)
 
@@ -481,6 +482,11 @@ class Target:
     def _msg_error(self, src: str, req: Req) -> TargetReply:
         key = self._key(src, req)
         state = self.reassembly.get(key) if key is not None else None
+        entry = self._unexpected_by_key.get(key) if key is not None else None
+        if entry is not None and entry.state is None:  # buffered, deferred or rendezvous
+            entry.queue.unexpected.remove(entry)
+            self._uncharge(entry)
+            self.counters["msg_error_aborted"] += 1
         if state is not None:
             self._abort(state, Rc.CANCELLED)
             self.reassembly.finish(key)
@@ -587,11 +593,15 @@ class Target:
     def _charge(self, res: Resource, entry: Unexpected) -> None:
         res.queue.unexpected.append(entry)
         entry.queue = res.queue
+        if entry.key is not None:
+            self._unexpected_by_key[entry.key] = entry
         self.unexpected_messages += 1
         self.unexpected_bytes += entry.charged
         self.counters["unexpected"] += 1
 
     def _uncharge(self, entry: Unexpected) -> None:
+        if entry.key is not None and self._unexpected_by_key.get(entry.key) is entry:
+            del self._unexpected_by_key[entry.key]
         self.unexpected_messages -= 1
         self.unexpected_bytes -= entry.charged
 
