@@ -52,3 +52,17 @@ async def test_degraded_rate_and_delay() -> None:
             "impairments": [{"at": "h0", "direction": "tx", "rate_bps": 25 * 10**9}]}
     got = await _one_way(topo, 0, 1, n=2)
     assert [t for t, _ in got] == [1_328_000 + 500_000, 2 * 1_328_000 + 500_000]
+
+
+async def test_rate_change_at_a_time() -> None:
+    async with Fabric({"kind": "back_to_back"}, endpoint_factory=script_factory) as fab:
+        s, d = fab.net.hosts
+        fab.net.set_rate("h0", 25 * 10**9, at_ps=400_000, direction="tx")
+        fab.submit(0, lambda ep, now: ep.out.extend([data_frame(s, d, psn=i) for i in range(2)]))
+        await fab.sleep(10 * US)
+        # the first frame started at 100 Gb/s; the second (t=332 ns) too; a third would not
+        assert [t for t, _ in fab.endpoint(1).got] == [HOP, HOP + 332_000]
+        fab.submit(0, lambda ep, now: ep.out.append(data_frame(s, d, psn=9)))
+        await fab.sleep(10 * US)
+        t_sent = fab.endpoint(0).sent_at[-1]
+        assert fab.endpoint(1).got[-1][0] == t_sent + 1_328_000 + 1_000_000

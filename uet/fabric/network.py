@@ -134,6 +134,20 @@ class Network:
         else:
             self.loop.at(at_ps, lambda _: link.set_up(up))
 
+    def set_rate(self, iface: str, rate_bps: int, at_ps: int | None = None,
+                 direction: str = "both") -> None:
+        """Change (degrade or restore) the rate of the link at ``iface``, now or at ``at_ps``."""
+        dirs = ("tx", "rx") if direction == "both" else (direction,)
+        for d in dirs:
+            ch = self.channel(iface, d)
+            if at_ps is None:
+                ch.set_rate(rate_bps)
+            else:
+                self.loop.at(at_ps, lambda _, c=ch: c.set_rate(rate_bps))
+            if self.log.enabled:
+                self.log.emit(self.loop.now if at_ps is None else at_ps, "link_rate",
+                              link=ch.name, rate_bps=rate_bps)
+
     # ---------------------------------------------------------------- reports
 
     def counters(self) -> dict[str, dict[str, Any]]:
