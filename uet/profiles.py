@@ -447,3 +447,38 @@ def _build(v: dict[str, Any], source: str) -> Profile:
         pds={k.split(".", 1)[1]: v[k] for k in SCHEMA if k.startswith("pds.")},
         values=dict(v),
     )
+
+
+# --------------------------------------------------------------------------- matrix
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "-"
+
+
+def feature_matrix(profiles: list[Profile]) -> list[tuple[str, list[str]]]:
+    """Rows (feature, one cell per profile) of the profile matrix ``uet profiles`` prints."""
+    rows: list[tuple[str, list[str]]] = []
+
+    def row(name: str, fn) -> None:
+        rows.append((name, [fn(p) for p in profiles]))
+
+    row("fep_cap", lambda p: " ".join(m.name for m in FepCap if m in p.fep_cap))
+    for mode in DeliveryMode:
+        row(f"mode {mode.name}", lambda p, m=mode: _yes(m in p.modes))
+    row("default mode", lambda p: p.default_mode.name)
+    for op in SesOpcode:
+        row(f"op {op.name}", lambda p, o=op: _yes(o in p.operations))
+    row("tag matching", lambda p: p.tag_matching)
+    for aop in AtomicOpcode:
+        row(f"atomic {aop.name}", lambda p, a=aop: _yes(a in p.atomic_opcodes))
+    for dt in AtomicDatatype:
+        row(f"datatype {dt.name}", lambda p, d=dt: _yes(d in p.atomic_datatypes))
+    row("cc algorithms", lambda p: ", ".join(p.cc_algorithms))
+    row("cc default", lambda p: p.cc_default)
+    row("ev selector", lambda p: p.cc_ev_selector)
+    row("trimming", lambda p: _yes(p.trimming))
+    for key in SCHEMA:
+        if key.startswith(("ses.", "pds.")):
+            row(key, lambda p, k=key: str(p.values[k]).lower())
+    return rows
