@@ -95,6 +95,9 @@ class UETPds(UETLayer):
 
     name = "UET PDS"
 
+    def mysummary(self) -> str:
+        return self.sprintf("UET %type%")
+
 
 class _SynHelpers:
     def start_psn(self) -> int:

@@ -72,6 +72,9 @@ class UETSesRequest(UETLayer):
 
     name = "UET SES request"
 
+    def mysummary(self) -> str:
+        return self.sprintf("SES %opcode%")
+
 
 class UETSesStd(UETSesRequest):
     """Standard request header (next_hdr 3), 44 bytes (ref. 4.2).
@@ -183,6 +186,9 @@ class UETSesResponse(UETLayer):
     """Common base of the SES response headers."""
 
     name = "UET SES response"
+
+    def mysummary(self) -> str:
+        return self.sprintf("SES %opcode% %return_code%")
 
 
 def _rsp_head(opcode: int) -> list:
