@@ -1,0 +1,123 @@
+"""Segmentation, reassembly bookkeeping and the choice of request header."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from uet.ses.headers import choose_header, single_header, view
+from uet.ses.reassembly import Intervals, Reassembly
+from uet.ses.segmentation import read_slice, segment, segments
+from uet.wire.constants import FepCap, NextHeader, SesFlag, SesOpcode
+from uet.wire.records import SesMedium, SesSmall, SesStandard
+
+OPT = FepCap.OPT_NON_MATCHING | FepCap.AI_BASE
+
+
+@pytest.mark.parametrize("n,mtu,want", [
+    (0, 4096, [(0, 0)]), (1, 4096, [(0, 1)]), (4096, 4096, [(0, 4096)]),
+    (4097, 4096, [(0, 4096), (4096, 1)]), (10, 4, [(0, 4), (4, 4), (8, 2)]),
+])
+def test_segments(n, mtu, want):
+    assert segments(n, mtu) == want
+
+
+def test_segment_sets_som_eom_offsets_and_header_data():
+    base = SesStandard(opcode=SesOpcode.SEND, flags=SesFlag.HD | SesFlag.DC, message_id=9,
+                       header_data=0x1122, request_length=10)
+    parts = segment(base, b"0123456789", 4)
+    assert [p for _, p in parts] == [b"0123", b"4567", b"89"]
+    hdrs = [h for h, _ in parts]
+    assert [bool(h.flags & SesFlag.SOM) for h in hdrs] == [True, False, False]
+    assert [bool(h.flags & SesFlag.EOM) for h in hdrs] == [False, False, True]
+    assert [bool(h.flags & SesFlag.HD) for h in hdrs] == [True, False, False]
+    assert all(h.flags & SesFlag.DC and h.request_length == 10 for h in hdrs)
+    assert hdrs[0].header_data == 0x1122
+    assert [(h.message_offset, h.payload_length) for h in hdrs[1:]] == [(4, 4), (8, 2)]
+    assert [view(h).message_offset for h in hdrs] == [0, 4, 8]
+    assert [view(h).header_data for h in hdrs] == [0x1122, None, None]
+
+
+def test_read_segmentation_carries_no_payload():
+    base = SesStandard(opcode=SesOpcode.READ, request_length=9000)
+    parts = segment(base, b"", 4096, length=9000)
+    assert [p for _, p in parts] == [b""] * 3
+    offs = [view(h).message_offset for h, _ in parts]
+    assert [read_slice(o, 9000, 4096) for o in offs] == [4096, 4096, 808]
+
+
+@given(st.lists(st.tuples(st.integers(0, 200), st.integers(0, 40)), max_size=40))
+def test_intervals_count_each_byte_once(ranges):
+    iv, seen = Intervals(), set()
+    for start, length in ranges:
+        new = iv.add(start, start + length)
+        fresh = set(range(start, start + length)) - seen
+        assert new == len(fresh)
+        seen |= fresh
+        assert iv.covered == len(seen)
+        if length:
+            assert iv.contains(start, start + length)
+
+
+def test_reassembly_history_is_bounded():
+    r = Reassembly(max_messages=2, history=3)
+    for mid in range(5):
+        r.start(("s", 1, 1, mid), 10)
+        r.finish(("s", 1, 1, mid))
+    assert [r.finished(("s", 1, 1, m)) for m in range(5)] == [False, False, True, True, True]
+    r.start(("s", 1, 1, 10), 1)
+    r.start(("s", 1, 1, 11), 1)
+    assert r.full()
+
+
+def test_choose_header():
+    kw = dict(single_packet=True, request_length=100, buffer_offset=0, optimized=True,
+              own_cap=OPT)
+    W, S, RD = SesOpcode.WRITE, SesOpcode.SEND, SesOpcode.READ
+    assert choose_header(W, memory_key=0, header_data=None, peer_cap=OPT, **kw) == \
+        NextHeader.REQ_SMALL
+    assert choose_header(W, memory_key=0, header_data=None, peer_cap=FepCap.AI_BASE, **kw) \
+        == NextHeader.REQ_MEDIUM
+    assert choose_header(W, memory_key=0, header_data=None, peer_cap=None, **kw) == \
+        NextHeader.REQ_MEDIUM
+    assert choose_header(RD, memory_key=5, header_data=None, peer_cap=OPT, **kw) == \
+        NextHeader.REQ_MEDIUM
+    assert choose_header(S, memory_key=0, header_data=7, peer_cap=OPT, **kw) == \
+        NextHeader.REQ_MEDIUM
+    assert choose_header(SesOpcode.DEFERRABLE_SEND, memory_key=0, header_data=None,
+                         peer_cap=OPT, **kw) == NextHeader.REQ_STD
+    kw2 = dict(kw, single_packet=False)
+    assert choose_header(W, memory_key=0, header_data=None, peer_cap=OPT, **kw2) == \
+        NextHeader.REQ_STD
+    kw3 = dict(kw, optimized=False)
+    assert choose_header(W, memory_key=0, header_data=None, peer_cap=OPT, **kw3) == \
+        NextHeader.REQ_STD
+    kw4 = dict(kw, buffer_offset=8)
+    assert choose_header(W, memory_key=1, header_data=3, peer_cap=OPT, **kw4) == \
+        NextHeader.REQ_STD
+
+
+def test_single_headers_view_like_the_standard_one():
+    rng = random.Random(3)
+    for _ in range(50):
+        hd = rng.random() < 0.5
+        base = SesStandard(opcode=SesOpcode.SEND, flags=SesFlag.REL | SesFlag.SOM | SesFlag.EOM
+                           | (SesFlag.HD if hd else 0),
+                           ri_generation=rng.randrange(256), job_id=rng.randrange(1 << 24),
+                           pid_on_fep=rng.randrange(4096), resource_index=rng.randrange(4096),
+                           buffer_offset=0 if hd else rng.randrange(1 << 64),
+                           initiator=rng.randrange(1 << 32), memory_key=rng.randrange(1 << 64),
+                           header_data=rng.randrange(1 << 64) if hd else 0,
+                           request_length=rng.randrange(1 << 14))
+        med = single_header(NextHeader.REQ_MEDIUM, base)
+        assert isinstance(med, SesMedium)
+        v, w = view(base), view(med)
+        for f in ("opcode", "ri_generation", "job_id", "pid_on_fep", "resource_index",
+                  "buffer_offset", "initiator", "memory_key", "request_length", "header_data"):
+            assert getattr(v, f) == getattr(w, f), f
+        assert v.message_id is not None and w.message_id is None
+        small = single_header(NextHeader.REQ_SMALL, base)
+        assert isinstance(small, SesSmall) and not small.flags & SesFlag.HD
