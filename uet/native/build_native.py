@@ -67,10 +67,11 @@ typedef struct uetn_rob {
 uetn_rob *uetn_rob_new(uint32_t max_items, uint64_t max_bytes, uint32_t next_psn,
                        uint32_t max_distance);
 void uetn_rob_free(uetn_rob *r);
-int uetn_rob_insert(uetn_rob *r, uint32_t psn, uint32_t handle, uint32_t nbytes);
+int64_t uetn_rob_insert(uetn_rob *r, uint32_t psn, uint32_t nbytes);
 int uetn_rob_contains(const uetn_rob *r, uint32_t psn);
+int64_t uetn_rob_pop_one(uetn_rob *r);
 int64_t uetn_rob_pop_ready(uetn_rob *r, uint32_t *out, size_t cap);
-int64_t uetn_rob_reset(uetn_rob *r, uint32_t next_psn, uint32_t *out, size_t cap);
+int64_t uetn_rob_reset(uetn_rob *r, uint32_t next_psn);
 
 #define UETN_ERR_SHORT ...
 #define UETN_ERR_IHL ...

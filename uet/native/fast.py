@@ -318,17 +318,21 @@ class PsnTracker:
 # --------------------------------------------------------------------------- ROD reorder buffer
 
 _r_insert = lib.uetn_rob_insert
+_r_pop_one = lib.uetn_rob_pop_one
 _r_pop_ready = lib.uetn_rob_pop_ready
+_MORE = 1 << 32
+_HANDLE = _MORE - 1
 
 
 class ReorderBuffer:
     """C-backed ``ReorderBuffer``; see ``uet.native.pure.ReorderBuffer`` for the semantics.
 
-    The C ring holds, per PSN, a handle: an index into ``_objs``, a Python list that owns the
-    items (so they stay alive exactly while held). Freed indexes are reused through ``_free``.
+    The C ring holds, per PSN, a handle it allocated: an index into ``_objs``, the Python list
+    that owns the items (so they stay alive exactly while held; a released slot is set to
+    None and its handle reused by C).
     """
 
-    __slots__ = ("_free", "_objs", "_out", "_r")
+    __slots__ = ("_objs", "_out", "_r", "_ready")
 
     def __init__(
         self,
@@ -348,8 +352,9 @@ class ReorderBuffer:
             raise MemoryError("uetn_rob_new failed")
         self._r = ffi.gc(r, lib.uetn_rob_free)
         self._objs: list = []
-        self._free: list[int] = []
-        self._out = ffi.new("uint32_t[]", 16)
+        self._out = None  # uint32_t[64] scratch for long runs, allocated on first use
+        # True once the item for next_psn is stored: only then can pop_ready release anything
+        self._ready = False
 
     @property
     def items(self) -> int:
@@ -380,53 +385,47 @@ class ReorderBuffer:
 
     def insert(self, psn: int, item: object, nbytes: int) -> InsertResult:
         """Store ``item`` for ``psn``; nothing is stored unless the result is ``OK``."""
-        free = self._free
-        objs = self._objs
-        handle = free.pop() if free else len(objs)
         try:
-            rc = _r_insert(self._r, psn, handle, nbytes)
+            rc = _r_insert(self._r, psn, nbytes)
         except _CONVERSION_ERRORS:
-            if handle < len(objs):
-                free.append(handle)
             check_u32(psn, "psn")
             check_nonneg(nbytes, "nbytes", PSN_MASK)
             raise
-        if rc == 0:
-            if handle == len(objs):
-                objs.append(item)
-            else:
-                objs[handle] = item
-            return InsertResult.OK
-        if handle < len(objs):
-            free.append(handle)
         if rc < 0:
-            raise MemoryError(f"uetn_rob_insert failed ({rc})")
-        return INSERT_RESULTS[rc]
-
-    def _outbuf(self, need: int):  # type: ignore[no-untyped-def]
-        out = self._out
-        if len(out) < need:
-            size = len(out)
-            while size < need:
-                size *= 2
-            out = self._out = ffi.new("uint32_t[]", size)
-        return out
-
-    def _release(self, out, n: int) -> list:  # type: ignore[no-untyped-def]
-        handles = _unpack(out, n)
+            if rc < -4:
+                raise MemoryError(f"uetn_rob_insert failed ({rc})")
+            return INSERT_RESULTS[-rc]
+        handle = rc >> 1
         objs = self._objs
-        items = [objs[h] for h in handles]
-        for h in handles:
-            objs[h] = None
-        self._free.extend(handles)
-        return items
+        if handle == len(objs):
+            objs.append(item)
+        else:
+            objs[handle] = item
+        if rc & 1:
+            self._ready = True
+        return InsertResult.OK
 
     def pop_ready(self) -> list:
         """Release the items of the in-order run starting at ``next_psn``, advancing it."""
-        r = self._r
-        out = self._outbuf(r.items)
-        n = _r_pop_ready(r, out, len(out))
-        return self._release(out, n) if n else []
+        if not self._ready:
+            return []
+        self._ready = False
+        objs = self._objs
+        v = _r_pop_one(self._r)
+        handle = v & _HANDLE
+        items = [objs[handle]]
+        objs[handle] = None
+        if v & _MORE:  # a longer run: the rest in bulk
+            out = self._out
+            if out is None:
+                out = self._out = ffi.new("uint32_t[]", 64)
+            n = 64
+            while n == 64:
+                n = _r_pop_ready(self._r, out, 64)
+                for handle in _unpack(out, n):
+                    items.append(objs[handle])
+                    objs[handle] = None
+        return items
 
     def __contains__(self, psn: int) -> bool:
         if not isinstance(psn, int) or not 0 <= psn <= PSN_MASK:
@@ -436,13 +435,9 @@ class ReorderBuffer:
     def reset(self, next_psn: int) -> int:
         """Drop every held item and restart at ``next_psn``; returns how many were dropped."""
         check_u32(next_psn, "next_psn")
-        r = self._r
-        out = self._outbuf(r.items)
-        n = lib.uetn_rob_reset(r, next_psn, out, len(out))
-        if n < 0:
-            raise RuntimeError(f"uetn_rob_reset failed ({n})")
+        n = lib.uetn_rob_reset(self._r, next_psn)
+        self._ready = False
         self._objs.clear()
-        self._free.clear()
         return n
 
     def __repr__(self) -> str:

@@ -520,7 +520,9 @@ uetn_rob *uetn_rob_new(uint32_t max_items, uint64_t max_bytes, uint32_t next_psn
     r->cap = max_cap < 16u ? max_cap : 16u;
     r->slot = calloc(r->cap, sizeof *r->slot);
     r->size = calloc(r->cap, sizeof *r->size);
-    if (!r->slot || !r->size) {
+    r->free_cap = 16;
+    r->free_stack = malloc(r->free_cap * sizeof *r->free_stack);
+    if (!r->slot || !r->size || !r->free_stack) {
         uetn_rob_free(r);
         return NULL;
     }
@@ -536,6 +538,7 @@ void uetn_rob_free(uetn_rob *r)
     if (r) {
         free(r->slot);
         free(r->size);
+        free(r->free_stack);
         free(r);
     }
 }
@@ -569,31 +572,54 @@ static int rob_grow(uetn_rob *r, uint32_t off)
     return 0;
 }
 
-int uetn_rob_insert(uetn_rob *r, uint32_t psn, uint32_t handle, uint32_t nbytes)
+/* Make room on the free stack for every handle given out (so releasing never fails). */
+static int rob_reserve_free(uetn_rob *r, uint32_t need)
 {
-    if (handle == 0xFFFFFFFFu)
-        return UETN_ERR_RANGE;
+    if (need <= r->free_cap)
+        return 0;
+    uint32_t cap = r->free_cap;
+    while (cap < need)
+        cap *= 2u;
+    uint32_t *stack = realloc(r->free_stack, (size_t)cap * sizeof *stack);
+    if (!stack)
+        return UETN_ERR_NOMEM;
+    r->free_stack = stack;
+    r->free_cap = cap;
+    return 0;
+}
+
+int64_t uetn_rob_insert(uetn_rob *r, uint32_t psn, uint32_t nbytes)
+{
     uint32_t off = psn - r->next_psn;
     if (off >= SERIAL_HALF)
-        return UETN_INS_STALE;
+        return -UETN_INS_STALE;
     if (off >= r->max_distance)
-        return UETN_INS_OUT_OF_RANGE;
+        return -UETN_INS_OUT_OF_RANGE;
     if (off < r->cap && r->slot[(r->head + off) & (r->cap - 1u)])
-        return UETN_INS_DUPLICATE;
+        return -UETN_INS_DUPLICATE;
     if (off && (r->items >= r->max_items || r->bytes > r->max_bytes ||
                 nbytes > r->max_bytes - r->bytes))
-        return UETN_INS_FULL;
+        return -UETN_INS_FULL;
     if (off >= r->cap) {
         int rc = rob_grow(r, off);
         if (rc)
             return rc;
+    }
+    uint32_t handle;
+    if (r->nfree) {
+        handle = r->free_stack[--r->nfree];
+    } else {
+        /* handles stay below items + 1 <= max_distance + 1 <= 2^20 + 1 */
+        if (rob_reserve_free(r, r->handles + 1u))
+            return UETN_ERR_NOMEM;
+        handle = r->handles++;
     }
     uint32_t j = (r->head + off) & (r->cap - 1u);
     r->slot[j] = handle + 1u;
     r->size[j] = nbytes;
     r->items++;
     r->bytes += nbytes;
-    return UETN_INS_OK;
+    return ((int64_t)handle << 1) | (off == 0);
 }
 
 int uetn_rob_contains(const uetn_rob *r, uint32_t psn)
@@ -602,36 +628,46 @@ int uetn_rob_contains(const uetn_rob *r, uint32_t psn)
     return off < r->cap && r->slot[(r->head + off) & (r->cap - 1u)] != 0;
 }
 
+/* Release next_psn's item (which must be held) and return its handle. */
+static uint32_t rob_take(uetn_rob *r)
+{
+    uint32_t handle = r->slot[r->head] - 1u;
+    r->bytes -= r->size[r->head];
+    r->slot[r->head] = 0;
+    r->size[r->head] = 0;
+    r->items--;
+    r->head = (r->head + 1u) & (r->cap - 1u);
+    r->next_psn++;
+    r->free_stack[r->nfree++] = handle; /* room reserved when the handle was given out */
+    return handle;
+}
+
+int64_t uetn_rob_pop_one(uetn_rob *r)
+{
+    if (!r->slot[r->head])
+        return -1;
+    int64_t handle = rob_take(r);
+    return r->slot[r->head] ? handle | ((int64_t)1 << 32) : handle;
+}
+
 int64_t uetn_rob_pop_ready(uetn_rob *r, uint32_t *out, size_t cap)
 {
     int64_t k = 0;
-    while ((size_t)k < cap && r->slot[r->head]) {
-        out[k++] = r->slot[r->head] - 1u;
-        r->bytes -= r->size[r->head];
-        r->slot[r->head] = 0;
-        r->size[r->head] = 0;
-        r->items--;
-        r->head = (r->head + 1u) & (r->cap - 1u);
-        r->next_psn++;
-    }
+    while ((size_t)k < cap && r->slot[r->head])
+        out[k++] = rob_take(r);
     return k;
 }
 
-int64_t uetn_rob_reset(uetn_rob *r, uint32_t next_psn, uint32_t *out, size_t cap)
+int64_t uetn_rob_reset(uetn_rob *r, uint32_t next_psn)
 {
-    if (cap < r->items)
-        return UETN_ERR_CAPACITY;
-    int64_t k = 0;
-    for (uint32_t i = 0; i < r->cap; i++) {
-        uint32_t j = (r->head + i) & (r->cap - 1u);
-        if (r->slot[j])
-            out[k++] = r->slot[j] - 1u;
-        r->slot[j] = 0;
-        r->size[j] = 0;
-    }
+    int64_t k = r->items;
+    memset(r->slot, 0, (size_t)r->cap * sizeof *r->slot);
+    memset(r->size, 0, (size_t)r->cap * sizeof *r->size);
     r->items = 0;
     r->bytes = 0;
     r->head = 0;
     r->next_psn = next_psn;
+    r->handles = 0; /* every handle is free again */
+    r->nfree = 0;
     return k;
 }

@@ -84,7 +84,8 @@ int64_t uetn_tracker_missing(const uetn_tracker *t, uint32_t end, uint32_t limit
 int64_t uetn_tracker_count_received_in(const uetn_tracker *t, uint32_t start, uint32_t n);
 
 /* ------------------------------------------------------------------ ROD reorder buffer */
-/* Items are opaque 32-bit handles (the Python wrapper maps them to objects). */
+/* Items are opaque handles chosen here (small integers, reused once released); the Python
+ * wrapper keeps the objects in a list indexed by handle. */
 typedef struct uetn_rob {
     uint32_t next_psn;
     uint32_t items;
@@ -97,9 +98,13 @@ typedef struct uetn_rob {
     uint32_t head;           /* ring index of next_psn */
     uint32_t *slot;          /* handle + 1, or 0 for an empty slot */
     uint32_t *size;          /* nbytes of the item in the slot */
+    uint32_t handles;        /* handles 0 .. handles-1 have been given out */
+    uint32_t nfree;          /* released handles on the free stack */
+    uint32_t free_cap;
+    uint32_t *free_stack;
 } uetn_rob;
 
-#define UETN_INS_OK 0
+/* uetn_rob_insert results (InsertResult values, negated) */
 #define UETN_INS_DUPLICATE 1
 #define UETN_INS_FULL 2
 #define UETN_INS_STALE 3
@@ -111,12 +116,14 @@ typedef struct uetn_rob {
 uetn_rob *uetn_rob_new(uint32_t max_items, uint64_t max_bytes, uint32_t next_psn,
                        uint32_t max_distance); /* NULL: bad arguments or OOM */
 void uetn_rob_free(uetn_rob *r);
-/* An UETN_INS_* code, UETN_ERR_RANGE (handle 0xFFFFFFFF) or UETN_ERR_NOMEM. */
-int uetn_rob_insert(uetn_rob *r, uint32_t psn, uint32_t handle, uint32_t nbytes);
+/* Stored: (handle << 1) | (psn == next_psn).  Not stored: -UETN_INS_* or UETN_ERR_NOMEM. */
+int64_t uetn_rob_insert(uetn_rob *r, uint32_t psn, uint32_t nbytes);
 int uetn_rob_contains(const uetn_rob *r, uint32_t psn);
+/* Release the item for next_psn: its handle | (1 << 32 if next_psn + 1 is held too), or -1. */
+int64_t uetn_rob_pop_one(uetn_rob *r);
 /* Handles of the in-order run from next_psn (at most cap), advancing next_psn. */
 int64_t uetn_rob_pop_ready(uetn_rob *r, uint32_t *out, size_t cap);
-/* Empty the buffer (handles of the dropped items to out, needs cap >= items) and restart. */
-int64_t uetn_rob_reset(uetn_rob *r, uint32_t next_psn, uint32_t *out, size_t cap);
+/* Drop every item (all handles become free) and restart at next_psn; returns the count. */
+int64_t uetn_rob_reset(uetn_rob *r, uint32_t next_psn);
 
 #endif /* UET_NATIVE_H */

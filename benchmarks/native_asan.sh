@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Build uet.native's C extension with AddressSanitizer (+ UBSan) into a temporary copy of the
+# package and run the native tests against it, then a leak check of the C allocations.
+# Not part of CI (slow, needs gcc's libasan). Usage: benchmarks/native_asan.sh [pytest args]
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# the real interpreter (not a pyenv shim: the sanitizer runtime is preloaded into it alone)
+PY=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')
+CC=${CC:-gcc}
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/uet-asan.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+
+# A private copy of the package and of the native tests, without the regular build.
+cp -r "$ROOT/uet" "$TMP/uet"
+find "$TMP/uet" -name '__pycache__' -prune -exec rm -rf {} +
+rm -f "$TMP"/uet/native/_uet_native*.so "$TMP"/uet/native/_uet_native.c
+mkdir -p "$TMP/tests"
+cp "$ROOT/tests/conftest.py" "$TMP/tests/"
+cp -r "$ROOT/tests/native" "$TMP/tests/native"
+cp "$ROOT/pyproject.toml" "$TMP/"
+
+SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -g"
+echo "== building with: $SAN"
+if ! (cd "$TMP" && UET_NATIVE_CFLAGS="$SAN" UET_NATIVE_LDFLAGS="$SAN" \
+    "$PY" uet/native/build_native.py >"$TMP/build.log" 2>&1); then
+    cat "$TMP/build.log"
+    echo "== FAIL: build"
+    exit 1
+fi
+if ! nm -D "$TMP"/uet/native/_uet_native*.so | grep -q __asan; then
+    echo "== FAIL: the extension is not instrumented"
+    exit 1
+fi
+
+LIBASAN=$("$CC" -print-file-name=libasan.so)
+LIBUBSAN=$("$CC" -print-file-name=libubsan.so)
+PRELOAD="$LIBASAN $LIBUBSAN"
+export PYTHONPATH="$TMP"          # the copy shadows the editable install
+export PYTHONMALLOC=malloc        # let ASan see Python's allocations too
+export PYTHONDONTWRITEBYTECODE=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+cd "$TMP"
+ASAN_OPTIONS=detect_leaks=0 LD_PRELOAD="$PRELOAD" "$PY" - <<'EOF'
+import uet.native as n
+assert n.IMPLEMENTATION == "native", n.IMPLEMENTATION
+print("== extension under test:", n.fast.__file__.replace("fast.py", ""), n.crc32c_impl())
+EOF
+
+echo "== native tests under ASan"
+ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:strict_string_checks=1 LD_PRELOAD="$PRELOAD" \
+    "$PY" -m pytest -q -p no:cacheprovider tests/native "$@"
+
+echo "== leak check of the C allocations (trackers, reorder buffers)"
+LEAKS="$TMP/leaks.txt"
+ASAN_OPTIONS=detect_leaks=1 LD_PRELOAD="$PRELOAD" "$PY" - 2>"$LEAKS" <<'EOF' || true
+import gc
+from uet.native import fast
+for i in range(2000):
+    t = fast.PsnTracker(0xFFFFFF00 + i, 128 + i * 30)
+    t.mark(0xFFFFFF01 + i)
+    t.mark_cumulative(0xFFFFFF00 + i + 5)
+    r = fast.ReorderBuffer(64, 10**6, 0, max_distance=1 << 12)
+    for psn in range(1, 200, 3):
+        r.insert(psn, object(), 10)
+    r.pop_ready()
+    if i % 2:
+        r.reset(5)
+del t, r
+gc.collect()
+print("done")
+EOF
+if grep -q "uetn_" "$LEAKS"; then
+    grep -B2 -A12 "uetn_" "$LEAKS" | head -60
+    echo "== FAIL: leaked allocations from uet_native.c"
+    exit 1
+fi
+echo "== no leaks from uet_native.c ($(grep -c 'Direct leak' "$LEAKS" || true) interpreter-internal leak reports ignored)"
+echo "== ASan run OK"
