@@ -124,3 +124,16 @@ async def test_custom_endpoint_factory_and_realtime_mode() -> None:
         assert ok
         (t, _), = fab.endpoint(1).got
         assert t >= 1_332_000  # never earlier than the modelled time
+
+
+async def test_k8_fat_tree_permutation() -> None:
+    import random
+
+    rng = random.Random(1)
+    perm = list(range(128))
+    while any(p == i for i, p in enumerate(perm)):
+        rng.shuffle(perm)
+    async with Fabric({"kind": "fat_tree", "k": 8}, seed=1) as fab:
+        msgs = await fab.run_messages([(i, perm[i], 64 * 1024) for i in range(128)])
+        assert all(m.done for m in msgs)
+        assert sum(e["decode_errors"] for e in fab.counters()["endpoint"].values()) == 0

@@ -49,3 +49,35 @@ async def test_incast_is_lossless_and_pauses_upstream(tmp_path) -> None:
     pauses = [f for f in frames if f.data[12:14] == b"\x88\x08"]
     assert pauses and {f.if_name for f in pauses} == {"h0<->leaf0.p0", "leaf0.p4<->spine0.p0"}
     assert all(f.data[14:16] == b"\x01\x01" and f.data[:6] == PFC_DST_MAC for f in pauses)
+
+
+async def test_fat_tree_incast_lossless_under_pfc() -> None:
+    topo = {"kind": "fat_tree", "k": 4, "trimming": False, "pfc": {"classes": [0]}}
+    async with Fabric(topo, seed=5) as fab:
+        msgs = await fab.run_messages([(s, 15, 128 * 1024) for s in range(15)])
+        assert all(m.done for m in msgs)
+        c = fab.counters()
+    assert not [k for kind in ("nic", "port", "link") for cs in c[kind].values() for k in cs
+                if k.startswith("drop.")]
+    assert sum(e["tx_rtx"] for e in c["endpoint"].values()) == 0
+    assert sum(v["pause_tx"] for k, v in c["port"].items() if k.startswith("core")) > 0
+    assert sum(v["pause_rx"] for v in c["nic"].values()) > 0
+
+
+async def test_nic_holds_a_frame_of_a_paused_class() -> None:
+    from tests.fabric.helpers import data_frame, script_factory
+
+    async with Fabric({"kind": "back_to_back"}, endpoint_factory=script_factory) as fab:
+        s, d = fab.net.hosts
+        fab.host(1).send_pause({0: 0xFFFF})  # h1 pauses class 0 at h0
+        await fab.sleep(2_000_000)
+        data = data_frame(s, d, psn=1)  # DSCP 10 -> class 0
+        ctl = data_frame(s, d, psn=2, dscp=46, payload=10)  # DSCP 46 -> class 1
+        fab.submit(0, lambda ep, now: ep.ctl.extend([data, ctl]))
+        await fab.sleep(5_000_000)
+        assert [f for _, f in fab.endpoint(1).got] == [ctl]
+        assert fab.counters()["nic"]["h0"]["held_hwm"] == 1
+        fab.host(1).send_pause({0: 0})
+        await fab.sleep(5_000_000)
+        assert [f for _, f in fab.endpoint(1).got] == [ctl, data]
+        assert fab.counters()["nic"]["h0"]["paused_ps.0"] > 0
