@@ -18,6 +18,7 @@ from uet.wire.fields import LOWER_FIELDS, OUR_FIELDS, WS_FIELDS, all_field_names
 from uet.wire.records import (
     CasExt,
     Frame,
+    PdsAck,
     PdsAckCc,
     PdsControl,
     PdsNack,
@@ -85,6 +86,19 @@ def test_derived_values_like_wireshark() -> None:
     assert (f["uet.pds.ack.sack_offset"], f["uet.pds.sack_base"]) == (-4, 6)
     assert f["uet.pds.ack.cc_state"] == "0005830000070002"
     assert (f["uet.pds.ack.cc_state.rc"], f["uet.pds.ack.cc_state.rcv_cwnd_pend"]) == (True, 3)
+    # ACK_CCX: CC state (bytes 24-31) decoded as for ACK_CC, then the 8-byte CCX state
+    ccx = frame_fields(Frame(pds=PdsAckCc(PdsType.ACK_CCX, NextHeader.NONE, 0, 0, 1, 2, 3, 1,
+                                          credit=0x10203, ooo_count=4,
+                                          ccx_state=bytes(range(8)))))
+    assert ccx["uet.pds.ack.cc_state"] == "0102030000000004"
+    assert ccx["uet.pds.ack.cc_state.credit"] == 0x10203
+    assert ccx["uet.pds.ack.ccx_state"] == "0001020304050607"
+    # plain ACK: 0x40 is EPSN (ours), not reserved; ACK_CC: reserved
+    epsn = frame_fields(Frame(pds=PdsAck(flags=0x41, epsn=5)))
+    assert (epsn["uet.pds.flags.epsn"], epsn["uet.pds.ack.epsn"]) == (True, 5)
+    assert epsn["uet.pds.flags.rsvd_ack"] == 0x01
+    assert frame_fields(Frame(pds=PdsAck()))["uet.pds.flags.epsn"] is False
+    assert frame_fields(Frame(pds=PdsAckCc(flags=0x40)))["uet.pds.flags.rsvd_ack"] == 0x40
     # NACK payload under Wireshark's label
     nack = frame_fields(Frame(pds=PdsNack(PdsType.NACK, flags=0x08, nack_code=NackCode.TRIMMED,
                                           payload=99)))

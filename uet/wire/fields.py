@@ -184,7 +184,8 @@ def _pds_fields(out: dict[str, Value], h) -> None:
         out["uet.pds.flags.retx"] = bool(f & 0x10)
         out["uet.pds.flags.p"] = bool(f & 0x08)
         out["uet.pds.flags.req"] = f >> 1 & 3
-        out["uet.pds.flags.rsvd_ack"] = f & 0x41
+        # 0x40 is the reference provider's EPSN flag on plain ACKs, reserved on ACK_CC/CCX
+        out["uet.pds.flags.rsvd_ack"] = f & (0x01 if cls is PdsAck else 0x41)
         aoff = _signed16(h.ack_psn_offset)
         out["uet.pds.ack_psn"] = psn_add(h.cack_psn, aoff)
         out["uet.pds.ack_psn_offset"] = aoff
@@ -194,8 +195,8 @@ def _pds_fields(out: dict[str, Value], h) -> None:
         out["uet.pds.spdcid"] = h.spdcid
         out["uet.pds.dpdcid"] = h.dpdcid
         if cls is PdsAck:
+            out["uet.pds.flags.epsn"] = bool(f & 0x40)
             if f & 0x40:
-                out["uet.pds.flags.epsn"] = True
                 out["uet.pds.ack.epsn"] = h.epsn
             return
         out["uet.pds.ack.cc_type"] = h.cc_type
@@ -204,11 +205,7 @@ def _pds_fields(out: dict[str, Value], h) -> None:
         out["uet.pds.ack.sack_offset"] = h.sack_psn_offset
         out["uet.pds.sack_base"] = psn_add(h.cack_psn, h.sack_psn_offset)
         out["uet.pds.ack.sack_bitmap"] = h.sack_bitmap
-        state = _cc_state_bytes(h)
-        if t == 9:
-            out["uet.pds.ack.ccx_state"] = (state + (h.ccx_state or bytes(8))).hex()
-            return
-        out["uet.pds.ack.cc_state"] = state.hex()
+        out["uet.pds.ack.cc_state"] = _cc_state_bytes(h).hex()
         if h.cc_type == 0:
             out["uet.pds.ack.cc_state.service_time"] = h.service_time
             out["uet.pds.ack.cc_state.rc"] = bool(h.restore_cwnd)
@@ -219,6 +216,8 @@ def _pds_fields(out: dict[str, Value], h) -> None:
             out["uet.pds.ack.cc_state.credit"] = h.credit
             out["uet.pds.ack.cc_state.reserved"] = "000000"
             out["uet.pds.ack.cc_state.ooo_count"] = h.ooo_count
+        if t == 9:  # ACK_CCX: bytes 32-39 (Wireshark: one 16-byte field over 24-39)
+            out["uet.pds.ack.ccx_state"] = (h.ccx_state or bytes(8)).hex()
     elif cls is PdsNack:
         out["uet.pds.flags.m"] = bool(f & 0x20)
         out["uet.pds.flags.retx"] = bool(f & 0x10)
