@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from uet.fabric.ecmp import mix64, switch_seed
+from uet.fabric.ecmp import switch_seed
 from uet.fabric.endpoint import EndpointFactory, HostContext
 from uet.fabric.eventlog import EventLog
 from uet.fabric.impairments import Impairments
@@ -69,8 +69,7 @@ class Network:
         return sw
 
     def add_switch_port(self, sw: Switch) -> SwitchPort:
-        n = len(self.switches)
-        idx = list(self.switches).index(sw.name) if sw.name in self.switches else n
+        idx = list(self.switches).index(sw.name)
         p = sw.add_port(f"02:ff:{idx >> 8:02x}:{idx & 255:02x}:00:{len(sw.ports):02x}")
         self.ifaces[p.name] = p
         return p
@@ -164,4 +163,4 @@ class Network:
         return sum(link.ab.tx_frames + link.ba.tx_frames for link in self.links)
 
 
-__all__ = ["Network", "mix64"]
+__all__ = ["Network"]
