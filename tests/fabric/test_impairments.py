@@ -116,3 +116,14 @@ def test_bad_impairment_config_names_the_key() -> None:
         Impairments(loss=1.5)
     with pytest.raises(ValueError, match="jiter"):
         Impairments.from_dict({"jiter": 3})
+
+
+async def test_flow_ending_with_reordering_does_not_wait_for_rto() -> None:
+    topo = {"kind": "back_to_back",
+            "impairments": [{"at": "h0", "direction": "tx", "jitter_ps": 3 * US}]}
+    async with Fabric(topo, seed=8) as fab:
+        for _ in range(5):
+            msg = await fab.send(0, 1, 64 * 1024)
+            assert msg.fct_ps < 20 * US  # 16 packets: ~5.3 us + 1 us + jitter, RTO is 100 us
+        assert fab.endpoint(0).stats["rto"] == 0
+        assert fab.endpoint(1).stats["rx_data"] == 5 * 17

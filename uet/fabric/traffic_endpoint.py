@@ -14,7 +14,8 @@ Every frame is encoded with ``uet.wire.codec.encode_frame``.
 
 Receiver: decodes every frame (``decode_frame``), tracks PSNs per PDC, and answers with an
 ACK (cumulative PSN + the PSN that triggered it, ECN echo) every ``ack_every`` packets, at
-once on AR, ECN-CE or out-of-order arrival; a trimmed packet (trimmed DSCPs) is NACKed with
+once on AR, ECN-CE or when an arrival fills a gap (so a flow ending with reordered packets
+does not wait for the RTO); a trimmed packet (trimmed DSCPs) is NACKed with
 ``TRIMMED`` or ``TRIMMED_LASTHOP``. The sender retransmits NACKed PSNs, and everything
 unacknowledged after ``rto_ps`` without progress (go-back-N). No congestion control.
 """
@@ -374,7 +375,7 @@ class TrafficEndpoint:
             tgt.ooo.add(psn)
             filled = False
         tgt.since_ack += 1
-        if req.ar or ce or not in_order or filled or tgt.since_ack >= self.ack_every:
+        if req.ar or ce or filled or tgt.since_ack >= self.ack_every:
             self._ack(tgt, psn, ce, f.ev, req.retx)
 
     def _ack(self, tgt: _Target, psn: int, ce: bool, ev: int, retx: bool) -> None:
