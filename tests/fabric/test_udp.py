@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 
+import pytest
 import trio
 
 from uet.capture.pcapng import read_capture
@@ -15,8 +16,8 @@ from uet.wire.constants import PdsType
 
 
 async def test_two_endpoints_on_loopback() -> None:
-    async with UdpNode(ip="127.0.0.1") as a, UdpNode(ip="127.0.0.2") as b:
-        msg = await a.send("127.0.0.2", 100_000, timeout_s=10)
+    async with UdpNode(ip="127.0.51.1") as a, UdpNode(ip="127.0.51.2") as b:
+        msg = await a.send("127.0.51.2", 100_000, timeout_s=10)
         assert msg.done
         assert b.ep.stats["rx_data"] >= 25 and b.ep.stats["decode_errors"] == 0
         assert a.ep.stats["rx_ack"] > 0
@@ -33,16 +34,17 @@ async def _start_server(ip: str, duration: float) -> subprocess.Popen:
 
 
 async def test_two_processes() -> None:
-    proc = await _start_server("127.0.0.3", 20)
+    proc = await _start_server("127.0.51.3", 20)
     try:
-        async with UdpNode(ip="127.0.0.4") as a:
-            msg = await a.send("127.0.0.3", 64 * 1024, timeout_s=10)
+        async with UdpNode(ip="127.0.51.4") as a:
+            msg = await a.send("127.0.51.3", 64 * 1024, timeout_s=10)
             assert msg.done and a.ep.stats["rx_ack"] > 0
     finally:
         proc.terminate()
         proc.wait(5)
 
 
+@pytest.mark.tshark
 async def test_tshark_sees_valid_uet(tmp_path) -> None:
     tshark = shutil.which("tshark")
     assert tshark, "tshark is required (installed by .ci/run)"
@@ -56,15 +58,15 @@ async def test_tshark_sees_valid_uet(tmp_path) -> None:
             if "Capturing on" in line:
                 break
         await trio.sleep(0.3)
-        async with UdpNode(ip="127.0.0.5") as a, UdpNode(ip="127.0.0.6"):
-            msg = await a.send("127.0.0.6", 32 * 1024, timeout_s=10)
+        async with UdpNode(ip="127.0.51.5") as a, UdpNode(ip="127.0.51.6"):
+            msg = await a.send("127.0.51.6", 32 * 1024, timeout_s=10)
             assert msg.done
         await trio.sleep(0.5)
     finally:
         cap.terminate()
         cap.wait(10)
     frames = list(read_capture(out))
-    ours = [f for f in frames if f.data[26:27] == b"\x7f" and f.data[29] in (5, 6)]
+    ours = [f for f in frames if f.data[26:29] == bytes([127, 0, 51]) and f.data[29] in (5, 6)]
     assert len(ours) >= 9  # 8 data packets + ACKs
     types = set()
     for f in ours:
@@ -75,4 +77,4 @@ async def test_tshark_sees_valid_uet(tmp_path) -> None:
     text = subprocess.run([tshark, "-r", str(out), "-Y", "udp.dstport == 4793",
                            "-T", "fields", "-e", "ip.dst"], capture_output=True, text=True,
                           check=True).stdout.split()
-    assert {"127.0.0.5", "127.0.0.6"} <= set(text)
+    assert {"127.0.51.5", "127.0.51.6"} <= set(text)
