@@ -190,6 +190,8 @@ class InitiatorPdc(PdcBase):
         self.inflight_bytes += nbytes
         if len(self.outstanding) == 1:
             self.last_progress = now
+            if cfg.probe_after_ps:
+                self.ep.arm(self, now + cfg.probe_after_ps)
         return self._send(now, tx, False)
 
     def _send(self, now: int, tx: Tx, retx: bool) -> Frame:
@@ -457,6 +459,12 @@ class InitiatorPdc(PdcBase):
             if tx.is_close or not tx.arrived:
                 self._queue_retx(now, tx, "nack." + name)
         elif action == NackAction.CLOSE_PDC:
+            if tx.is_close and code != NackCode.CLOSING_IN_ERR:
+                # Everything was acknowledged before the CLOSE; the target no longer knows
+                # the PDC (its linger ended after it took our CLOSE): closed.
+                ep.counters["close_nacked"] += 1
+                self._release(now, tx, [0, 0])
+                return
             self.close_in_error(now, f"NACK {name} for PSN {nack.nack_psn}")
         elif action == NackAction.NEW_START_PSN:
             self._new_start_psn(now, nack.payload)

@@ -76,6 +76,8 @@ class LossDetector:
 
     def delivered(self, seq: int) -> None:
         top = self.top
+        if not self.n:
+            return
         if len(top) < self.n:
             bisect.insort(top, seq)
         elif seq > top[0]:

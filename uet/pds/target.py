@@ -383,16 +383,23 @@ class TargetPdc(PdcBase):
                 co.clear()  # this ACK reported everything the coalesced one would have
             return frame
         if co.now and co.psn is not None:
-            frame = self.make_ack(now, co.psn, co.flags, co.ev, None, b"")
+            psn = co.psn
+            if psn in self.pending or psn in self.gtd or (self.rob is not None
+                                                            and psn in self.rob):
+                psn = None  # not done yet: an ACK must not name it (its response may come)
+            frame = self.make_ack(now, psn, co.flags, co.ev, None, b"")
             co.clear()
             return frame
         co.now = False
         return None
 
-    def make_ack(self, now: int, ack_psn: int, flags: int, ev: int, ses, data: bytes,
+    def make_ack(self, now: int, ack_psn: int | None, flags: int, ev: int, ses, data: bytes,
                  probe: int | None = None, sack_base: int | None = None) -> Frame:
+        """ACK / ACK_CC naming ``ack_psn`` (None: the CACK itself)."""
         cfg = self.cfg
         cack = self.held_cack()
+        if ack_psn is None:
+            ack_psn = cack
         if probe is None:
             off = clamp_offset(ack_psn, cack)
         else:
