@@ -18,9 +18,7 @@ from tshark_json import dissect, tshark_binary
 from wireshark_frames import (
     SEVERITY,
     Broken,
-    broken_cases,
     crc_cases,
-    valid_cases,
     write_capture,
 )
 
@@ -47,25 +45,6 @@ LABEL_DIFFERENCES = {"uet.ses.rendv_ext_hdr.read_match_bits": "Read Memory Key"}
 
 def num(text: str) -> int:
     return int(text, 0)
-
-
-# --------------------------------------------------------------------------- fixtures
-
-
-@pytest.fixture(scope="session")
-def valid(tmp_path_factory):
-    cases = valid_cases()
-    path = tmp_path_factory.mktemp("wireshark") / "valid.pcapng"
-    write_capture(path, [c.data() for c in cases])
-    return cases, dissect(path, prefs={"uet.ip_proto": "253"}, info=True)
-
-
-@pytest.fixture(scope="session")
-def broken(tmp_path_factory):
-    cases = broken_cases()
-    path = tmp_path_factory.mktemp("wireshark") / "broken.pcapng"
-    write_capture(path, [c.data for c in cases])
-    return cases, dissect(path)
 
 
 # --------------------------------------------------------------------------- registrations
@@ -129,9 +108,8 @@ def test_valid_frames_derived_values(valid):
                 assert "uet.pds.start_psn" not in d.fields
         if isinstance(pds, PdsAck | PdsAckCc):
             assert num(d.one("uet.pds.cack_psn")) == pds.cack_psn
-            if pds.probe:  # bytes 2-3 are the probe's opaque value, not an ACK PSN offset
-                assert num(d.one("uet.pds.ctrl_probe_opaque")) == pds.ack_psn_offset
-                assert "uet.pds.ack_psn" not in d.fields
+            if pds.probe:  # bytes 2-3 are the probe's opaque value
+                assert num(d.one("uet.pds.ack.probe_opaque")) == pds.ack_psn_offset & 0xFFFF
             else:
                 assert num(d.one("uet.pds.ack_psn")) == pds.ack_psn, case.name
         if isinstance(pds, PdsAckCc):
@@ -207,23 +185,24 @@ def test_layouts_where_wireshark_differs(valid):
     assert num(d.one("uet.pds.ack.epsn")) == 0x10000
     assert num(d.one("uet.pds.flags.req")) == 2
     c, d = f["ack_probe"]
-    assert num(d.one("uet.pds.ctrl_probe_opaque")) == 0xBEEF
+    assert num(d.one("uet.pds.ack.probe_opaque")) == 0xBEEF
+    assert "uet.pds.ctrl_probe_opaque" not in d.fields
     # ACK_CCX: 8-byte CCX state after the 8-byte CC state
     c, d = f["ack_ccx_rsp_data"]
     assert d.one("uet.pds.ack.ccx_state") == "01:02:03:04:05:06:07:08"
     assert d.one("uet.pds.ack.cc_state.ooo_count") == "1"
     # NACK_CCX state
     c, d = f["nack_ccx_rsp"]
-    assert d.one("uet.pds.nack.ccx_type") == "3"
-    assert num(d.one("uet.pds.nack.ccx_state1")) == 0xF01010101010101
-    assert num(d.one("uet.pds.nack.ccx_state2")) == 0x8000000000000001
+    assert d.one("uet.pds.nack.nccx_type") == "3"
+    assert num(d.one("uet.pds.nack.nccx_state1")) == 0xF01010101010101
+    assert num(d.one("uet.pds.nack.nccx_state2")) == 0x8000000000000001
     assert num(d.one("uet.ses.rsp.opcode")) == 0
     # TSS epoch / 48-bit TSC
     c, d = f["ip6_tss_ssi"]
     assert num(d.one("uet.tss.ssi")) == 0x11223344
     assert num(d.one("uet.tss.tsc")) == 0xFFFF << 48 | (1 << 48) - 1
     assert num(d.one("uet.tss.epoch")) == 0xFFFF
-    assert num(d.one("uet.tss.tsc_counter")) == (1 << 48) - 1
+    assert num(d.one("uet.payload_len")) == 0
     assert d.one("uet.tss.icv").replace(":", "") == bytes(range(0xA0, 0xB0)).hex()
 
 
@@ -369,3 +348,22 @@ def test_mutated_frames_never_raise_lua_errors(valid, broken, tmp_path):
     assert len(lines) == len(frames)
     assert not [line for line in lines if "Lua Error" in line]
     assert sum(1 for line in lines if line.split("\t")[1]) > len(frames) * 0.9
+
+
+def test_low_port_evs_need_heuristics_first(valid_capture, tmp_path):
+    """A UET packet whose EV (UDP source port) is a registered port below 4793 goes to that
+    port's dissector (Wireshark tries the lower port first) unless UDP tries heuristic
+    sub-dissectors first, where uet's heuristic claims every packet to the UET port."""
+    from dataclasses import replace
+
+    from uet.wire.codec import encode_frame
+
+    cases, _ = valid_capture
+    frames = [encode_frame(replace(cases[0].frame, ev=ev)) for ev in (53, 123, 4792, 60000)]
+    path = tmp_path / "evs.pcapng"
+    write_capture(path, frames)
+    default = tshark_json.run_tshark(path, extra=["-T", "fields", "-e", "frame.protocols"])
+    assert [":uet" in line for line in default.splitlines()] == [False, False, True, True]
+    heur = tshark_json.run_tshark(path, prefs={"udp.try_heuristic_first": "TRUE"},
+                                  extra=["-T", "fields", "-e", "frame.protocols"])
+    assert all(line.endswith(":uet:data") for line in heur.splitlines())

@@ -174,7 +174,6 @@ u32("uet.tss.sdi", "SDI", DEC, nil, 0x00ffffff)
 u32("uet.tss.ssi", "SSI", DEC)
 u64("uet.tss.tsc", "TSC", HEX)
 u16("uet.tss.epoch", "Epoch", DEC)                                  -- ours
-u64("uet.tss.tsc_counter", "TSC counter (48 bits)", DEC)            -- ours
 bytes("uet.tss.icv", "ICV (AES-GCM tag)")                            -- ours
 
 -- entropy header (native IP)
@@ -214,9 +213,9 @@ u32("uet.pds.nack.psn", "NACK PSN", DEC)
 u8("uet.pds.nack.code", "NACK Code", DEC, NACK_CODE)
 u8("uet.pds.nack.vendor_code", "Vendor Code", DEC)
 u32("uet.pds.nack.max_recv_psn_plus_1", "Payload (Max Recvd PSN + 1)", DEC)
-u8("uet.pds.nack.ccx_type", "NACK CCX Type", DEC, nil, 0xf0)       -- ours
-u64("uet.pds.nack.ccx_state1", "NACK CCX State 1 (60 bits)", HEX)   -- ours
-u64("uet.pds.nack.ccx_state2", "NACK CCX State 2", HEX)             -- ours
+u8("uet.pds.nack.nccx_type", "NACK CCX Type", DEC, nil, 0xf0)      -- ours
+u64("uet.pds.nack.nccx_state1", "NACK CCX State 1 (60 bits)", HEX)  -- ours
+u64("uet.pds.nack.nccx_state2", "NACK CCX State 2", HEX)            -- ours
 u8("uet.pds.pdc_mode", "PDC Mode", DEC)
 bool("uet.pds.pdc_mode_use_rsv", "Use Reserved PDC", 8, TFS_YES_NO, 0x80)
 u8("uet.pds.pdc_mode_rsv", "Reserved", HEX, nil, 0x70)
@@ -244,9 +243,11 @@ u24("uet.pds.ack.cc_state.rcvd_bytes", "Received Byte Count", DEC)
 bytes("uet.pds.ack.cc_state.reserved", "Reserved")
 u16("uet.pds.ack.cc_state.ooo_count", "Out Of Order Count", DEC)
 u32("uet.pds.ack.epsn", "Expected PSN (EPSN)", DEC)                -- ours
+u16("uet.pds.ack.probe_opaque", "Probe Opaque (echoed)", HEX)       -- ours
 u16("uet.pds.rudi.rsvd", "Reserved", HEX)
 u32("uet.pds.rudi.pkt_id", "RUDI ID", DEC)
 u16("uet.pds.uud.rsvd", "Reserved", HEX)                            -- ours
+u32("uet.payload_len", "Payload length (after the UET headers)", DEC) -- ours
 
 -- PDC tracking (ours)
 u32("uet.pdc", "PDC index")
@@ -442,8 +443,9 @@ uet.prefs.crc_trailer = Pref.bool("CRC-32C trailer", false,
     "Packets without TSS end with a 4-byte CRC-32C over the IP addresses and the IP payload")
 uet.prefs.crc_byte_order = Pref.enum("CRC-32C byte order", 0,
     "Byte order of the CRC-32C trailer on the wire", CRC_ORDER, false)
-uet.prefs.tss_icv = Pref.bool("TSS packets end with a 16-byte ICV", true,
-    "With a TSS header, the last 16 bytes are the AES-GCM integrity check value")
+uet.prefs.tss_icv = Pref.bool("TSS packets end with a 16-byte ICV", false,
+    "With a TSS header, the last 16 bytes are the AES-GCM integrity check value (real "
+        .. "encrypting end points; the emulator sends TSS headers without an ICV)")
 uet.prefs.trimmed_dscp = Pref.string("DSCPs of trimmed packets", "12,14",
     "Comma-separated DSCP values switches give to trimmed packets (uet.fabric defaults: "
         .. "12 trimmed, 14 trimmed at the last hop); such packets get uet.trimmed")
@@ -683,7 +685,6 @@ local function dissect_tss(ctx, o, stop)
     end
     local ti = item:add(F["uet.tss.tsc"], tvb(p, 8))
     ti:add(F["uet.tss.epoch"], tvb(p, 2))
-    ti:add(F["uet.tss.tsc_counter"], tvb(p + 2, 6), tvb(p + 2, 6):uint64())
     ctx.info[#ctx.info + 1] = "TSS"
     return o + hl
 end
@@ -892,18 +893,18 @@ local function dissect_pds(ctx, o, stop)
         pt:add(F["uet.pds.uud.rsvd"], tvb(o + 2, 2))  -- ignored by receivers
     elseif ptype == 7 or ptype == 8 or ptype == 9 then
         local cack = tvb(o + 4, 4):uint()
-        local ack_text
+        local apo = tvb(o + 2, 2):int()
+        local ack_psn = psn_add(cack, apo)
+        local ack_text = string.format("ACK_PSN=%d", ack_psn)
+        local ai = pt:add(F["uet.pds.ack_psn"], tvb(o + 2, 2), ack_psn)
+        ai:append_text(string.format(" (%+d)", apo))
+        pt:add(F["uet.pds.ack_psn_offset"], tvb(o + 2, 2))
         if band(flags, 0x08) ~= 0 then
-            -- probe ACK (P): bytes 2-3 echo the probe's opaque value, no ACK PSN
-            pt:add(F["uet.pds.ctrl_probe_opaque"], tvb(o + 2, 2))
+            -- probe ACK (P): bytes 2-3 echo the probe's opaque value; the ACK PSN computed
+            -- from them (shown, as Wireshark does) is not meaningful
+            ai:append_text(" [probe: not meaningful]")
+            pt:add(F["uet.pds.ack.probe_opaque"], tvb(o + 2, 2))
             ack_text = string.format("probe=0x%04x", tvb(o + 2, 2):uint())
-        else
-            local apo = tvb(o + 2, 2):int()
-            local ack_psn = psn_add(cack, apo)
-            pt:add(F["uet.pds.ack_psn"], tvb(o + 2, 2), ack_psn)
-                :append_text(string.format(" (%+d)", apo))
-            pt:add(F["uet.pds.ack_psn_offset"], tvb(o + 2, 2))
-            ack_text = string.format("ACK_PSN=%d", ack_psn)
         end
         pt:add(F["uet.pds.cack_psn"], tvb(o + 4, 4))
         pt:add(F["uet.pds.spdcid"], tvb(o + 8, 2))
@@ -945,10 +946,10 @@ local function dissect_pds(ctx, o, stop)
         info[#info] = "NACK " .. name_of(NACK_CODE, code)
         if ptype == 12 then
             info[#info] = "NACK_CCX " .. name_of(NACK_CODE, code)
-            pt:add(F["uet.pds.nack.ccx_type"], tvb(o + 16, 1))
-            pt:add(F["uet.pds.nack.ccx_state1"], tvb(o + 16, 8),
+            pt:add(F["uet.pds.nack.nccx_type"], tvb(o + 16, 1))
+            pt:add(F["uet.pds.nack.nccx_state1"], tvb(o + 16, 8),
                 tvb(o + 16, 8):uint64():band(UInt64(0xffffffff, 0x0fffffff)))
-            pt:add(F["uet.pds.nack.ccx_state2"], tvb(o + 24, 8))
+            pt:add(F["uet.pds.nack.nccx_state2"], tvb(o + 24, 8))
         end
         info[#info + 1] = string.format("%s=%d", nt and "pkt_id" or "PSN", tvb(o + 4, 4):uint())
         if not nt then
@@ -1398,6 +1399,7 @@ local function dissect_common(tvb, pinfo, tree, native)
     end
     if o then
         local present = stop - o
+        root:add(F["uet.payload_len"], present):set_generated()
         if ctx.payload_length and present < ctx.payload_length then
             root:add_proto_expert_info(E.short_payload, string.format(
                 "Payload length %d but %d bytes present (trimmed?)", ctx.payload_length, present))
@@ -1435,6 +1437,20 @@ end
 function uet_ip.dissector(tvb, pinfo, tree)
     return dissect_common(tvb, pinfo, tree, true)
 end
+
+-- Wireshark's UDP hands a packet to the dissector of its *lower* port first, so a UET packet
+-- whose EV (source port) is a registered port below 4793 (53, 123, ...) would go to that
+-- protocol. This heuristic claims every packet to the UET port; with the UDP preference
+-- "Try heuristic sub-dissectors first" (udp.try_heuristic_first) it runs before the port
+-- tables, so sprayed captures dissect whatever their EVs.
+local function heur_udp(tvb, pinfo, tree)
+    if pinfo.dst_port ~= uet.prefs.udp_port then
+        return false
+    end
+    dissect_common(tvb, pinfo, tree, false)
+    return true
+end
+uet:register_heuristic("udp", heur_udp)
 
 -------------------------------------------------------------------------------- registration
 

@@ -1,0 +1,214 @@
+"""(a) Every ``uet.*`` field tshark shows with the Lua dissector equals ``uet decode --json``
+for the same frame, and the other way round, except the documented exceptions below
+(docs/wireshark.md, "Cross-check with uet decode --json")."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import re
+import tempfile
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from tshark_json import dissect
+from wireshark_frames import SEVERITY, write_capture
+
+from uet.cli import main
+from uet.wire.codec import encode_frame
+
+pytestmark = pytest.mark.tshark
+
+#: Shown by the dissector only: header items (byte strings of a whole header), what needs
+#: the whole capture or the dissector's preferences, and the SACKed-PSN list.
+DISSECTOR_ONLY = {
+    "uet.pds", "uet.ses", "uet.tss", "uet.pds.ack.prlg", "uet.ses.atomic_op_ext_hdr",
+    "uet.ses.comp_swap_ext_hdr", "uet.ses.rendv_ext_hdr",
+    "uet.pdc", "uet.pdc.dir", "uet.pdc.initiator_pdcid", "uet.pdc.first_frame",
+    "uet.udp_checksum.status", "uet.udp_checksum.calculated",
+    "uet.crc32c", "uet.crc32c.calculated", "uet.crc32c.status", "uet.trimmed",
+    "uet.pds.sack_psn",
+}
+#: Reserved fields the records do not keep (the codec writes zero): the dissector shows
+#: them (Wireshark names them), ``uet decode`` does not. They must read 0 here.
+RESERVED = re.compile(r"[._](rsv\d*|rsvd|reserved\d*)$")
+#: Flags the dissector always shows and uet decode emits only when set.
+ABSENT_MEANS_FALSE = {"uet.pds.flags.epsn"}
+#: Same 16 bits: FT_UINT16 in Wireshark (unsigned), the signed offset in uet decode.
+UNSIGNED16 = {"uet.pds.ack.sack_offset"}
+#: The trailer: uet decode calls it uet.trailer, the dissector names what it is.
+TRAILER_ALIASES = ("uet.tss.icv", "uet.crc32c")
+
+
+#: Disagreements reported to the owner of uet/wire/fields.py, where we believe the dissector
+#: follows the records and codec; tolerated in their current form, and the comparison
+#: becomes exact once fields.py changes:
+#: * ACK with EPSN (flag 0x40 defined on plain ACKs): fields.py reports 0x40 in
+#:   uet.pds.flags.rsvd_ack as well as in uet.pds.flags.epsn.
+#: * ACK_CCX: the records keep the CC state (bytes 24-31, decoded per cc_type) and an 8-byte
+#:   ccx_state (32-39); fields.py emits Wireshark's 16-byte uet.pds.ack.ccx_state over
+#:   24-39 and drops the decoded CC state fields.
+def _pending(key: str, shown: dict[str, list[str]], decoded: dict) -> bool:
+    if key == "uet.pds.flags.rsvd_ack" and decoded.get("uet.pds.flags.epsn") and key in shown:
+        return decoded[key] == _tshark(shown[key][0]) | 0x40
+    if decoded.get("uet.pds.type") == 9:
+        ccx = decoded.get("uet.pds.ack.ccx_state", "")
+        if len(ccx) == 32:  # Wireshark's 16 bytes
+            both = "".join(_tshark(shown.get(k, [""])[0]) for k in
+                           ("uet.pds.ack.cc_state", "uet.pds.ack.ccx_state"))
+            if key == "uet.pds.ack.ccx_state":
+                return ccx == both
+            return key.startswith("uet.pds.ack.cc_state") and key not in decoded
+    return False
+
+
+def _decode_json(path, trailer_len: int) -> list[dict]:
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        rc = main(["decode", str(path), "--json", "--trailer-len", str(trailer_len)])
+    assert rc == 0
+    return [json.loads(line) for line in buf.getvalue().splitlines()]
+
+
+def _tshark(value: str):
+    """tshark text -> int, or lowercase hex (no separators) for byte strings."""
+    if re.fullmatch(r"[0-9a-f]{2}(:[0-9a-f]{2})+", value):
+        return value.replace(":", "")
+    if value.startswith("0x"):
+        return int(value, 16)
+    if re.fullmatch(r"-?\d+", value):
+        return int(value)
+    return value
+
+
+def _json(value):
+    """uet decode value -> int (booleans as 0/1), or the string (hex for byte strings)."""
+    return int(value) if isinstance(value, bool | int) else value
+
+
+def _same(shown: str, decoded) -> bool:
+    a, b = _tshark(shown), _json(decoded)
+    if isinstance(a, int) and isinstance(b, str) and re.fullmatch(r"[0-9a-f]+", b):
+        return a == int(b, 16)
+    if isinstance(b, int) and isinstance(a, str) and re.fullmatch(r"[0-9a-f]+", a):
+        return b == int(a, 16)  # e.g. uet decode gives compare/swap values as integers
+    return a == b
+
+
+def compare(shown: dict[str, list[str]], decoded: dict) -> list[str]:
+    """Differences between one frame's tshark fields and its uet decode JSON object."""
+    problems = []
+    ours = {k: v for k, v in decoded.items() if k.startswith("uet.")}
+    for key in sorted(set(shown) | set(ours)):
+        tv = shown.get(key)
+        if _pending(key, shown, decoded):
+            continue
+        if key in DISSECTOR_ONLY or key in TRAILER_ALIASES:
+            if key in ours:
+                problems.append(f"{key}: expected only in tshark, uet decode has it")
+            continue
+        if key == "uet.trailer":
+            alias = [shown[a][0] for a in TRAILER_ALIASES if a in shown]
+            if not alias or not _same(alias[0], ours[key]):
+                problems.append(f"uet.trailer {ours[key]} != tshark {alias}")
+            continue
+        if tv is None:
+            problems.append(f"{key}: uet decode {ours[key]!r}, not shown by tshark")
+            continue
+        if len(tv) != 1:
+            problems.append(f"{key}: tshark shows it {len(tv)} times: {tv}")
+            continue
+        if key not in ours:
+            if RESERVED.search(key) and _same(tv[0], 0):
+                continue
+            if key in ABSENT_MEANS_FALSE and _same(tv[0], 0):
+                continue
+            problems.append(f"{key}: tshark {tv[0]!r}, not in uet decode")
+            continue
+        if key in UNSIGNED16:
+            if _tshark(tv[0]) != ours[key] & 0xFFFF:
+                problems.append(f"{key}: tshark {tv[0]!r} != uet decode {ours[key]!r}")
+            continue
+        if not _same(tv[0], ours[key]):
+            problems.append(f"{key}: tshark {tv[0]!r} != uet decode {ours[key]!r}")
+    return problems
+
+
+def test_tshark_fields_equal_uet_decode_json(valid_capture, valid):
+    cases, path = valid_capture
+    _, shown = valid
+    decoded = {tl: _decode_json(path, tl) for tl in sorted({c.trailer_len for c in cases})}
+    problems = []
+    compared = 0
+    for i, (case, d) in enumerate(zip(cases, shown, strict=True)):
+        obj = decoded[case.trailer_len][i]
+        assert obj["frame"] == i + 1
+        assert "error" not in obj, f"{case.name}: {obj['error']}"
+        compared += len([k for k in obj if k.startswith("uet.")])
+        problems += [f"{case.name}: {p}" for p in compare(d.fields, obj)]
+    assert compared > 1000
+    assert not problems, "\n".join(problems)
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _cross_check(path, prefs: dict[str, str] | None = None) -> tuple[int, list[str]]:
+    """Dissect ``path`` once with tshark and once with uet decode --json (no trailer);
+    return the number of frames compared and the differences."""
+    shown = dissect(path, prefs=prefs)
+    decoded = _decode_json(path, 0)
+    assert len(decoded) == len(shown)
+    problems = []
+    for i, (d, obj) in enumerate(zip(shown, decoded, strict=True)):
+        assert "error" not in obj, f"frame {i + 1}: {obj['error']}"
+        problems += [f"frame {i + 1}: {p}" for p in compare(d.fields, obj)]
+    return len(shown), problems
+
+
+def test_sample_capture_agrees_and_is_clean():
+    """captures/sample.pcapng (written by tools/make_sample_capture.py) with default
+    preferences: the same fields as uet decode, and no warning or error."""
+    path = ROOT / "captures" / "sample.pcapng"
+    n, problems = _cross_check(path)
+    assert n == 20
+    assert not problems, "\n".join(problems)
+    for i, d in enumerate(dissect(path)):
+        bad = [(e.abbrev, e.message) for e in d.experts if e.severity >= SEVERITY["warn"]]
+        assert not bad, f"frame {i + 1}: {bad}"
+
+
+def _wire_strategies():
+    """The wire package's hypothesis strategies (tests/wire/wire_strategies.py)."""
+    spec = importlib.util.spec_from_file_location(
+        "wire_strategies_for_wireshark", ROOT / "tests" / "wire" / "wire_strategies.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_random_frames_agree_with_uet_decode():
+    """300 random frames over every field range (the wire tests' hypothesis strategy,
+    derandomized), in one capture and one tshark run (preferences: no ICV, no CRC, so
+    trailers are payload, as for uet decode without --trailer-len; UDP heuristics first, as
+    random EVs include ports of other protocols)."""
+    frames = []
+
+    @settings(max_examples=300, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(_wire_strategies().full_frame())
+    def collect(frame):
+        frames.append(frame)
+
+    collect()
+    assert len(frames) >= 250
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "random.pcapng"
+        write_capture(path, [encode_frame(f) for f in frames])
+        n, problems = _cross_check(path, prefs={"uet.tss_icv": "FALSE",
+                                                "udp.try_heuristic_first": "TRUE"})
+    assert n == len(frames)
+    assert not problems, "\n".join(problems[:40])
