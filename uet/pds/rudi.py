@@ -125,6 +125,9 @@ class RudiInitiator:
             ep.unblock_memory()
         if self.queue:
             ep.activate(self)
+        elif not self.outstanding:
+            self.rto_at = None
+            self._armed = None  # nothing left to time: no stale wake-up
 
     def rx_resp(self, now: int, frame: Frame, pds: PdsRudi) -> None:
         ep = self.ep
