@@ -441,14 +441,16 @@ def test_ref_3_10_rod_uses_one_ev_and_isrod_flag():
     """ref 3.10 / 6.4 / 2.7: ROD PDCs keep one EV; their CPs set isROD."""
     evs = iter(range(100, 200))
 
-    class Cc:
-        def __new__(cls):
-            from uet.cms.api import NullSenderCongestion
-            c = NullSenderCongestion()
-            c.choose_ev = lambda now: next(evs)
-            return c
+    from uet.cms.api import NullSenderCongestion
 
-    ep = PdsEndpoint(PdsConfig(probe_after_ps=10 * US), A_IP, random.Random(3), sender_cc=Cc)
+    def factory(mode):
+        assert mode == DeliveryMode.ROD
+        c = NullSenderCongestion()
+        c.choose_ev = lambda now: next(evs)
+        return c
+
+    ep = PdsEndpoint(PdsConfig(probe_after_ps=10 * US), A_IP, random.Random(3),
+                     sender_cc=factory)
     for i in range(5):
         ep.submit(0, request(msg_ref=i, mode=DeliveryMode.ROD))
     frames = [ep.poll_transmit(0, False) for _ in range(5)]
@@ -467,7 +469,8 @@ def test_ref_2_2_cc_request_types_carry_credit_target():
         def credit_target(self):
             return 12345
 
-    ep = PdsEndpoint(PdsConfig(cc_requests=True), A_IP, random.Random(3), sender_cc=Cc)
+    ep = PdsEndpoint(PdsConfig(cc_requests=True), A_IP, random.Random(3),
+                     sender_cc=lambda mode: Cc())
     ep.submit(0, request())
     f = ep.poll_transmit(0, False)
     assert f.pds.type == PdsType.RUD_CC_REQ and f.pds.credit_target == 12345

@@ -24,6 +24,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pds_harness import A_IP, B_IP, US, Host, Net, ses_std
 
+from uet.cms.api import CmsConfig
+from uet.cms.factory import make_credit_scheduler, make_receiver, make_sender
 from uet.pds import PdsConfig, PdsEndpoint, SendRequest
 from uet.wire.constants import DeliveryMode, PdsType, ReturnCode, RspOpcode
 from uet.wire.records import SesResponse
@@ -80,12 +82,37 @@ def test_exactly_once_heavy(seed, loss):
     run_scenario(seed, loss, 0.02, 3, seed == 1, cfg, msgs)
 
 
-def run_scenario(seed, loss, dup, jitter, codec, cfg, msgs):
+@pytest.mark.parametrize("algorithm", ["nscc", "rccc"])
+@pytest.mark.parametrize("loss", [0.02, 0.2])
+def test_exactly_once_with_real_cms(algorithm, loss):
+    """The same checks with the real congestion control and oblivious spraying."""
+    rng = random.Random(int(loss * 100) + len(algorithm))
+    msgs = [(rng.random() < 0.6, rng.choice(MODES), rng.randint(1, 12), rng.randint(0, 2000),
+             rng.randint(0, 2000)) for _ in range(50)]
+    cfg = {"ack_type": "ack_cc", "sack_dupthresh": 3, "ooo_loss_threshold": 0,
+           "probe_after_ps": 0, "ar_every_packet": False, "rod_buffer_packets": 0,
+           "ack_every_bytes": 16384, "rto_adaptive": True}
+    cms = CmsConfig(ev_selector="oblivious", algorithm=algorithm, base_rtt_ps=10 * US,
+                    mtu_payload=2048)
+    run_scenario(3, loss, 0.02, 3, False, cfg, msgs, cms=cms)
+
+
+def _endpoint(pcfg, ip, seed, cms):
+    rng = random.Random(seed)
+    if cms is None:
+        return PdsEndpoint(pcfg, ip, rng)
+    sched = make_credit_scheduler(cms) if "rccc" in cms.algorithm else None
+    return PdsEndpoint(
+        pcfg, ip, rng,
+        sender_cc=lambda mode: make_sender(cms, rng, ordered=mode == DeliveryMode.ROD),
+        receiver_cc=lambda key: make_receiver(cms, sched, key=key), credit_scheduler=sched)
+
+
+def run_scenario(seed, loss, dup, jitter, codec, cfg, msgs, cms=None):
     pcfg = PdsConfig(rto_ps=300 * US, min_rto_ps=50 * US, max_retries=8,
                      close_idle_ps=100 * US, msl_ps=500 * US, target_idle_ps=5_000 * US,
                      close_req_time_ps=20_000 * US, clear_req_ps=200 * US, **cfg)
-    eps = {ip: PdsEndpoint(pcfg, ip, random.Random(seed + i))
-           for i, ip in enumerate((A_IP, B_IP))}
+    eps = {ip: _endpoint(pcfg, ip, seed + i, cms) for i, ip in enumerate((A_IP, B_IP))}
     hosts = {ip: Host(ep, _responder) for ip, ep in eps.items()}
     net = Net(list(hosts.values()), seed=seed, loss=loss, dup=dup, delay=2 * US,
               jitter=jitter * US, codec=codec)

@@ -105,6 +105,10 @@ class PdsConfig:
     # ---- marking
     dscp_data: int = 0
     dscp_control: int = 46
+    #: DSCPs a switch writes into trimmed packets (uet.fabric.qos defaults): a request
+    #: arriving with one is NACKed TRIMMED / TRIMMED_LASTHOP (-1: not used)
+    dscp_trimmed: int = 12
+    dscp_trimmed_lasthop: int = 14
     control_ev: int = 0x4242
     #: send requests ECN-capable (ECT(0)) so switches can mark CE
     ecn_capable: bool = True
@@ -165,6 +169,13 @@ class PdsConfig:
         for name in ("dscp_data", "dscp_control"):
             if not 0 <= getattr(self, name) <= 63:
                 raise PdsConfigError(f"pds.{name}: must be in [0, 63], got {getattr(self, name)}")
+        for name in ("dscp_trimmed", "dscp_trimmed_lasthop"):
+            if not -1 <= getattr(self, name) <= 63:
+                raise PdsConfigError(
+                    f"pds.{name}: must be in [0, 63] or -1 (off), got {getattr(self, name)}")
+            if getattr(self, name) == self.dscp_data:
+                raise PdsConfigError(f"pds.{name}: must differ from dscp_data "
+                                     f"({self.dscp_data}), got {getattr(self, name)}")
         if not 0 <= self.control_ev <= 0xFFFF:
             raise PdsConfigError(f"pds.control_ev: must be in [0, 65535], got {self.control_ev}")
         if self.fixed_start_psn is not None and (

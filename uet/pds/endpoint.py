@@ -45,6 +45,29 @@ _INITIATOR_CTL = frozenset({CtlType.CLEAR_REQ, CtlType.CLOSE_REQ, CtlType.CREDIT
 _CTL_NAMES = {int(c): c.name for c in CtlType}
 
 
+def _null_sender(mode: DeliveryMode) -> NullSenderCongestion:
+    return NullSenderCongestion()
+
+
+def _null_receiver(key: int) -> NullReceiverCongestion:
+    return NullReceiverCongestion()
+
+
+class _CreditPacer:
+    """Timer entry for the end point's RCCC credit scheduler."""
+
+    __slots__ = ("ep", "_armed", "freed")
+
+    def __init__(self, ep) -> None:
+        self.ep = ep
+        self._armed: int | None = None
+        self.freed = False
+
+    def on_timer(self, now: int) -> int | None:
+        self.ep.poll_credit(now)
+        return None  # poll_credit re-arms at the scheduler's next deadline
+
+
 class PdcLimitError(RuntimeError):
     """No initiator PDC can be opened (``max_initiator_pdcs`` or the ID space is exhausted)."""
 
@@ -60,14 +83,22 @@ class PdsEndpoint:
     """The PDS of one end point: PDC manager, initiator and target PDCs, RUDI and UUD."""
 
     def __init__(self, config: PdsConfig, local_ip: str, rng: random.Random, *,
-                 sender_cc: Callable[[], object] | None = None,
-                 receiver_cc: Callable[[], object] | None = None,
+                 sender_cc: Callable[[DeliveryMode], object] | None = None,
+                 receiver_cc: Callable[[int], object] | None = None,
+                 credit_scheduler: object | None = None,
                  log: Callable[..., None] | None = None) -> None:
+        """``sender_cc(mode)`` builds the SenderCongestion of each initiator PDC (and of the
+        RUDI and UUD senders); ``receiver_cc(pdc_id)`` the ReceiverCongestion of each target
+        PDC, ``pdc_id`` being the key its credit grants name; ``credit_scheduler`` (RCCC:
+        ``poll_grants(now)``, ``next_deadline()``) is polled after receiver calls and at
+        its deadline, one CREDIT CP per grant; ``log(now, kind, **fields)`` gets events."""
         self.cfg = config
         self.local_ip = local_ip
         self.rng = rng
-        self._sender_cc = sender_cc or NullSenderCongestion
-        self._receiver_cc = receiver_cc or NullReceiverCongestion
+        self._sender_cc = sender_cc or _null_sender
+        self._receiver_cc = receiver_cc or _null_receiver
+        self.credit_scheduler = credit_scheduler
+        self._credit_pacer = _CreditPacer(self)
         self.log_hook = log
         self.counters: Counter = Counter()
         self.events: deque[PdsEvent] = deque()
@@ -111,11 +142,11 @@ class PdsEndpoint:
             pdc.submit(now, request)
         elif mode == DeliveryMode.RUDI:
             if self._rudi_ini is None:
-                self._rudi_ini = RudiInitiator(self, self._sender_cc())
+                self._rudi_ini = RudiInitiator(self, self._sender_cc(mode))
             self._rudi_ini.submit(now, request)
         elif mode == DeliveryMode.UUD:
             if self._uud is None:
-                self._uud = UudSender(self, self._sender_cc())
+                self._uud = UudSender(self, self._sender_cc(mode))
             self._uud.submit(now, request)
         else:
             raise ValueError(f"unknown delivery mode {mode!r}")
@@ -300,7 +331,7 @@ class PdsEndpoint:
             pending = mine != start
             start = mine
         pdc = TargetPdc(self, pid, frame.src_ip, mode, key, pds.spdcid, start,
-                        self._receiver_cc(), now)
+                        self._receiver_cc(pid), now)
         mgr.register(pdc)
         if pending:
             pdc.state = PdcState.PENDING
@@ -323,7 +354,7 @@ class PdsEndpoint:
                 f"cannot open an initiator PDC to {req.dst_ip}: limit "
                 f"max_initiator_pdcs={self.cfg.max_initiator_pdcs} reached")
         pdc = InitiatorPdc(self, pid, req.dst_ip, req.mode, key, req.job_id, req.tc,
-                           _start_psn(self.cfg, self.rng), self._sender_cc(), now)
+                           _start_psn(self.cfg, self.rng), self._sender_cc(req.mode), now)
         mgr.register(pdc)
         self.pdc_opened(now, pdc)
         return pdc
@@ -363,8 +394,16 @@ class PdsEndpoint:
             pdc.rx_cp(now, frame, cp)
             return
         if cp.flags & CpFlag.SYN:
-            pdc = mgr.tgt_by_key.get((frame.src_ip, frame.dst_ip, cp.spdcid))
-            if pdc is None:
+            key = (frame.src_ip, frame.dst_ip, cp.spdcid)
+            pdc = mgr.tgt_by_key.get(key)
+            if pdc is None and ctl == CtlType.CREDIT_REQ:
+                # RCCC: a sender whose first packets were lost may only be able to ask for
+                # credit; the SYN CP carries what opening the PDC needs
+                mode = DeliveryMode.ROD if cp.flags & CpFlag.ISROD else DeliveryMode.RUD
+                pdc = self._open_target(now, frame, cp, mode, key)
+                if pdc is None:
+                    return
+            elif pdc is None:
                 if ctl == CtlType.ACK_REQ:
                     self.nack(now, frame, NackCode.PKT_NOT_RCVD, cp.psn, 0, cp.spdcid,
                               why="ACK request on a PDC never established")
@@ -481,5 +520,29 @@ class PdsEndpoint:
         pdc._armed = None
 
     def free_pdc(self, pdc) -> None:
+        if pdc.role == TARGET:
+            pdc.release_cc()
         self.mgr.free(pdc)
         pdc._armed = None
+
+    def credit_changed(self, now: int, pdc) -> None:
+        """A receiver CC call may have produced credit: send the CREDIT CPs due."""
+        if self.credit_scheduler is not None:
+            self.poll_credit(now)
+        else:
+            grant = pdc.receiver.credit_grant(now)
+            if grant:
+                pdc.send_cp(now, CtlType.CREDIT, 0, 0, grant & 0xFFFFFFFF)
+
+    def poll_credit(self, now: int) -> None:
+        """Run the RCCC credit scheduler: one CREDIT CP per grant; re-arm its timer."""
+        sched = self.credit_scheduler
+        for key, payload in sched.poll_grants(now):
+            pdc = self.mgr.by_id.get(key)
+            if pdc is not None and pdc.role == TARGET and pdc.state == PdcState.ESTABLISHED:
+                pdc.send_cp(now, CtlType.CREDIT, 0, 0, payload & 0xFFFFFFFF)
+            else:
+                self.counters["credit_grant_dropped"] += 1
+        d = sched.next_deadline()
+        if d is not None:
+            self.arm(self._credit_pacer, d if d > now else now + 1)

@@ -55,7 +55,7 @@ class Tx:
     """One request packet (or the CLOSE) that holds a PSN and waits for its ACK."""
 
     __slots__ = ("psn", "req", "nbytes", "cost", "send_time", "retries", "arrived", "seq",
-                 "ev", "retx_queued", "released", "ever_retx", "is_close")
+                 "ev", "retx_queued", "released", "ever_retx", "is_close", "inflight")
 
     def __init__(self, psn: int, req: SendRequest | None, nbytes: int, cost: int) -> None:
         self.psn = psn
@@ -71,6 +71,7 @@ class Tx:
         self.released = False
         self.ever_retx = False
         self.is_close = req is None
+        self.inflight = False  # counted in the PDC's in-flight bytes
 
 
 class InitiatorPdc(PdcBase):
@@ -80,7 +81,8 @@ class InitiatorPdc(PdcBase):
                  "peer_range", "queue", "outstanding", "inflight_bytes", "retx", "sent_order",
                  "seq", "detector", "rto", "rto_at", "cc", "fixed_ev", "ptype", "in_ring",
                  "last_progress", "next_probe", "probe_opaque", "idle_since",
-                 "close_requested", "recovery_until", "last_clear_sent")
+                 "close_requested", "recovery_until", "last_clear_sent", "backlog",
+                 "credit_based")
 
     def __init__(self, ep, pdc_id: int, peer_ip: str, mode: DeliveryMode, key: tuple,
                  job_id: int, tc: int, start_psn: int, cc, now: int) -> None:
@@ -106,7 +108,9 @@ class InitiatorPdc(PdcBase):
         self.cc = cc
         rod = mode == DeliveryMode.ROD
         self.fixed_ev = cc.choose_ev(now) if rod and not cfg.rod_multi_ev else None
-        if cfg.cc_requests:
+        self.credit_based = bool(getattr(cc, "credit_based", False))
+        self.backlog = 0  # payload bytes queued: new + to retransmit (CMS on_backlog)
+        if cfg.cc_requests or self.credit_based:
             self.ptype = PdsType.ROD_CC_REQ if rod else PdsType.RUD_CC_REQ
         else:
             self.ptype = PdsType.ROD_REQ if rod else PdsType.RUD_REQ
@@ -123,7 +127,22 @@ class InitiatorPdc(PdcBase):
     def submit(self, now: int, req: SendRequest) -> None:
         self.queue.append(req)
         self.idle_since = None
+        if self.credit_based:
+            self.backlog += len(req.payload)
+            self.cc.on_backlog(now, self.backlog)
         self.ep.activate(self)
+
+    def _blocked_by_cc(self, now: int) -> None:
+        """The CC refused a packet: ask for credit (RCCC) and wake up at its deadline."""
+        self.ep.counters["blocked.cc"] += 1
+        cc = self.cc
+        if self.credit_based:
+            payload = cc.poll_credit_request(now)
+            if payload is not None:
+                self.send_cp(now, CtlType.CREDIT_REQ, self.una(), 0, payload & 0xFFFFFFFF)
+        d = cc.next_deadline()
+        if d is not None:
+            self.ep.arm(self, max(d, now + 1))
 
     def has_data_work(self) -> bool:
         return bool(self.retx) or (bool(self.queue) and self.state <= PdcState.ESTABLISHED)
@@ -138,12 +157,19 @@ class InitiatorPdc(PdcBase):
         """Next request of this PDC: a retransmission first, else a new packet if allowed."""
         retx = self.retx
         while retx:
-            tx = retx.popleft()
-            if not tx.retx_queued or tx.released:
+            tx = retx[0]
+            if not tx.retx_queued or tx.released or tx.arrived:
+                retx.popleft()
+                if tx.retx_queued and self.credit_based and not tx.released:
+                    self.backlog -= tx.nbytes
+                    self.cc.on_backlog(now, self.backlog)
+                tx.retx_queued = False
                 continue
+            if not self.cc.can_send(now, tx.nbytes, self.inflight_bytes, True):
+                self._blocked_by_cc(now)
+                return None
+            retx.popleft()
             tx.retx_queued = False
-            if tx.arrived:
-                continue
             return self._send(now, tx, True)
         queue = self.queue
         if not queue or self.state > PdcState.ESTABLISHED:
@@ -169,12 +195,8 @@ class InitiatorPdc(PdcBase):
             return None
         req = queue[0]
         nbytes = len(req.payload)
-        cc = self.cc
-        if not cc.can_send(now, nbytes, self.inflight_bytes):
-            counters["blocked.cc"] += 1
-            d = cc.next_deadline()
-            if d is not None:
-                self.ep.arm(self, max(d, now + 1))
+        if not self.cc.can_send(now, nbytes, self.inflight_bytes):
+            self._blocked_by_cc(now)
             return None
         mgr = self.ep.mgr
         cost = nbytes + TX_OVERHEAD
@@ -187,7 +209,6 @@ class InitiatorPdc(PdcBase):
         tx = Tx(psn, req, nbytes, cost)
         self.outstanding[psn] = tx
         mgr.tx_mem += cost
-        self.inflight_bytes += nbytes
         if len(self.outstanding) == 1:
             self.last_progress = now
             if cfg.probe_after_ps:
@@ -213,14 +234,20 @@ class InitiatorPdc(PdcBase):
         else:
             pds = PdsRequest(self.ptype, NEXT_HDR[type(req.ses)], flags, psn_diff(clear, psn),
                              psn, self.pdc_id, self.dpdcid)
-        if cfg.cc_requests:
+        if self.ptype >= PdsType.RUD_CC_REQ:
             pds.credit_target = self.cc.credit_target() & 0xFFFFFF
         tx.send_time = now
+        nbytes = tx.nbytes
+        if not tx.inflight:
+            tx.inflight = True
+            self.inflight_bytes += nbytes
+        if self.credit_based:
+            self.backlog -= nbytes
+            self.cc.on_backlog(now, self.backlog)
         tx.ev = ev
         seq = self.seq = self.seq + 1
         tx.seq = seq
         self.sent_order.append((seq, tx))
-        nbytes = tx.nbytes
         self.cc.on_send(now, nbytes, ev, retx)
         d = now + self.rto.rto_for(tx.retries)
         if self.rto_at is None or d < self.rto_at:
@@ -264,10 +291,19 @@ class InitiatorPdc(PdcBase):
             if tx.retx_queued:
                 return
             tx.retx_queued = True
+            self._leave_flight(tx)
             self.retx.append(tx)
+            if self.credit_based:
+                self.backlog += tx.nbytes
+                self.cc.on_backlog(now, self.backlog)
             ep.activate(self)
         ep.counters["retx." + cause] += 1
         ep.log(now, "retransmit", pdc_id=self.pdc_id, psn=tx.psn, cause=cause)
+
+    def _leave_flight(self, tx: Tx) -> None:
+        if tx.inflight:
+            tx.inflight = False
+            self.inflight_bytes -= tx.nbytes
 
     def _arm_rto(self, now: int, tx: Tx) -> None:
         d = now + self.rto.rto_for(tx.retries)
@@ -366,7 +402,7 @@ class InitiatorPdc(PdcBase):
             tx = outstanding.get(psn)
             if tx is not None and not tx.arrived:
                 tx.arrived = True
-                self.inflight_bytes -= tx.nbytes
+                self._leave_flight(tx)
                 newly[0] += tx.nbytes
                 newly[1] += 1
                 self.detector.delivered(tx.seq)
@@ -374,8 +410,10 @@ class InitiatorPdc(PdcBase):
     def _release(self, now: int, tx: Tx, newly: list) -> None:
         del self.outstanding[tx.psn]
         tx.released = True
+        self._leave_flight(tx)
+        if tx.retx_queued and self.credit_based:
+            self.backlog -= tx.nbytes
         if not tx.arrived:
-            self.inflight_bytes -= tx.nbytes
             newly[0] += tx.nbytes
             newly[1] += 1
             self.detector.delivered(tx.seq)
@@ -449,13 +487,14 @@ class InitiatorPdc(PdcBase):
         name = nack_name(code)
         if action == NackAction.RETRANSMIT:
             self.cc.on_nack(now, NackFeedback(frame.ev, code, tx.nbytes,
-                                              bool(nack.flags & ACK_M)))
+                                              bool(nack.flags & ACK_M), now - tx.send_time,
+                                              self.inflight_bytes,
+                                              bool(nack.flags & ACK_RETX)))
             if code in RESOURCE_NACKS:
                 ep.counters["nack_rx_deferred"] += 1  # resent when its RTO expires
                 return
             if code == NackCode.PKT_NOT_RCVD and tx.arrived:
                 tx.arrived = False  # the target says the data never arrived after all
-                self.inflight_bytes += tx.nbytes
             if tx.is_close or not tx.arrived:
                 self._queue_retx(now, tx, "nack." + name)
         elif action == NackAction.CLOSE_PDC:
@@ -562,6 +601,9 @@ class InitiatorPdc(PdcBase):
         self.retx.clear()
         self.sent_order.clear()
         self.inflight_bytes = 0
+        if self.credit_based and self.backlog:
+            self.backlog = 0
+            self.cc.on_backlog(now, 0)
         if was_established:  # best-effort CLOSE so the target can free its PDC
             self.send_cp(now, CtlType.CLOSE, self.next_psn, CpFlag.AR)
         self.state = PdcState.ERROR
@@ -589,6 +631,11 @@ class InitiatorPdc(PdcBase):
         if d is not None:
             if d <= now:
                 cc.handle_timer(now)
+                if self.credit_based:
+                    payload = cc.poll_credit_request(now)
+                    if payload is not None:
+                        self.send_cp(now, CtlType.CREDIT_REQ, self.una(), 0,
+                                     payload & 0xFFFFFFFF)
                 if self.has_data_work():
                     ep.activate(self)
                 d = cc.next_deadline()
@@ -623,8 +670,6 @@ class InitiatorPdc(PdcBase):
         rto = self.rto
         nxt = None
         for tx in list(self.outstanding.values()):
-            if tx.retx_queued:
-                continue
             d = tx.send_time + rto.rto_for(tx.retries)
             if d <= now:
                 tx.retries += 1
@@ -632,8 +677,11 @@ class InitiatorPdc(PdcBase):
                     self.close_in_error(
                         now, f"retry limit ({cfg.max_retries}) reached for PSN {tx.psn}")
                     return
-                self.cc.on_timeout(now, tx.ev, tx.nbytes)
-                self._queue_retx(now, tx, "rto")
+                if tx.retx_queued:  # still waiting to be resent (CC/credit): keep aging
+                    tx.send_time = now
+                else:
+                    self.cc.on_timeout(now, tx.ev, tx.nbytes)
+                    self._queue_retx(now, tx, "rto")
                 d = now + rto.rto_for(tx.retries)
             if nxt is None or d < nxt:
                 nxt = d

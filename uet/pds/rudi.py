@@ -21,7 +21,6 @@ from uet.wire.constants import (
     NackAction,
     NackCode,
     PdsType,
-    RspOpcode,
     RudiFlag,
     nack_action,
 )
@@ -218,7 +217,14 @@ class RudiTarget:
         if key in self.pending:
             ep.counters["duplicates"] += 1
             return
-        if ep.mgr.rx_mem >= self.cfg.max_rx_memory_bytes:
+        cfg = self.cfg
+        if frame.dscp == cfg.dscp_trimmed or frame.dscp == cfg.dscp_trimmed_lasthop:
+            ep.counters["trimmed_rx"] += 1
+            code = (NackCode.TRIMMED_LASTHOP if frame.dscp == cfg.dscp_trimmed_lasthop
+                    else NackCode.TRIMMED)
+            ep.nack(now, frame, code, pds.pkt_id, 0, 0, nt=True, why="trimmed by a switch")
+            return
+        if ep.mgr.rx_mem >= cfg.max_rx_memory_bytes:
             ep.nack(now, frame, NackCode.NO_RESOURCE, pds.pkt_id, 0, 0, nt=True,
                     why="receive memory limit reached")
             return
@@ -263,5 +269,3 @@ class RudiTarget:
                              ev=ev, dscp=self.cfg.dscp_control))
         ep.counters["rudi_resp_tx"] += 1
 
-
-__all__ = ["RspOpcode", "RudiInitiator", "RudiTarget"]

@@ -34,7 +34,7 @@ from uet.pds.ack import (
 )
 from uet.pds.events import PdcState, RequestDelivered
 from uet.pds.manager import TARGET, PdcBase
-from uet.wire.constants import CpFlag, CtlType, DeliveryMode, NackCode, ReqFlag
+from uet.wire.constants import CpFlag, CtlType, DeliveryMode, NackCode, PdsType, ReqFlag
 from uet.wire.records import Frame, PdsControl, PdsRequest, psn_add, psn_diff
 
 NEW = MarkResult.NEW
@@ -71,7 +71,7 @@ class TargetPdc(PdcBase):
                  "gtd", "pending", "clear_psn", "explicit", "co", "cack_held", "in_ack_ring",
                  "last_rx", "close_requested", "close_req_deadline", "close_req_next",
                  "close_req_count", "clear_req_at", "clear_req_count", "close_psn",
-                 "pending_until", "mpr")
+                 "pending_until", "mpr", "rx_closed")
 
     def __init__(self, ep, pdc_id: int, peer_ip: str, mode: DeliveryMode, key: tuple,
                  peer_pdcid: int, start_psn: int, receiver, now: int) -> None:
@@ -103,6 +103,7 @@ class TargetPdc(PdcBase):
         self.close_psn = 0
         self.pending_until = 0
         self.mpr = cfg.mp_range // 128
+        self.rx_closed = False
 
     # ================================================================== receive: requests
     def rx_request(self, now: int, frame: Frame, pds: PdsRequest) -> None:
@@ -121,6 +122,10 @@ class TargetPdc(PdcBase):
         cl = psn_add(psn, pds.clear_psn_offset)
         if cl != self.clear_psn:
             self.apply_clear(now, cl)
+        dscp = frame.dscp
+        if dscp == self.cfg.dscp_trimmed or dscp == self.cfg.dscp_trimmed_lasthop:
+            self._trimmed(now, frame, pds)
+            return
         tracker = self.tracker
         if ep.mgr.rx_mem >= self.cfg.max_rx_memory_bytes and self._is_new(psn):
             code = NackCode.NO_PKT_BUFFER if self.rob is not None else NackCode.NO_RESOURCE
@@ -149,6 +154,17 @@ class TargetPdc(PdcBase):
             else:
                 ep.nack(now, frame, NackCode.PSN_OOR_WINDOW, psn, self.pdc_id, pds.spdcid,
                         why="PSN beyond the receive window")
+
+    def _trimmed(self, now: int, frame: Frame, pds: PdsRequest) -> None:
+        """A switch cut the payload: NACK it for a fast retransmission (ref. 6.3)."""
+        ep = self.ep
+        lasthop = frame.dscp == self.cfg.dscp_trimmed_lasthop
+        ep.counters["trimmed_rx"] += 1
+        ep.nack(now, frame, NackCode.TRIMMED_LASTHOP if lasthop else NackCode.TRIMMED,
+                pds.psn, self.pdc_id, pds.spdcid, why="trimmed by a switch")
+        if pds.type >= PdsType.RUD_CC_REQ:
+            self.receiver.on_credit_request(now, pds.credit_target)
+            ep.credit_changed(now, self)
 
     def _is_new(self, psn: int) -> bool:
         tracker = self.tracker
@@ -185,14 +201,13 @@ class TargetPdc(PdcBase):
         """Congestion bookkeeping for one newly accepted packet (before any reordering)."""
         receiver = self.receiver
         nbytes = len(frame.payload)
-        receiver.on_data(now, nbytes, frame.ecn == 3, frame.pds.credit_target, in_order)
+        receiver.on_data(now, nbytes, frame.ecn == 3, frame.pds.credit_target, in_order,
+                         self.tracker.ooo_count)
         counters = self.ep.counters
         counters["rx_packets"] += 1
         counters["rx_bytes"] += nbytes
         if self.credit_mode:
-            grant = receiver.credit_grant(now)
-            if grant > 0:
-                self.send_cp(now, CtlType.CREDIT, 0, 0, grant)
+            self.ep.credit_changed(now, self)
 
     def _deliver(self, now: int, frame: Frame, psn: int) -> None:
         """Hand one accepted request to the SES."""
@@ -455,7 +470,10 @@ class TargetPdc(PdcBase):
         elif ctl == CtlType.PROBE:
             self.queue_explicit(self.held_cack(), None, b"", frame.ev, aflags,
                                 probe=cp.probe_opaque, sack_base=cp.payload)
-        # NOOP, CREDIT_REQ: nothing to do (counted by the end point)
+        elif ctl == CtlType.CREDIT_REQ and st == PdcState.ESTABLISHED:
+            self.receiver.on_credit_request(now, cp.payload & 0xFFFFFF)
+            self.ep.credit_changed(now, self)
+        # NOOP, NEGOTIATION: nothing to do (counted by the end point)
 
     def _rx_ack_req(self, now: int, frame: Frame, cp: PdsControl, aflags: int) -> None:
         ep = self.ep
@@ -617,8 +635,15 @@ class TargetPdc(PdcBase):
         self.state = PdcState.ERROR
         self.ep.pdc_closed(now, self, error=True, reason=reason)
 
+    def release_cc(self) -> None:
+        """Tell the receiver CC the PDC is gone (once)."""
+        if not self.rx_closed:
+            self.rx_closed = True
+            self.receiver.close()
+
     def _discard(self) -> None:
         """Drop stored responses, buffered packets and pending tokens (closing)."""
+        self.release_cc()
         mgr = self.ep.mgr
         for st in self.gtd.values():
             if st is not None:

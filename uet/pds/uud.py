@@ -44,6 +44,10 @@ class UudSender:
 
 def rx_uud(ep, now: int, frame: Frame) -> None:
     """Hand a UUD request to the SES (token 0: no response is possible)."""
+    cfg = ep.cfg
+    if frame.dscp == cfg.dscp_trimmed or frame.dscp == cfg.dscp_trimmed_lasthop:
+        ep.counters["dropped.uud_trimmed"] += 1  # no reliability: nothing to ask for
+        return
     ep.counters["uud_rx"] += 1
     ep.counters["rx_bytes"] += len(frame.payload)
     ep.events.append(RequestDelivered(0, frame.src_ip, 0, DeliveryMode.UUD, 0, frame.ses,
