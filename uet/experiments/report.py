@@ -1,0 +1,105 @@
+"""What a run leaves behind: the summary table on the terminal and the files in DIR.
+
+:func:`write_outputs` is the runner's last step: time series, plots and results.json.
+:func:`summary_table` / :func:`print_summary` render the summary with rich.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from uet.experiments.results import write_results
+
+
+def _num(v: Any, fmt: str = ",.1f") -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f"{v:,}"
+    return format(v, fmt)
+
+
+def _counts(d: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k} {v:,}" for k, v in d.items()) if d else ""
+
+
+def summary_table(results: Mapping[str, Any]) -> Table:
+    """The headline numbers of one run as a rich table."""
+    s = results["summary"]
+    run = results["run"]
+    exp = results["experiment"]
+    title = f"{exp['name']} (seed {exp['seed']})"
+    table = Table(title=title, show_header=True, header_style="bold")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_column("detail", style="dim")
+
+    def section(name: str) -> None:
+        table.add_row(f"[bold cyan]{name}", "", "")
+
+    section("run")
+    table.add_row("stopped", run["stop_reason"], "all delivered" if run["completed"]
+                  else f"{s['messages_unfinished']:,} unfinished")
+    table.add_row("virtual time", f"{run['virtual_time_ps'] / 1e6:,.1f} µs",
+                  f"wall {run['wall_time_s']:.2f} s")
+    section("messages")
+    table.add_row("sent / delivered", f"{s['messages_sent']:,} / {s['messages_delivered']:,}",
+                  f"of {s['flows']:,}")
+    table.add_row("bytes sent / delivered",
+                  f"{s['bytes_sent']:,} / {s['bytes_delivered']:,}", "")
+    table.add_row("duplicates delivered", _num(s["duplicates_delivered"]), "")
+    section("flow completion time")
+    for label, key in (("min", "min"), ("median", "median"), ("p99", "p99"),
+                       ("tail (max)", "max")):
+        ratio_key = "fct_tail_over_ideal" if key == "max" else f"fct_{key}_over_ideal"
+        table.add_row(f"FCT {label}", f"{_num(s[f'fct_{key}_us'])} µs",
+                      f"{_num(s[ratio_key], '.3f')} x ideal")
+    table.add_row("largest ideal", f"{_num(s['ideal_max_us'])} µs", "")
+    table.add_row("goodput", f"{s['goodput_gbps']:,.1f} Gb/s",
+                  f"mean per flow {s['flow_goodput_mean_gbps']:,.1f} Gb/s")
+    section("transport")
+    table.add_row("retransmissions", _num(s["retransmissions"]),
+                  _counts(s["retransmissions_by_cause"]))
+    table.add_row("NACKs", _num(s["nacks"]), _counts(s["nacks_by_code"]))
+    table.add_row("PDCs opened / closed", f"{s['pdcs_opened']:,} / {s['pdcs_closed']:,}",
+                  f"{s['pdcs_closed_in_error']:,} in error" if s["pdcs_closed_in_error"]
+                  else "")
+    section("fabric")
+    table.add_row("trims", _num(s["trims"]), "")
+    table.add_row("ECN marks", _num(s["ecn_marks"]), "")
+    table.add_row("drops", _num(s["drops"]), _counts(s["drops_by_reason"]))
+    table.add_row("PFC pause", f"{s['pfc_pause_us']:,.1f} µs",
+                  f"{s['pfc_pause_frames']:,} pause frames")
+    table.add_row("wire frames / bytes",
+                  f"{s['wire_frames_sent']:,} / {s['wire_bytes_sent']:,}", "")
+    return table
+
+
+def print_summary(results: Mapping[str, Any], console: Console | None = None) -> None:
+    (console or Console()).print(summary_table(results))
+
+
+def write_outputs(results: dict[str, Any], out_dir: str | Path,
+                  series: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Write timeseries.json and plots (as ``[output]`` asks) and results.json into
+    ``out_dir``; record them in ``results["files"]`` (merged with what the runner put
+    there, e.g. captures and the event log). Returns ``results``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    opts = results["experiment"]["config"]["output"]
+    files = results.setdefault("files", {})
+    if series and opts.get("timeseries", True):
+        (out / "timeseries.json").write_text(json.dumps(series) + "\n", encoding="utf-8")
+        files["timeseries"] = "timeseries.json"
+    if opts.get("plots", True):
+        from uet.experiments.plots import write_plots
+
+        files["plots"] = write_plots(results, series, out)
+    write_results(results, out / "results.json")
+    return results
