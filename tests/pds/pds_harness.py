@@ -58,6 +58,7 @@ class Host:
         self.ep = ep
         self.responder = responder
         self.delivered: list[RequestDelivered] = []
+        self.rejected: list[RequestDelivered] = []  # refused with ep.reject (not delivered)
         self.responses: list[ResponseReceived] = []
         self.acked: list[PacketAcked] = []
         self.failed: list[MessageFailed] = []
@@ -72,7 +73,11 @@ class Host:
                 self.delivered.append(ev)
                 if self.responder is not None and ev.token:
                     answer = self.responder(ev)
-                    if answer is not None:
+                    if answer is not None and answer[0] == "reject":
+                        ep.reject(ev.token, answer[1])
+                        self.delivered.pop()
+                        self.rejected.append(ev)
+                    elif answer is not None:
                         ep.respond(ev.token, *answer)
             elif t is PacketAcked:
                 self.acked.append(ev)

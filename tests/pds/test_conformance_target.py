@@ -483,3 +483,33 @@ def test_ref_2_6_nack_echoes_ev_m_and_retx():
     assert n.ev == 0x5151 and n.dscp == 46
     assert n.pds.flags & NackFlag.M and n.pds.flags & NackFlag.RETX
     assert not n.pds.flags & NackFlag.NT
+
+
+def test_ref_3_8_ses_reject_nacks_and_redelivers():
+    """ref 2.6 (NO_SES_MSG_AVAIL) / docs/ses.md: PdsEndpoint.reject NACKs the packet and
+    treats it as never received: CACK and SACK exclude it, ACK_REQ gets PKT_NOT_RCVD, and
+    its retransmission is delivered to the SES again."""
+    refuse = {psn_add(S, 1)}
+
+    def responder(ev):
+        if ev.psn in refuse:
+            refuse.discard(ev.psn)
+            return ("reject", NackCode.NO_SES_MSG_AVAIL)
+        return None
+
+    t = Side()
+    t.responder = lambda ev: (t.ep.reject(ev.token, responder(ev)[1]) and None) \
+        if ev.psn in refuse else None
+    t.feed(req(S, syn=True))
+    out = t.feed(req(psn_add(S, 1), syn=True, ecn=3))
+    n = only([f for f in out if isinstance(f.pds, PdsNack)]).pds
+    assert all(f.pds.ack_psn != psn_add(S, 1) for f in acks(out))  # never named by an ACK
+    assert n.nack_code == NackCode.NO_SES_MSG_AVAIL and n.nack_psn == psn_add(S, 1)
+    assert n.flags & NackFlag.M and t.ep.counters["ses_rejected"] == 1
+    a = only(acks(t.feed(req(psn_add(S, 2), syn=True, ar=True)))).pds
+    assert a.cack_psn == S and a.sack_bitmap & 0b11 == 0b10  # S+1 not reported
+    assert nack_codes(t.feed(cp(CtlType.ACK_REQ, psn_add(S, 1), syn=True))) == [
+        NackCode.PKT_NOT_RCVD]
+    a = only(acks(t.feed(req(psn_add(S, 1), syn=True, retx=True)))).pds
+    assert a.cack_psn == psn_add(S, 2)
+    assert [e.psn for e in t.delivered] == [S, psn_add(S, 1), psn_add(S, 2), psn_add(S, 1)]

@@ -12,6 +12,9 @@ traffic; the simulation runs to quiescence. Then:
   reach the initiator exactly once (unless the message failed);
 * every RUDI request got exactly one response, or failed;
 * UUD packets were never retransmitted.
+
+In a third of the runs the SES refuses 10% of RUD/RUDI deliveries (``PdsEndpoint.reject``,
+NO_SES_MSG_AVAIL): those must come back and be delivered once more.
 """
 
 from __future__ import annotations
@@ -27,14 +30,18 @@ from pds_harness import A_IP, B_IP, US, Host, Net, ses_std
 from uet.cms.api import CmsConfig
 from uet.cms.factory import make_credit_scheduler, make_receiver, make_sender
 from uet.pds import PdsConfig, PdsEndpoint, SendRequest
-from uet.wire.constants import DeliveryMode, PdsType, ReturnCode, RspOpcode
+from uet.wire.constants import DeliveryMode, NackCode, PdsType, ReturnCode, RspOpcode
 from uet.wire.records import SesResponse
 
 MODES = [DeliveryMode.RUD, DeliveryMode.ROD, DeliveryMode.RUDI, DeliveryMode.UUD]
 
 
-def _responder(ev):
-    """Guaranteed response on EOM packets of RUD/ROD and on every RUDI request."""
+def _responder(ev, reject_rng=None):
+    """Guaranteed response on EOM packets of RUD/ROD and on every RUDI request; with
+    ``reject_rng``, 10% of RUD/RUDI deliveries are refused (NO_SES_MSG_AVAIL)."""
+    if (reject_rng is not None and ev.mode in (DeliveryMode.RUD, DeliveryMode.RUDI)
+            and reject_rng.random() < 0.1):
+        return ("reject", NackCode.NO_SES_MSG_AVAIL)
     if ev.mode == DeliveryMode.RUDI or ev.ses.flags & 0x02:
         return (SesResponse(opcode=RspOpcode.RESPONSE, return_code=ReturnCode.OK,
                             message_id=ev.ses.message_id, job_id=ev.ses.job_id), b"")
@@ -113,7 +120,8 @@ def run_scenario(seed, loss, dup, jitter, codec, cfg, msgs, cms=None):
                      close_idle_ps=100 * US, msl_ps=500 * US, target_idle_ps=5_000 * US,
                      close_req_time_ps=20_000 * US, clear_req_ps=200 * US, **cfg)
     eps = {ip: _endpoint(pcfg, ip, seed + i, cms) for i, ip in enumerate((A_IP, B_IP))}
-    hosts = {ip: Host(ep, _responder) for ip, ep in eps.items()}
+    reject_rng = random.Random(seed) if seed % 3 == 0 else None
+    hosts = {ip: Host(ep, lambda ev: _responder(ev, reject_rng)) for ip, ep in eps.items()}
     net = Net(list(hosts.values()), seed=seed, loss=loss, dup=dup, delay=2 * US,
               jitter=jitter * US, codec=codec)
 

@@ -177,6 +177,17 @@ class PdsEndpoint:
             return False
         return entry.pdc.on_respond(entry, response, data)
 
+    def reject(self, token: int, code: int = NackCode.NO_SES_MSG_AVAIL) -> bool:
+        """The SES refuses a delivered request (``TargetReply.nack``): NACK it with ``code``
+        and treat it as never received, so the initiator's retransmission is delivered
+        again. Returns False if the token is unknown or already final."""
+        entry = self._tokens.pop(token, None)
+        if entry is None:
+            self.counters["late_response"] += 1
+            return False
+        self.counters["ses_rejected"] += 1
+        return entry.pdc.on_reject(entry, code)
+
     def poll_transmit(self, now: int, control: bool) -> Frame | None:
         """Next frame of the control class (ACK, NACK, CP, RUDI_RESP) or of the data class."""
         self.now_hint = now
@@ -438,15 +449,23 @@ class PdsEndpoint:
              payload: int = 0, why: str = "", nt: bool = False) -> None:
         """Queue a NACK answering ``frame`` (EV echoed, M/RETX copied, ref. 2.6)."""
         flags = (0x20 if frame.ecn == 3 else 0) | (frame.pds.flags & _RETX)
+        self.nack_to(now, frame.src_ip, frame.ev, flags, code, psn, spdcid, dpdcid, payload,
+                     why, nt)
+
+    def nack_to(self, now: int, dst_ip: str, ev: int, flags: int, code: int, psn: int,
+                spdcid: int, dpdcid: int, payload: int = 0, why: str = "",
+                nt: bool = False) -> None:
+        """Queue a NACK to ``dst_ip`` (``flags``: M / RETX of the packet it answers)."""
+        flags &= 0x30
         if nt:
             flags |= NackFlag.NT
         self.ctrl.append(Frame(
             pds=PdsNack(flags=flags, nack_code=code, nack_psn=psn, spdcid=spdcid,
                         dpdcid=dpdcid, payload=payload),
-            src_ip=self.local_ip, dst_ip=frame.src_ip, ev=frame.ev, dscp=self.cfg.dscp_control))
+            src_ip=self.local_ip, dst_ip=dst_ip, ev=ev, dscp=self.cfg.dscp_control))
         name = nack_name(code)
         self.counters["nack_tx." + name] += 1
-        self.log(now, "nack_tx", code=name, why=why, psn=psn, peer=frame.src_ip)
+        self.log(now, "nack_tx", code=name, why=why, psn=psn, peer=dst_ip)
 
     def send_control(self, now: int, cp: PdsControl, dst_ip: str) -> None:
         self.ctrl.append(Frame(pds=cp, src_ip=self.local_ip, dst_ip=dst_ip,

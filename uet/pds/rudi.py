@@ -256,6 +256,14 @@ class RudiTarget:
         self._send_to(entry.src_ip, entry.ev, entry.psn, response, data, entry.flags)
         return True
 
+    def on_reject(self, entry: Pending, code: int) -> bool:
+        """The SES refused the request: NACK it (NT); a retransmission is delivered again."""
+        if self.pending.pop((entry.src_ip, entry.psn), None) is None:
+            return False
+        self.ep.nack_to(self.ep.now_hint, entry.src_ip, entry.ev, entry.flags, code,
+                        entry.psn, 0, 0, why="refused by the SES", nt=True)
+        return True
+
     def finalize(self, entry: Pending) -> None:
         self.on_respond(entry, None, b"")
 

@@ -71,7 +71,7 @@ class TargetPdc(PdcBase):
                  "gtd", "pending", "clear_psn", "explicit", "co", "cack_held", "in_ack_ring",
                  "last_rx", "close_requested", "close_req_deadline", "close_req_next",
                  "close_req_count", "clear_req_at", "clear_req_count", "close_psn",
-                 "pending_until", "mpr", "rx_closed")
+                 "pending_until", "mpr", "rx_closed", "rejected")
 
     def __init__(self, ep, pdc_id: int, peer_ip: str, mode: DeliveryMode, key: tuple,
                  peer_pdcid: int, start_psn: int, receiver, now: int) -> None:
@@ -104,6 +104,7 @@ class TargetPdc(PdcBase):
         self.pending_until = 0
         self.mpr = cfg.mp_range // 128
         self.rx_closed = False
+        self.rejected: set[int] = set()  # PSNs the SES refused: treated as not received
 
     # ================================================================== receive: requests
     def rx_request(self, now: int, frame: Frame, pds: PdsRequest) -> None:
@@ -239,6 +240,11 @@ class TargetPdc(PdcBase):
     def _duplicate(self, now: int, frame: Frame, pds, psn: int, r) -> None:
         """A PSN seen before: stored ACK/response, plain ACK, default response or NACK."""
         ep = self.ep
+        if psn in self.rejected:  # the SES refused it before: this copy is new to it
+            self.rejected.discard(psn)
+            self._deliver(now, frame, psn)
+            self._ack_trigger(now, frame, psn, pds.flags)
+            return
         ep.counters["duplicates"] += 1
         aflags = (ACK_M if frame.ecn == 3 else 0) | (ACK_RETX if pds.flags & RETX else 0)
         stored = self.gtd.get(psn, _MISSING)
@@ -329,6 +335,17 @@ class TargetPdc(PdcBase):
         self.queue_explicit(psn, response, data, entry.ev, entry.flags)
         return True
 
+    def on_reject(self, entry: Pending, code: int) -> bool:
+        """The SES refused the packet (e.g. NO_SES_MSG_AVAIL): NACK it and treat it as not
+        received, so its retransmission is delivered again."""
+        psn = entry.psn
+        if self.pending.pop(psn, None) is None:
+            return False
+        self.rejected.add(psn)
+        self.ep.nack_to(self.ep.now_hint, entry.src_ip, entry.ev, entry.flags, code, psn,
+                        self.pdc_id, self.peer_pdcid, why="refused by the SES")
+        return True
+
     def finalize(self, entry: Pending) -> None:
         """No response came for ``entry`` before the next poll: nothing to store."""
         if self.pending.pop(entry.psn, None) is not None:
@@ -379,13 +396,11 @@ class TargetPdc(PdcBase):
         if self.state == PdcState.CLOSED:
             return self.close_psn
         cack = self.tracker.cack_psn
-        if self.gtd or self.pending:
-            for p in self.gtd:
-                if psn_diff(p, cack) <= 0:
-                    cack = psn_add(p, -1)
-            for p in self.pending:
-                if psn_diff(p, cack) <= 0:
-                    cack = psn_add(p, -1)
+        if self.gtd or self.pending or self.rejected:
+            for held in (self.gtd, self.pending, self.rejected):
+                for p in held:
+                    if psn_diff(p, cack) <= 0:
+                        cack = psn_add(p, -1)
         return cack
 
     def next_ack(self, now: int) -> Frame | None:
@@ -399,8 +414,8 @@ class TargetPdc(PdcBase):
             return frame
         if co.now and co.psn is not None:
             psn = co.psn
-            if psn in self.pending or psn in self.gtd or (self.rob is not None
-                                                            and psn in self.rob):
+            if (psn in self.pending or psn in self.gtd or psn in self.rejected
+                    or (self.rob is not None and psn in self.rob)):
                 psn = None  # not done yet: an ACK must not name it (its response may come)
             frame = self.make_ack(now, psn, co.flags, co.ev, None, b"")
             co.clear()
@@ -434,8 +449,13 @@ class TargetPdc(PdcBase):
                 base, soff = psn_add(cack, 1), 1
             hdr.mpr = self.mpr
             hdr.sack_psn_offset = soff
-            hdr.sack_bitmap = (self.tracker.sack_bitmap(base)
-                               if self.state != PdcState.CLOSED else 0xFFFFFFFFFFFFFFFF)
+            bm = (self.tracker.sack_bitmap(base)
+                  if self.state != PdcState.CLOSED else 0xFFFFFFFFFFFFFFFF)
+            for p in self.rejected:
+                off = psn_diff(p, base)
+                if 0 <= off < 64:
+                    bm &= ~(1 << off)
+            hdr.sack_bitmap = bm
             self.receiver.fill_ack_cc(now, hdr)
         self.cack_held = cack != self.tracker.cack_psn and self.state == PdcState.ESTABLISHED
         ep = self.ep
@@ -498,7 +518,10 @@ class TargetPdc(PdcBase):
                 self.queue_explicit(psn, stored[0], stored[1], frame.ev, aflags | ACK_RETX)
             return
         tracker = self.tracker
-        if psn in self.pending or (self.rob is not None and psn in self.rob):
+        if psn in self.rejected:
+            ep.nack(now, frame, NackCode.PKT_NOT_RCVD, psn, self.pdc_id, cp.spdcid,
+                    why="ACK request for a packet the SES refused")
+        elif psn in self.pending or (self.rob is not None and psn in self.rob):
             ep.nack(now, frame, NackCode.RCVD_SES_PROCG, psn, self.pdc_id, cp.spdcid,
                     why="received, SES processing not done")
         elif psn_diff(psn, tracker.base) < 0:
@@ -655,5 +678,6 @@ class TargetPdc(PdcBase):
         for token in self.pending.values():
             self.ep.drop_token(token)
         self.pending.clear()
+        self.rejected.clear()
         self.co.clear()
         self.clear_req_at = None
