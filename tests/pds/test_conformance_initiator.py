@@ -474,3 +474,23 @@ def test_ref_2_2_cc_request_types_carry_credit_target():
     ep.submit(0, request())
     f = ep.poll_transmit(0, False)
     assert f.pds.type == PdsType.RUD_CC_REQ and f.pds.credit_target == 12345
+
+
+def test_ref_4_7_read_data_as_requests_in_the_return_direction():
+    """ref 4.7 / docs/ses.md: read data that does not fit an ACK travels as RUD requests
+    whose SES header is RSP_DATA (next_hdr 5); the peer delivers them as RequestDelivered."""
+    from uet.pds import SendRequest
+    from uet.wire.constants import NextHeader
+    from uet.wire.records import SesResponseData
+
+    s = initiator()
+    rsp = SesResponseData(return_code=ReturnCode.OK, job_id=7, read_request_message_id=3,
+                          payload_length=2000, message_offset=4096)
+    s.ep.submit(0, SendRequest(B_IP, DeliveryMode.RUD, 7, 0, rsp, None, bytes(2000), None,
+                               True))
+    f = only(s.data())
+    assert f.pds.type == PdsType.RUD_REQ and f.pds.next_hdr == NextHeader.RSP_DATA
+    t = Side()
+    t.feed(f)
+    ev = only(t.delivered)
+    assert ev.ses is rsp and len(ev.payload) == 2000
