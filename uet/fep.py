@@ -1,0 +1,409 @@
+"""``FabricEndpoint``: one fabric end point (FEP), SES + PDS + CMS, speaking Ethernet frames.
+
+Still sans-IO: the fabric's NIC (or a real UDP socket driver, or a conformance harness)
+hands it received frames and asks it for frames to send; every call takes ``now`` in
+integer picoseconds. This module is only glue: the SES decides what to send and how to
+answer, the PDS how to deliver it, the CMS which path and how fast; the codec turns records
+into bytes and back.
+
+Application-facing operations take ``now`` first and return the SES
+:class:`~uet.ses.initiator.Operation` (or receive) handle; the Trio API in
+:mod:`uet.fabric.host` awaits them.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter, deque
+from collections.abc import Callable
+from typing import Any
+
+from uet.cms.api import CmsConfig
+from uet.cms.factory import make_credit_scheduler, make_receiver, make_sender
+from uet.fep_config import as_profile, cms_config_from_profile, pds_config_from_profile
+from uet.pds.config import PdsConfig
+from uet.pds.endpoint import PdsEndpoint
+from uet.pds.events import (
+    MessageFailed,
+    PdcClosed,
+    PdcOpened,
+    RequestDelivered,
+    ResponseReceived,
+    SendRequest,
+)
+from uet.profiles import Profile
+from uet.ses.endpoint import SesEndpoint
+from uet.ses.initiator import Operation
+from uet.ses.memory import Perm
+from uet.ses.messages import OpCompleted, RecvCompleted, TargetAddr
+from uet.wire.codec import decode_frame, encode_frame
+from uet.wire.constants import DeliveryMode, SesOpcode
+from uet.wire.errors import DecodeError
+from uet.wire.records import Frame, SesStandard
+
+#: Resource index of the "sink" region every FEP exposes for bulk transfers (experiments).
+SINK_INDEX = 0x7FF
+#: Memory key of the sink region.
+SINK_KEY = 0x5155_4E4B  # "QUNK"
+
+
+class DeliveryAudit:
+    """Independent check that no request packet reaches the SES twice.
+
+    Keyed by (source, job, message ID, byte offset) for standard headers: the PDS promises
+    exactly-once delivery, and this counts any breach (``duplicates``) without trusting it.
+    Entries of a message are dropped when all its bytes arrived, so state stays bounded by
+    the messages in progress.
+    """
+
+    def __init__(self, max_messages: int = 65536) -> None:
+        self.max_messages = max_messages
+        self.messages: dict[tuple, tuple[set[int], int]] = {}
+        self.duplicates = 0
+
+    def see(self, src: str, ses: Any, nbytes: int) -> None:
+        if type(ses) is not SesStandard:
+            return
+        offset = 0 if ses.flags & 0x01 else ses.message_offset
+        key = (src, ses.job_id, ses.message_id, ses.opcode)
+        entry = self.messages.get(key)
+        if entry is None:
+            if len(self.messages) >= self.max_messages:
+                self.messages.pop(next(iter(self.messages)))
+            entry = (set(), 0)
+        offsets, got = entry
+        if offset in offsets:
+            self.duplicates += 1
+            return
+        offsets.add(offset)
+        got += nbytes
+        if got >= ses.request_length:
+            self.messages.pop(key, None)
+        else:
+            self.messages[key] = (offsets, got)
+
+
+class BulkMessage:
+    """Handle of a bulk transfer started with :meth:`FabricEndpoint.send_message`."""
+
+    __slots__ = ("op", "src", "dst", "size", "start_ps", "end_ps")
+
+    def __init__(self, op: Operation, src: str, dst: str, size: int, start_ps: int) -> None:
+        self.op = op
+        self.src = src
+        self.dst = dst
+        self.size = size
+        self.start_ps = start_ps
+        self.end_ps: int | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.op.done
+
+    @property
+    def ok(self) -> bool:
+        return self.op.done and self.op.return_code == 1
+
+    @property
+    def fct_ps(self) -> int | None:
+        return None if self.end_ps is None else self.end_ps - self.start_ps
+
+
+class FabricEndpoint:
+    """SES + PDS + CMS of one end point behind a frame interface (the fabric's
+    ``FrameEndpoint``: ``receive``, ``pop_control``, ``pop_data``, ``next_deadline``,
+    ``handle_timer``)."""
+
+    def __init__(self, *, ip: str, mac: str = "02:00:00:00:00:01",
+                 profile: Profile | str = "ai-base",
+                 pds: PdsConfig | None = None, cms: CmsConfig | None = None,
+                 seed: int = 0, peers: dict[str, str] | None = None,
+                 gateway_mac: str = "02:ff:00:00:00:01", job_id: int = 1,
+                 pid_on_fep: int = 0, initiator_id: int | None = None,
+                 mode: DeliveryMode | None = None, tc: int = 0,
+                 log: Callable[..., None] | None = None,
+                 sink_bytes: int = 0) -> None:
+        self.profile = as_profile(profile)
+        self.ip = ip
+        self.mac = mac
+        self.gateway_mac = gateway_mac
+        self.peer_macs: dict[str, str] = dict(peers or {})
+        self.job_id = job_id
+        self.tc = tc
+        self.mode = DeliveryMode(mode) if mode is not None else self.profile.default_mode
+        self.log_hook = log
+        self.rng = random.Random(seed)
+        self.pds_config = pds or pds_config_from_profile(self.profile)
+        self.cms_config = cms or cms_config_from_profile(self.profile)
+        cms_rng = random.Random(self.rng.getrandbits(64))
+        credit = None
+        if "rccc" in self.cms_config.algorithm:
+            credit = make_credit_scheduler(self.cms_config)
+        self.credit_scheduler = credit
+        cms_cfg = self.cms_config
+        self.pds = PdsEndpoint(
+            self.pds_config, ip, random.Random(self.rng.getrandbits(64)),
+            sender_cc=lambda m: make_sender(cms_cfg, cms_rng, ordered=m == DeliveryMode.ROD),
+            receiver_cc=lambda key: make_receiver(cms_cfg, credit, key=key),
+            credit_scheduler=credit, log=log)
+        if initiator_id is None:
+            initiator_id = _ip_id(ip)
+        self.ses = SesEndpoint(self.profile, address=ip, initiator_id=initiator_id,
+                               pid_on_fep=pid_on_fep)
+        self.audit = DeliveryAudit()
+        self.counters: Counter = Counter()
+        self.completions: deque = deque()
+        self.messages: list[BulkMessage] = []
+        self._open_bulk: dict[int, BulkMessage] = {}
+        self.on_complete: Callable[[Any], None] | None = None
+        self.sink: bytearray | None = None
+        if sink_bytes:
+            self.expose_sink(sink_bytes)
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def factory(cls, **kwargs: Any) -> Callable[[Any], FabricEndpoint]:
+        """An ``endpoint_factory(ctx)`` for :class:`uet.fabric.api.Fabric`.
+
+        Data is sent with the fabric's trimmable DSCP, and trimmed packets are recognised by
+        the fabric's trimmed code points (``ctx.qos``). ``kwargs`` go to the constructor;
+        ``pds_overrides`` / ``cms_overrides`` dicts adjust the profile's settings per fabric
+        (the link rate is taken from the host link).
+        """
+        pds_over = dict(kwargs.pop("pds_overrides", None) or {})
+        cms_over = dict(kwargs.pop("cms_overrides", None) or {})
+
+        def make(ctx: Any) -> FabricEndpoint:
+            profile = kwargs.get("profile", "ai-base")
+            qos = ctx.qos
+            fixed = {"dscp_data": qos.dscp_data, "dscp_control": qos.dscp_control,
+                     "dscp_trimmed": qos.dscp_trimmed,
+                     "dscp_trimmed_lasthop": qos.dscp_trimmed_lasthop}
+            pds_cfg = pds_config_from_profile(profile, pds_over, **fixed)
+            cms_cfg = cms_config_from_profile(profile, cms_over, link_rate_bps=ctx.rate_bps)
+            peers = {pip: pmac for pip, pmac in ctx.peers.values()}
+            kw = dict(kwargs)
+            kw.setdefault("sink_bytes", 0)
+            ep = cls(ip=ctx.ip, mac=ctx.mac, pds=pds_cfg, cms=cms_cfg, seed=ctx.seed,
+                     peers=peers, gateway_mac=ctx.gateway_mac, log=_host_log(ctx), **kw)
+            for pip in peers:
+                if pip != ctx.ip:
+                    ep.ses.initiator.set_peer_cap(pip, ep.profile.fep_cap)
+            ep.host_index = ctx.index
+            ep.peer_ips = {i: pip for i, (pip, _) in ctx.peers.items()}
+            return ep
+
+        return make
+
+    def expose_sink(self, nbytes: int) -> None:
+        """Register a writable region every peer may write bulk data into (experiments)."""
+        self.sink = bytearray(nbytes)
+        self.ses.resources.add_region(self.job_id, self.ses.pid_on_fep, SINK_INDEX, SINK_KEY,
+                                      self.sink, Perm.WRITE | Perm.READ)
+
+    # ------------------------------------------------------------------ FrameEndpoint
+
+    def receive(self, now: int, data: bytes) -> None:
+        """A frame arrived from the wire: decode it, run the PDS, let the SES answer."""
+        try:
+            frame = decode_frame(data, udp_port=None)
+        except DecodeError as exc:
+            self.counters["rx_decode_error"] += 1
+            self.counters[f"rx_decode_error.{exc.header}"] += 1
+            if self.log_hook is not None:
+                self.log_hook(now, "decode_error", error=str(exc))
+            return
+        self.receive_frame(now, frame)
+
+    def receive_frame(self, now: int, frame: Frame) -> None:
+        """A decoded frame (live UDP and conformance drivers decode themselves)."""
+        self.counters["rx_frames"] += 1
+        self.pds.receive(now, frame)
+        self.pump(now)
+
+    def pop_control(self, now: int) -> bytes | None:
+        frame = self.pds.poll_transmit(now, True)
+        if frame is None:
+            return None
+        self.counters["tx_control"] += 1
+        return self._encode(frame)
+
+    def pop_data(self, now: int) -> bytes | None:
+        frame = self.pds.poll_transmit(now, False)
+        if frame is None:
+            return None
+        self.counters["tx_data"] += 1
+        return self._encode(frame)
+
+    def poll_frame(self, now: int) -> Frame | None:
+        """Next frame as a record, control class first (for drivers without a NIC)."""
+        frame = self.pds.poll_transmit(now, True)
+        if frame is None:
+            frame = self.pds.poll_transmit(now, False)
+        if frame is not None:
+            frame.src_mac = self.mac
+            frame.dst_mac = self.peer_macs.get(frame.dst_ip, self.gateway_mac)
+        return frame
+
+    def next_deadline(self) -> int | None:
+        return self.pds.next_deadline()
+
+    def handle_timer(self, now: int) -> None:
+        self.pds.handle_timer(now)
+        self.pump(now)
+
+    def _encode(self, frame: Frame) -> bytes:
+        frame.src_mac = self.mac
+        frame.dst_mac = self.peer_macs.get(frame.dst_ip, self.gateway_mac)
+        return encode_frame(frame)
+
+    # ------------------------------------------------------------------ glue
+
+    def pump(self, now: int) -> None:
+        """Move events between PDS and SES until both are quiet."""
+        pds, ses = self.pds, self.ses
+        while True:
+            moved = False
+            ev = pds.next_event()
+            while ev is not None:
+                moved = True
+                t = type(ev)
+                if t is RequestDelivered:
+                    self._deliver(now, ev)
+                elif t is ResponseReceived:
+                    ses.initiator.on_response(ev.msg_ref, ev.ses, ev.payload)
+                elif t is MessageFailed:
+                    ses.initiator.on_failed(ev.msg_ref, ev.reason)
+                elif t is PdcOpened:
+                    self.counters[f"pdc_opened.{ev.role}"] += 1
+                elif t is PdcClosed:
+                    self.counters[f"pdc_closed.{ev.role}"] += 1
+                    if ev.error:
+                        self.counters[f"pdc_closed_in_error.{ev.role}"] += 1
+                ev = pds.next_event()
+            pkt = ses.poll_transmit()
+            while pkt is not None:
+                moved = True
+                pds.submit(now, SendRequest(pkt.dst, pkt.mode, pkt.job_id, pkt.tc, pkt.ses,
+                                            pkt.ext, pkt.payload, pkt.msg_ref, pkt.eom))
+                pkt = ses.poll_transmit()
+            done = ses.next_event()
+            while done is not None:
+                moved = True
+                self._completed(now, done)
+                done = ses.next_event()
+            if not moved:
+                return
+
+    def _deliver(self, now: int, ev: RequestDelivered) -> None:
+        if ev.ses is None:
+            self.counters["rx_request_without_ses"] += 1
+            return
+        self.audit.see(ev.src_ip, ev.ses, len(ev.payload))
+        reply = self.ses.target.handle(ev.src_ip, ev.ses, ev.ext, ev.payload, mode=ev.mode,
+                                       psn=ev.psn)
+        if not ev.token:
+            return
+        if reply.nack is not None:
+            self.pds.reject(ev.token, reply.nack)
+        else:
+            self.pds.respond(ev.token, reply.response, reply.data)
+
+    def _completed(self, now: int, done: Any) -> None:
+        self.completions.append(done)
+        if type(done) is OpCompleted:
+            bulk = self._open_bulk.pop(done.op.op_id, None)
+            if bulk is not None:
+                bulk.end_ps = now
+            self.counters["ops_completed"] += 1
+            if done.op.return_code != 1:
+                self.counters["ops_failed"] += 1
+        elif type(done) is RecvCompleted:
+            self.counters["recvs_completed"] += 1
+        if self.on_complete is not None:
+            self.on_complete(done)
+
+    # ------------------------------------------------------------------ application API
+
+    def target(self, dst: str | int, *, job_id: int | None = None, pid_on_fep: int = 0,
+               resource_index: int = 0, ri_generation: int = 0) -> TargetAddr:
+        """The SES address of a resource at ``dst`` (IP, or host index in a fabric)."""
+        if isinstance(dst, int):
+            dst = self.peer_ips[dst]
+        return TargetAddr(dst, self.job_id if job_id is None else job_id, pid_on_fep,
+                          resource_index, ri_generation)
+
+    def call(self, now: int, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Run one SES initiator operation (``send``, ``write``, ``read``, ``atomic``, ...)
+        and hand its packets to the PDS at once; returns the operation handle."""
+        op = getattr(self.ses.initiator, method)(*args, **kwargs)
+        self.pump(now)
+        return op
+
+    def post_recv(self, now: int, buf: bytearray, *, tag: int | None = None,
+                  ignore: int = 0, resource_index: int = 0, job_id: int | None = None) -> Any:
+        """Post a receive buffer (tagged when ``tag`` is given); returns the receive handle."""
+        recv = self.ses.target.post_recv(self.job_id if job_id is None else job_id,
+                                         self.ses.pid_on_fep, resource_index, buf, tag=tag,
+                                         ignore=ignore)
+        self.pump(now)
+        return recv
+
+    def send_message(self, now: int, dst: int | str, nbytes: int,
+                     payload: bytes | None = None) -> BulkMessage:
+        """Bulk transfer of ``nbytes`` into the peer's sink region (RMA WRITE).
+
+        This is what experiments move: an RMA write needs no matching at the target, so
+        throughput is limited only by the transport. The peer must have called
+        :meth:`expose_sink` with at least ``nbytes``.
+        """
+        tgt = self.target(dst, resource_index=SINK_INDEX)
+        data = payload if payload is not None else bytes(nbytes)
+        op = self.call(now, "write", tgt, SINK_KEY, 0, data, mode=self.mode)
+        msg = BulkMessage(op, self.ip, tgt.dst, nbytes, now)
+        self.messages.append(msg)
+        if op.done:
+            msg.end_ps = now
+        else:
+            self._open_bulk[op.op_id] = msg
+        return msg
+
+    # ------------------------------------------------------------------ reports
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """Flat counters of the end point (FEP, PDS, SES) for fabric reports."""
+        out: dict[str, int] = {}
+        for prefix, counter in (("fep", self.counters), ("pds", self.pds.counters),
+                                ("ses", self.ses.counters)):
+            for key, value in counter.items():
+                out[f"{prefix}.{key}"] = value
+        out["fep.duplicates_delivered"] = self.audit.duplicates
+        return out
+
+    def idle(self) -> bool:
+        return self.pds.idle() and not self._open_bulk
+
+
+def _ip_id(ip: str) -> int:
+    """A 32-bit initiator ID derived from the address (stable across runs)."""
+    import zlib
+
+    return zlib.crc32(ip.encode()) & 0xFFFFFFFF
+
+
+def _host_log(ctx: Any) -> Callable[..., None] | None:
+    log = getattr(ctx, "log", None)
+    if log is None:
+        return None
+    name = ctx.name
+
+    def hook(now: int, kind: str, **fields: Any) -> None:
+        log(now, kind, host=name, **fields)
+
+    return hook
+
+
+__all__ = ["BulkMessage", "DeliveryAudit", "FabricEndpoint", "SINK_INDEX", "SINK_KEY",
+           "SesOpcode"]
