@@ -43,6 +43,7 @@ WS_BOOLEANS = {
 }
 TEXT_FIELDS = {"eth.src", "eth.dst", "ip.src", "ip.dst", "ipv6.src", "ipv6.dst",
                "uet.pds.ack.cc_state", "uet.pds.ack.ccx_state", "uet.pds.ack.cc_state.reserved",
+               "uet.ses.comp_swap_ext_hdr.comp_value", "uet.ses.comp_swap_ext_hdr.swap_value",
                "uet.trailer"}
 
 
@@ -128,10 +129,11 @@ def test_ses_field_choices() -> None:
                                                              message_offset=6)))
     assert (n["uet.ses.std.payload_length"], n["uet.ses.std.message_offset"]) == (5, 6)
     assert "uet.ses.std.header_data" not in n
-    # CAS values as integers (WS: bytes)
+    # CAS values as 16 bytes of hex (FT_BYTES, as in WS)
     c = frame_fields(Frame(pds=PdsRequest(next_hdr=1), ses=SesSmall(3, flags=3),
                            ext=CasExt(0x0D, 7, 0, 2**127, 1)))
-    assert c["uet.ses.comp_swap_ext_hdr.comp_value"] == 2**127
+    assert c["uet.ses.comp_swap_ext_hdr.comp_value"] == "80" + "00" * 15
+    assert c["uet.ses.comp_swap_ext_hdr.swap_value"] == "00" * 15 + "01"
     assert c["uet.ses.small_req.flags.rsvd"] == 0
 
 

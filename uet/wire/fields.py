@@ -352,8 +352,9 @@ def _ses_fields(out: dict[str, Value], h, ext) -> None:
         out["uet.ses.comp_swap_ext_hdr.atomic_opcode"] = ext.atomic_opcode
         out["uet.ses.comp_swap_ext_hdr.atomic_data_type"] = ext.atomic_datatype
         out["uet.ses.comp_swap_ext_hdr.sem_ctl"] = ext.semantic_control
-        out["uet.ses.comp_swap_ext_hdr.comp_value"] = ext.compare_value
-        out["uet.ses.comp_swap_ext_hdr.swap_value"] = ext.swap_value
+        # FT_BYTES in Wireshark: 16 bytes of hex, like every byte field (and safe in JSON)
+        out["uet.ses.comp_swap_ext_hdr.comp_value"] = f"{ext.compare_value:032x}"
+        out["uet.ses.comp_swap_ext_hdr.swap_value"] = f"{ext.swap_value:032x}"
     elif ecls is RendezvousExt:
         out["uet.ses.rendv_ext_hdr.eager_length"] = ext.eager_length
         out["uet.ses.rendv_ext_hdr.read_ri_generation"] = ext.ri_generation
