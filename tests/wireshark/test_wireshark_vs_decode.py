@@ -35,34 +35,10 @@ DISSECTOR_ONLY = {
 #: Reserved fields the records do not keep (the codec writes zero): the dissector shows
 #: them (Wireshark names them), ``uet decode`` does not. They must read 0 here.
 RESERVED = re.compile(r"[._](rsv\d*|rsvd|reserved\d*)$")
-#: Flags the dissector always shows and uet decode emits only when set.
-ABSENT_MEANS_FALSE = {"uet.pds.flags.epsn"}
 #: Same 16 bits: FT_UINT16 in Wireshark (unsigned), the signed offset in uet decode.
 UNSIGNED16 = {"uet.pds.ack.sack_offset"}
 #: The trailer: uet decode calls it uet.trailer, the dissector names what it is.
 TRAILER_ALIASES = ("uet.tss.icv", "uet.crc32c")
-
-
-#: Disagreements reported to the owner of uet/wire/fields.py, where we believe the dissector
-#: follows the records and codec; tolerated in their current form, and the comparison
-#: becomes exact once fields.py changes:
-#: * ACK with EPSN (flag 0x40 defined on plain ACKs): fields.py reports 0x40 in
-#:   uet.pds.flags.rsvd_ack as well as in uet.pds.flags.epsn.
-#: * ACK_CCX: the records keep the CC state (bytes 24-31, decoded per cc_type) and an 8-byte
-#:   ccx_state (32-39); fields.py emits Wireshark's 16-byte uet.pds.ack.ccx_state over
-#:   24-39 and drops the decoded CC state fields.
-def _pending(key: str, shown: dict[str, list[str]], decoded: dict) -> bool:
-    if key == "uet.pds.flags.rsvd_ack" and decoded.get("uet.pds.flags.epsn") and key in shown:
-        return decoded[key] == _tshark(shown[key][0]) | 0x40
-    if decoded.get("uet.pds.type") == 9:
-        ccx = decoded.get("uet.pds.ack.ccx_state", "")
-        if len(ccx) == 32:  # Wireshark's 16 bytes
-            both = "".join(_tshark(shown.get(k, [""])[0]) for k in
-                           ("uet.pds.ack.cc_state", "uet.pds.ack.ccx_state"))
-            if key == "uet.pds.ack.ccx_state":
-                return ccx == both
-            return key.startswith("uet.pds.ack.cc_state") and key not in decoded
-    return False
 
 
 def _decode_json(path, trailer_len: int) -> list[dict]:
@@ -90,12 +66,16 @@ def _json(value):
 
 
 def _same(shown: str, decoded) -> bool:
-    a, b = _tshark(shown), _json(decoded)
-    if isinstance(a, int) and isinstance(b, str) and re.fullmatch(r"[0-9a-f]+", b):
-        return a == int(b, 16)
-    if isinstance(b, int) and isinstance(a, str) and re.fullmatch(r"[0-9a-f]+", a):
-        return b == int(a, 16)  # e.g. uet decode gives compare/swap values as integers
-    return a == b
+    """One tshark value equals one uet decode value: byte strings (hex in uet decode) as
+    text, everything else as numbers."""
+    if isinstance(decoded, str) and re.fullmatch(r"[0-9a-f]*", decoded):
+        return shown.replace(":", "") == decoded
+    return _tshark(shown) == _json(decoded)
+
+
+def _zero(shown: str) -> bool:
+    """A reserved field reads zero (number or byte string)."""
+    return re.fullmatch(r"(0x)?[0:]+", shown) is not None
 
 
 def compare(shown: dict[str, list[str]], decoded: dict) -> list[str]:
@@ -104,8 +84,6 @@ def compare(shown: dict[str, list[str]], decoded: dict) -> list[str]:
     ours = {k: v for k, v in decoded.items() if k.startswith("uet.")}
     for key in sorted(set(shown) | set(ours)):
         tv = shown.get(key)
-        if _pending(key, shown, decoded):
-            continue
         if key in DISSECTOR_ONLY or key in TRAILER_ALIASES:
             if key in ours:
                 problems.append(f"{key}: expected only in tshark, uet decode has it")
@@ -122,9 +100,7 @@ def compare(shown: dict[str, list[str]], decoded: dict) -> list[str]:
             problems.append(f"{key}: tshark shows it {len(tv)} times: {tv}")
             continue
         if key not in ours:
-            if RESERVED.search(key) and _same(tv[0], 0):
-                continue
-            if key in ABSENT_MEANS_FALSE and _same(tv[0], 0):
+            if RESERVED.search(key) and _zero(tv[0]):
                 continue
             problems.append(f"{key}: tshark {tv[0]!r}, not in uet decode")
             continue
