@@ -37,7 +37,7 @@ from uet.ses.initiator import Operation
 from uet.ses.memory import Perm
 from uet.ses.messages import OpCompleted, RecvCompleted, TargetAddr
 from uet.wire.codec import decode_frame, encode_frame
-from uet.wire.constants import DeliveryMode, SesOpcode
+from uet.wire.constants import DeliveryMode, SesFlag, SesOpcode
 from uet.wire.errors import DecodeError
 from uet.wire.records import Frame, SesStandard
 
@@ -45,27 +45,45 @@ from uet.wire.records import Frame, SesStandard
 SINK_INDEX = 0x7FF
 #: Memory key of the sink region.
 SINK_KEY = 0x5155_4E4B  # "QUNK"
+#: Delivery modes whose requests the PDS hands to the SES exactly once (audited).
+_EXACTLY_ONCE = frozenset({DeliveryMode.RUD, DeliveryMode.ROD})
 
 
 class DeliveryAudit:
-    """Independent check that no request packet reaches the SES twice.
+    """Independent check that no RUD/ROD request packet reaches the SES twice.
 
-    Keyed by (source, job, message ID, byte offset) for standard headers: the PDS promises
-    exactly-once delivery, and this counts any breach (``duplicates``) without trusting it.
-    Entries of a message are dropped when all its bytes arrived, so state stays bounded by
-    the messages in progress.
+    The PDS promises exactly-once delivery for RUD and ROD (RUDI requests are idempotent
+    and UUD unreliable, so neither is audited); this counts any breach (``duplicates``) without
+    trusting it. Standard-header packets are keyed by (source, initiator, job, message ID,
+    opcode) and the byte offset they cover (for READ requests: the slice they ask for). A
+    message leaves the in-progress table once all its bytes were seen and goes to a FIFO of
+    ``history`` finished keys, so a late copy of a finished message counts too. Medium and
+    small headers carry no message ID and are not audited. State is bounded by
+    ``max_messages`` + ``history``.
     """
 
-    def __init__(self, max_messages: int = 65536) -> None:
+    def __init__(self, max_messages: int = 65536, history: int = 4096,
+                 mtu_payload: int = 4096) -> None:
         self.max_messages = max_messages
+        self.history = history
+        self.mtu_payload = mtu_payload
         self.messages: dict[tuple, tuple[set[int], int]] = {}
+        self.finished: dict[tuple, None] = {}
         self.duplicates = 0
+        self.seen = 0
 
-    def see(self, src: str, ses: Any, nbytes: int) -> None:
+    def see(self, src: str, ses: Any, nbytes: int) -> bool:
+        """Record one delivered request packet; returns False if it is a duplicate."""
         if type(ses) is not SesStandard:
-            return
-        offset = 0 if ses.flags & 0x01 else ses.message_offset
-        key = (src, ses.job_id, ses.message_id, ses.opcode)
+            return True
+        self.seen += 1
+        offset = 0 if ses.flags & SesFlag.SOM else ses.message_offset
+        if ses.opcode == SesOpcode.READ:
+            nbytes = max(0, min(self.mtu_payload, ses.request_length - offset))
+        key = (src, ses.initiator, ses.job_id, ses.message_id, ses.opcode)
+        if key in self.finished:
+            self.duplicates += 1
+            return False
         entry = self.messages.get(key)
         if entry is None:
             if len(self.messages) >= self.max_messages:
@@ -74,13 +92,17 @@ class DeliveryAudit:
         offsets, got = entry
         if offset in offsets:
             self.duplicates += 1
-            return
+            return False
         offsets.add(offset)
         got += nbytes
         if got >= ses.request_length:
             self.messages.pop(key, None)
+            self.finished[key] = None
+            if len(self.finished) > self.history:
+                self.finished.pop(next(iter(self.finished)))
         else:
             self.messages[key] = (offsets, got)
+        return True
 
 
 class BulkMessage:
@@ -150,7 +172,10 @@ class FabricEndpoint:
             initiator_id = _ip_id(ip)
         self.ses = SesEndpoint(self.profile, address=ip, initiator_id=initiator_id,
                                pid_on_fep=pid_on_fep)
-        self.audit = DeliveryAudit()
+        # resource index 0 of the end point's job and process always exists, so that sends
+        # arriving before any receive is posted go to its unexpected list (not BAD_INDEX)
+        self.ses.resources.register(job_id, pid_on_fep, 0)
+        self.audit = DeliveryAudit(mtu_payload=self.profile.ses.mtu_payload)
         self.counters: Counter = Counter()
         self.completions: deque = deque()
         self.messages: list[BulkMessage] = []
@@ -169,13 +194,23 @@ class FabricEndpoint:
         Data is sent with the fabric's trimmable DSCP, and trimmed packets are recognised by
         the fabric's trimmed code points (``ctx.qos``). ``kwargs`` go to the constructor;
         ``pds_overrides`` / ``cms_overrides`` dicts adjust the profile's settings per fabric
-        (the link rate is taken from the host link).
+        (the link rate is taken from the host link). ``host_profiles`` maps host indices to
+        a different profile than ``profile``; every end point knows every peer's
+        ``fep_cap`` (as it would from the peer's UET address), so operations a peer's
+        profile refuses fail at once at the initiator.
         """
         pds_over = dict(kwargs.pop("pds_overrides", None) or {})
         cms_over = dict(kwargs.pop("cms_overrides", None) or {})
+        default = as_profile(kwargs.pop("profile", "ai-base"))
+        per_host = {int(i): as_profile(p)
+                    for i, p in (kwargs.pop("host_profiles", None) or {}).items()}
+        # configurations are checked once, here, so that a bad key fails before any host
+        for prof in {id(p): p for p in (default, *per_host.values())}.values():
+            pds_config_from_profile(prof, pds_over)
+            cms_config_from_profile(prof, cms_over)
 
         def make(ctx: Any) -> FabricEndpoint:
-            profile = kwargs.get("profile", "ai-base")
+            profile = per_host.get(ctx.index, default)
             qos = ctx.qos
             fixed = {"dscp_data": qos.dscp_data, "dscp_control": qos.dscp_control,
                      "dscp_trimmed": qos.dscp_trimmed,
@@ -185,11 +220,12 @@ class FabricEndpoint:
             peers = {pip: pmac for pip, pmac in ctx.peers.values()}
             kw = dict(kwargs)
             kw.setdefault("sink_bytes", 0)
-            ep = cls(ip=ctx.ip, mac=ctx.mac, pds=pds_cfg, cms=cms_cfg, seed=ctx.seed,
-                     peers=peers, gateway_mac=ctx.gateway_mac, log=_host_log(ctx), **kw)
-            for pip in peers:
+            ep = cls(ip=ctx.ip, mac=ctx.mac, profile=profile, pds=pds_cfg, cms=cms_cfg,
+                     seed=ctx.seed, peers=peers, gateway_mac=ctx.gateway_mac,
+                     log=_host_log(ctx), **kw)
+            for i, (pip, _) in ctx.peers.items():
                 if pip != ctx.ip:
-                    ep.ses.initiator.set_peer_cap(pip, ep.profile.fep_cap)
+                    ep.ses.initiator.set_peer_cap(pip, per_host.get(i, default).fep_cap)
             ep.host_index = ctx.index
             ep.peer_ips = {i: pip for i, (pip, _) in ctx.peers.items()}
             return ep
@@ -197,10 +233,22 @@ class FabricEndpoint:
         return make
 
     def expose_sink(self, nbytes: int) -> None:
-        """Register a writable region every peer may write bulk data into (experiments)."""
+        """Register a writable region every peer may write bulk data into (experiments).
+
+        Calling it again grows the region in place (it never shrinks)."""
+        if self.sink is not None:
+            if nbytes > len(self.sink):
+                self.sink.extend(bytes(nbytes - len(self.sink)))
+            return
         self.sink = bytearray(nbytes)
         self.ses.resources.add_region(self.job_id, self.ses.pid_on_fep, SINK_INDEX, SINK_KEY,
                                       self.sink, Perm.WRITE | Perm.READ)
+
+    def ensure_sink(self, nbytes: int) -> None:
+        """Make the sink hold at least ``nbytes`` (``Fabric.send`` calls it on the
+        destination before a bulk transfer)."""
+        if self.sink is None or len(self.sink) < nbytes:
+            self.expose_sink(nbytes)
 
     # ------------------------------------------------------------------ FrameEndpoint
 
@@ -300,9 +348,11 @@ class FabricEndpoint:
         if ev.ses is None:
             self.counters["rx_request_without_ses"] += 1
             return
-        self.audit.see(ev.src_ip, ev.ses, len(ev.payload))
         reply = self.ses.target.handle(ev.src_ip, ev.ses, ev.ext, ev.payload, mode=ev.mode,
                                        psn=ev.psn)
+        if reply.nack is None and ev.mode in _EXACTLY_ONCE:
+            # a refused packet counts as never delivered: its retransmission is no duplicate
+            self.audit.see(ev.src_ip, ev.ses, len(ev.payload))
         if not ev.token:
             return
         if reply.nack is not None:
@@ -341,14 +391,25 @@ class FabricEndpoint:
         self.pump(now)
         return op
 
-    def post_recv(self, now: int, buf: bytearray, *, tag: int | None = None,
-                  ignore: int = 0, resource_index: int = 0, job_id: int | None = None) -> Any:
-        """Post a receive buffer (tagged when ``tag`` is given); returns the receive handle."""
-        recv = self.ses.target.post_recv(self.job_id if job_id is None else job_id,
-                                         self.ses.pid_on_fep, resource_index, buf, tag=tag,
-                                         ignore=ignore)
+    def post_recv(self, now: int, buf: bytearray | int, *, tag: int | None = None,
+                  ignore: int = 0, resource_index: int = 0, job_id: int | None = None,
+                  register: bool = False) -> Any:
+        """Post a receive buffer (tagged when ``tag`` is given); returns the receive handle.
+
+        ``register=True`` creates the resource index if it does not exist yet."""
+        job = self.job_id if job_id is None else job_id
+        if register:
+            self.ses.resources.register(job, self.ses.pid_on_fep, resource_index)
+        recv = self.ses.target.post_recv(job, self.ses.pid_on_fep, resource_index, buf,
+                                         tag=tag, ignore=ignore)
         self.pump(now)
         return recv
+
+    def cancel_recv(self, now: int, recv: Any) -> bool:
+        """Withdraw a posted receive nothing matched yet (it completes CANCELLED)."""
+        out = self.ses.target.cancel_recv(recv)
+        self.pump(now)
+        return out
 
     def send_message(self, now: int, dst: int | str, nbytes: int,
                      payload: bytes | None = None, *, offset: int = 0) -> BulkMessage:
