@@ -11,6 +11,7 @@ from uet.fabric.api import Fabric, FabricStalled
 from uet.fabric.clock import MS, US
 from uet.fabric.network import Network
 from uet.fabric.topology import build
+from uet.fabric.traffic_endpoint import factory as traffic
 
 PERM = [(13, 6), (1, 4), (6, 0), (2, 13), (10, 5), (15, 1), (8, 14), (14, 2), (5, 15),
         (4, 12), (12, 11), (0, 8), (9, 7), (7, 9), (3, 10), (11, 3)]
@@ -41,7 +42,8 @@ async def test_wait_until_stall_raises() -> None:
 
 
 async def test_message_completes_with_real_frames() -> None:
-    async with Fabric({"kind": "fat_tree", "k": 4}, seed=3) as fab:
+    async with Fabric({"kind": "fat_tree", "k": 4}, seed=3,
+                      endpoint_factory=traffic()) as fab:
         msg = await fab.send(0, 13, 256 * 1024)
         assert msg.done
         # 65 packets of 4150 B (last one shorter) + 6 hops + the ACK back: >= ideal
@@ -56,7 +58,8 @@ async def test_message_completes_with_real_frames() -> None:
 
 async def test_permutation_is_deterministic() -> None:
     async def run(seed: int) -> list[int]:
-        async with Fabric({"kind": "fat_tree", "k": 4}, seed=seed) as fab:
+        async with Fabric({"kind": "fat_tree", "k": 4}, seed=seed,
+                          endpoint_factory=traffic()) as fab:
             msgs = await fab.run_messages([(s, d, 128 * 1024) for s, d in PERM])
             return [m.fct_ps for m in msgs]
 
@@ -100,7 +103,8 @@ rate_gbps = 100
 
 
 async def test_ipv6_fabric_carries_messages() -> None:
-    async with Fabric({"kind": "fat_tree", "k": 4, "ipv6": True}, seed=2) as fab:
+    async with Fabric({"kind": "fat_tree", "k": 4, "ipv6": True}, seed=2,
+                      endpoint_factory=traffic()) as fab:
         msgs = await fab.run_messages([(0, 13, 64 * 1024), (13, 0, 64 * 1024)])
         assert all(m.done for m in msgs)
         assert fab.endpoint(13).stats["decode_errors"] == 0
@@ -133,7 +137,8 @@ async def test_k8_fat_tree_permutation() -> None:
     perm = list(range(128))
     while any(p == i for i, p in enumerate(perm)):
         rng.shuffle(perm)
-    async with Fabric({"kind": "fat_tree", "k": 8}, seed=1) as fab:
+    async with Fabric({"kind": "fat_tree", "k": 8}, seed=1,
+                      endpoint_factory=traffic()) as fab:
         msgs = await fab.run_messages([(i, perm[i], 64 * 1024) for i in range(128)])
         assert all(m.done for m in msgs)
         assert sum(e["decode_errors"] for e in fab.counters()["endpoint"].values()) == 0

@@ -8,6 +8,7 @@ from tests.fabric.helpers import data_frame, script_factory
 from uet.fabric.api import Fabric
 from uet.fabric.clock import US
 from uet.fabric.qos import DSCP_TRIMMED, DSCP_TRIMMED_LASTHOP
+from uet.fabric.traffic_endpoint import factory as traffic
 from uet.native import internet_checksum
 from uet.wire.codec import decode_frame, get_dscp_ecn
 
@@ -102,7 +103,8 @@ async def test_no_trim_when_off_or_not_trimmable() -> None:
 
 async def test_trimmed_packets_are_nacked_and_retransmitted() -> None:
     topo = {"kind": "star", "hosts": 5, "queue_bytes": 20 * 4150}
-    async with Fabric(topo, seed=9) as fab:
+    async with Fabric(topo, seed=9,
+                      endpoint_factory=traffic()) as fab:
         msgs = await fab.run_messages([(s, 4, 256 * 1024) for s in range(4)])
         assert all(m.done for m in msgs)
         rx = fab.endpoint(4).stats
@@ -112,7 +114,8 @@ async def test_trimmed_packets_are_nacked_and_retransmitted() -> None:
 
 
 async def test_htsim_incast_with_trimming_completes() -> None:
-    async with Fabric({"kind": "fat_tree", "k": 4}, seed=13) as fab:
+    async with Fabric({"kind": "fat_tree", "k": 4}, seed=13,
+                      endpoint_factory=traffic()) as fab:
         msgs = await fab.run_messages([(i, 15, 256 * 1024) for i in range(15)])
         assert all(m.done for m in msgs)
         rx = fab.endpoint(15).stats

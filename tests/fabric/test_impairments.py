@@ -13,6 +13,7 @@ from uet.fabric.eventlog import EventLog
 from uet.fabric.impairments import GilbertElliott, Impairments
 from uet.fabric.network import Network
 from uet.fabric.topology import build
+from uet.fabric.traffic_endpoint import factory as traffic
 
 N = 10_000
 FRAME = 98  # headers only: 7.84 ns at 100 Gb/s
@@ -121,7 +122,8 @@ def test_bad_impairment_config_names_the_key() -> None:
 async def test_flow_ending_with_reordering_does_not_wait_for_rto() -> None:
     topo = {"kind": "back_to_back",
             "impairments": [{"at": "h0", "direction": "tx", "jitter_ps": 3 * US}]}
-    async with Fabric(topo, seed=8) as fab:
+    async with Fabric(topo, seed=8,
+                      endpoint_factory=traffic()) as fab:
         for _ in range(5):
             msg = await fab.send(0, 1, 64 * 1024)
             assert msg.fct_ps < 20 * US  # 16 packets: ~5.3 us + 1 us + jitter, RTO is 100 us

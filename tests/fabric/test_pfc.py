@@ -6,6 +6,7 @@ from uet.capture.pcapng import read_capture
 from uet.fabric.api import Fabric
 from uet.fabric.eventlog import EventLog
 from uet.fabric.pfc import PFC_DST_MAC, PfcConfig, decode_pause, encode_pause, quanta_ps
+from uet.fabric.traffic_endpoint import factory as traffic
 
 
 def test_pause_frame_format() -> None:
@@ -24,7 +25,8 @@ async def test_incast_is_lossless_and_pauses_upstream(tmp_path) -> None:
             "pfc": {"classes": [0], "xoff": 60_000, "xon": 30_000}}
     log = EventLog(keep=True)
     senders = [0, 1, 2, 3, 5, 6, 7]
-    async with Fabric(topo, seed=21, eventlog=log) as fab:
+    async with Fabric(topo, seed=21, eventlog=log,
+                      endpoint_factory=traffic()) as fab:
         cap = fab.capture(tmp_path / "pfc.pcapng", links=["h0", "leaf0.p4"])
         msgs = await fab.run_messages([(s, 4, 256 * 1024) for s in senders])
         assert all(m.done for m in msgs)
@@ -53,7 +55,8 @@ async def test_incast_is_lossless_and_pauses_upstream(tmp_path) -> None:
 
 async def test_fat_tree_incast_lossless_under_pfc() -> None:
     topo = {"kind": "fat_tree", "k": 4, "trimming": False, "pfc": {"classes": [0]}}
-    async with Fabric(topo, seed=5) as fab:
+    async with Fabric(topo, seed=5,
+                      endpoint_factory=traffic()) as fab:
         msgs = await fab.run_messages([(s, 15, 128 * 1024) for s in range(15)])
         assert all(m.done for m in msgs)
         c = fab.counters()

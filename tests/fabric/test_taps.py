@@ -8,6 +8,7 @@ from uet.capture.pcapng import read_capture
 from uet.fabric.api import Fabric
 from uet.fabric.clock import US
 from uet.fabric.eventlog import EventLog
+from uet.fabric.traffic_endpoint import factory as traffic
 from uet.wire.codec import decode_frame
 
 PERM = [(13, 6), (1, 4), (6, 0), (2, 13)]
@@ -17,7 +18,8 @@ async def _capture(path, seed: int, snaplen: int = 0) -> bytes:
     topo = {"kind": "fat_tree", "k": 4, "queue_bytes": 60_000,
             "impairments": [{"at": "core0.p0", "loss": 0.01}]}
     buf = io.StringIO()
-    async with Fabric(topo, seed=seed, eventlog=EventLog(buf)) as fab:
+    async with Fabric(topo, seed=seed, eventlog=EventLog(buf),
+                      endpoint_factory=traffic()) as fab:
         fab.capture(path, ["h0", "tor0.p2"], links=["core1.p3"], snaplen=snaplen)
         await fab.run_messages([(s, d, 200_000) for s, d in PERM])
     return path.read_bytes() + buf.getvalue().encode()
@@ -49,7 +51,8 @@ async def test_tap_contents(tmp_path) -> None:
 
 
 async def test_interface_tap_sees_tx_and_rx(tmp_path) -> None:
-    async with Fabric({"kind": "back_to_back"}, seed=1) as fab:
+    async with Fabric({"kind": "back_to_back"}, seed=1,
+                      endpoint_factory=traffic()) as fab:
         fab.capture(tmp_path / "x.pcapng", ["h1"])
         await fab.send(0, 1, 8192)
         await fab.sleep(10 * US)

@@ -48,8 +48,10 @@ def measure(msg_bytes: int, *, seed: int = 13, endpoint: Any = None,
             topology: dict | None = None) -> dict[str, Any]:
     """Run the permutation once; return speed and completion figures."""
     from uet.fabric.api import Fabric
+    from uet.fabric.traffic_endpoint import factory as traffic
 
     result: dict[str, Any] = {}
+    endpoint = endpoint or traffic()  # the fabric's default is now the real FEP
 
     async def main() -> None:
         async with Fabric(topology or TOPOLOGY, seed=seed, endpoint_factory=endpoint) as fab:
