@@ -1,4 +1,4 @@
-"""The Trio-facing fabric: ``async with Fabric(topology, seed=...) as fab: ...``.
+"""The Trio-facing fabric: ``async with Fabric(topology, profile="hpc", seed=1) as fab: ...``.
 
 The network (:class:`~uet.fabric.network.Network`) runs on a discrete-event core
 (:class:`~uet.fabric.scheduler.EventLoop`). A driver task in the fabric's nursery runs the
@@ -11,12 +11,16 @@ allows, stopping as soon as an event wakes a user task so that the task runs at 
 virtual time. If user tasks wait on conditions and no event is left, they get
 :class:`FabricStalled`. Real time (``realtime=True``): events run when the monotonic clock
 reaches them; virtual ps = ps since the fabric started.
+
+Each host runs a real :class:`uet.fep.FabricEndpoint` (SES + PDS + CMS) built from a
+profile; ``fab.ep(i)`` / ``fab.hosts[i]`` give its operation API
+(:class:`uet.fabric.host.Host`). Any other end point plugs in with ``endpoint_factory``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +30,7 @@ import trio.testing
 from uet.fabric.clock import S
 from uet.fabric.endpoint import EndpointFactory
 from uet.fabric.eventlog import EventLog
+from uet.fabric.host import Host
 from uet.fabric.network import Network
 from uet.fabric.nic import Nic
 from uet.fabric.qos import QosConfig
@@ -51,16 +56,38 @@ class Fabric:
     """An emulated fabric driven from Trio.
 
     ``topology``: a parameter dict (see :mod:`uet.fabric.topology`) or a built
-    :class:`Network`. ``endpoint_factory(ctx) -> FrameEndpoint`` builds each host's end
-    point (default: :class:`~uet.fabric.traffic_endpoint.TrafficEndpoint`). ``eventlog``: an
-    :class:`EventLog` or a path for JSON lines.
+    :class:`Network`. Every host runs a :class:`uet.fep.FabricEndpoint` speaking
+    ``profile`` (a built-in name, a profile file or a ``Profile``; default ``"ai-base"``),
+    or the profile ``host_profiles`` names for its index; ``endpoint_options`` are more
+    keyword arguments of ``FabricEndpoint.factory`` (``sink_bytes``, ``pds_overrides``,
+    ``cms_overrides``, ``mode``, ``job_id`` ...). ``endpoint_factory(ctx) -> FrameEndpoint``
+    replaces all that with any other end point (e.g.
+    ``uet.fabric.traffic_endpoint.factory()``). ``eventlog``: an :class:`EventLog` or a
+    path for JSON lines.
     """
 
     def __init__(self, topology: dict[str, Any] | Network, *, seed: int = 0,
+                 profile: Any = None, host_profiles: Mapping[int, Any] | None = None,
+                 endpoint_options: Mapping[str, Any] | None = None,
                  endpoint_factory: EndpointFactory | None = None,
                  qos: QosConfig | dict | None = None,
                  eventlog: EventLog | str | Path | None = None,
                  ecmp_seed: int | None = None, realtime: bool = False) -> None:
+        if endpoint_factory is not None and (profile is not None or host_profiles
+                                             or endpoint_options):
+            raise ValueError("Fabric: give either endpoint_factory or profile / "
+                             "host_profiles / endpoint_options, not both")
+        if endpoint_factory is None:
+            from uet.fep import FabricEndpoint
+
+            opts = dict(endpoint_options or {})
+            for key in ("profile", "host_profiles"):
+                if key in opts:
+                    raise ValueError(f"Fabric: endpoint_options.{key}: pass it as the "
+                                     f"Fabric's own {key}= argument")
+            endpoint_factory = FabricEndpoint.factory(
+                profile="ai-base" if profile is None else profile,
+                host_profiles=host_profiles, **opts)
         if isinstance(eventlog, EventLog):
             self.log = eventlog
         else:
@@ -72,11 +99,14 @@ class Fabric:
         else:
             self.net = build(Network(seed=seed, qos=qos, log=self.log, ecmp_seed=ecmp_seed),
                              dict(topology))
-        if endpoint_factory is None:
-            from uet.fabric.traffic_endpoint import factory
-
-            endpoint_factory = factory()
+        if host_profiles:
+            bad = [i for i in host_profiles if not 0 <= int(i) < len(self.net.hosts)]
+            if bad:
+                raise ValueError(f"Fabric: host_profiles names host(s) {bad}; the topology "
+                                 f"has hosts 0..{len(self.net.hosts) - 1}")
         self.net.attach(endpoint_factory)
+        self.hosts: list[Host] = [Host(self, i) for i in range(len(self.net.nics))]
+        self._ip_index = {ctx.ip: i for i, ctx in enumerate(self.net.hosts)}
         self.loop = self.net.loop
         self.realtime = realtime
         self.captures: list[Capture] = []
@@ -226,10 +256,43 @@ class Fabric:
     # ---------------------------------------------------------------- acting
 
     def host(self, index: int) -> Nic:
+        """The NIC of host ``index``."""
         return self.net.nics[index]
 
     def endpoint(self, index: int) -> Any:
+        """The sans-IO end point of host ``index`` (a ``FabricEndpoint`` by default)."""
         return self.net.nics[index].ep
+
+    def ep(self, host: int | str) -> Host:
+        """The operation API of a host, by index or IP (see :mod:`uet.fabric.host`)."""
+        return self.hosts[self.host_index_of(host)]
+
+    def host_index_of(self, host: Any) -> int:
+        """Index of a host given as an index, an IP address or a :class:`Host`."""
+        if isinstance(host, Host):
+            if host.fab is not self:
+                raise ValueError(f"{host!r} belongs to another fabric")
+            return host.index
+        if isinstance(host, str):
+            i = self._ip_index.get(host)
+            if i is None:
+                raise ValueError(f"no host has IP {host!r}; hosts: "
+                                 f"{', '.join(list(self._ip_index)[:8])}"
+                                 f"{' ...' if len(self._ip_index) > 8 else ''}")
+            return i
+        if isinstance(host, bool) or not isinstance(host, int):
+            raise TypeError(f"a host is an index, an IP or a Host, not {type(host).__name__}")
+        if not 0 <= host < len(self.hosts):
+            raise ValueError(f"no host {host}; the fabric has hosts 0..{len(self.hosts) - 1}")
+        return host
+
+    def host_ip(self, host: Any) -> str:
+        """IP address of a host given as an index, an IP address or a :class:`Host`."""
+        return self.net.hosts[self.host_index_of(host)].ip
+
+    def host_index(self, ip: str | None) -> int | None:
+        """Index of the host with this IP, or None."""
+        return self._ip_index.get(ip) if ip is not None else None
 
     def submit(self, host: int, fn: Callable[[Any, int], Any]) -> Any:
         """Call ``fn(endpoint, now)`` on host ``host`` now, then let its NIC transmit."""
@@ -240,7 +303,13 @@ class Fabric:
         return out
 
     def start_message(self, src: int, dst: int, nbytes: int) -> Any:
-        """Start a message (end points with ``send_message(now, dst, nbytes)``)."""
+        """Start a message (end points with ``send_message(now, dst, nbytes)``).
+
+        With ``FabricEndpoint``s this is a bulk RMA WRITE into the destination's sink
+        region, which is grown to ``nbytes`` first if needed."""
+        grow = getattr(self.endpoint(dst), "ensure_sink", None)
+        if grow is not None:
+            grow(nbytes)
         return self.submit(src, lambda ep, now: ep.send_message(now, dst, nbytes))
 
     async def send(self, src: int, dst: int, nbytes: int,
