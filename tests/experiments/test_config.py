@@ -161,7 +161,7 @@ def test_unknown_section_and_inapplicable_key() -> None:
 def test_enum_and_size_errors_list_allowed_values() -> None:
     err = _error("[transport.cms]\nev_selector = 'spray'\n")
     assert err.path == "transport.cms.ev_selector" and err.line == 2
-    assert err.allowed == "one of fixed, oblivious, bitmap, reps"
+    assert err.allowed == "one of fixed, oblivious, bitmap, reps, mixed"
     err = _error("[traffic]\nsize = '12 parsecs'\n")
     assert err.path == "traffic.size" and "1MiB" in err.allowed
     err = _error("[transport.cms]\nev_count = 100\n")

@@ -36,12 +36,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=1, metavar="N",
                         help="sweep points run in parallel (local processes)")
     parser.add_argument("--out", default=None, metavar="DIR",
-                        help="output directory (default: uet-out/<experiment name>)")
+                        help="output directory (default: runs/<timestamp>/)")
     parser.add_argument("--check", action="store_true",
                         help="validate and print the resolved config, run nothing")
     parser.add_argument("--write-cm", default=None, metavar="FILE",
                         help="write the workload as an htsim connection matrix, run nothing")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def default_out_dir(root: str | Path = "runs") -> Path:
+    """``runs/<YYYYmmdd-HHMMSS>/`` (``-2``, ``-3``, ... if that exists already)."""
+    import time
+
+    base = Path(root) / time.strftime("%Y%m%d-%H%M%S")
+    out, n = base, 1
+    while out.exists():
+        n += 1
+        out = base.with_name(f"{base.name}-{n}")
+    return out
 
 
 def _runner() -> RunFn | None:
@@ -83,7 +95,7 @@ def run(args: argparse.Namespace, run_experiment: RunFn | None = None,
     if fn is None:
         err.print("uet run: the experiment runner is not available in this build")
         return 2
-    out = Path(args.out or Path("uet-out") / config["experiment"]["name"])
+    out = Path(args.out) if args.out else default_out_dir()
     out.mkdir(parents=True, exist_ok=True)
     results = fn(config, out)
     from uet.experiments.report import print_summary
@@ -106,8 +118,10 @@ def _run_sweep(args: argparse.Namespace, sets: list[str], run_experiment: RunFn 
     if fn is None:
         Console(stderr=True).print("uet run: the experiment runner is not available")
         return 2
-    name = points[0].config["experiment"]["name"]
-    out = Path(args.out or Path("uet-out") / f"{name}-sweep")
+    out = Path(args.out) if args.out else default_out_dir()
+    if args.jobs > 1:  # worker processes do not draw progress bars over each other
+        for p in points:
+            p.config["output"]["progress"] = False
 
     def progress(index: int, res: dict[str, Any]) -> None:
         state = "failed" if "error" in res else "done"

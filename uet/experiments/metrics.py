@@ -9,7 +9,9 @@ Inputs (what a runner collects):
   :meth:`uet.fabric.api.Fabric.counters` returns them (keys ``drop.<reason>``, ``trimmed``,
   ``ecn_marked``, ``paused_ps.<prio>``, ``pause_tx``, ``tx_frames``, ``tx_bytes``), plus
   ``"pds": {host: PdsEndpoint.counters}`` (``retx.<cause>``, ``nack_tx.<CODE>``,
-  ``opened``, ``closed``, ``closed_in_error``). Without ``pds``, the test end point's
+  ``opened``, ``closed``, ``closed_in_error``, and per end ``opened.initiator``,
+  ``closed.initiator``, ``closed_in_error.initiator``: a PDC is then counted once, at its
+  initiator). Without ``pds``, the test end point's
   ``"endpoint"`` stats (``tx_rtx``, ``tx_nack``) are used.
 * ideal FCTs: flow id -> ps (:func:`uet.experiments.ideal.ideal_fcts`).
 """
@@ -53,6 +55,8 @@ def flow_rows(flows: Iterable[Mapping[str, Any]], ideals: Mapping[int, int]
                "duplicates": f.get("duplicates", 0)}
         if f.get("depends_on"):
             row["depends_on"] = list(f["depends_on"])
+        if f.get("error"):
+            row["error"] = str(f["error"])
         start, end = row["start_ps"], row["end_ps"]
         fct = end - start if start is not None and end is not None else None
         ideal = ideals.get(f["id"])
@@ -101,8 +105,13 @@ def counter_totals(counters: Mapping[str, Any]) -> dict[str, Any]:
         pds = list(_entities(counters, "pds"))
         retx = _prefixed(pds, "retx.")
         nacks = _prefixed(pds, "nack_tx.")
-        out.update(pdcs_opened=_total(pds, "opened"), pdcs_closed=_total(pds, "closed"),
-                   pdcs_closed_in_error=_total(pds, "closed_in_error"))
+        # a PDC has two ends, each counting its open and close: count it at its initiator
+        # when the counters say which end is which (the runner adds closed.<role>)
+        roles = any("closed.initiator" in ent for ent in pds)
+        sfx = ".initiator" if roles else ""
+        out.update(pdcs_opened=_total(pds, "opened" + sfx),
+                   pdcs_closed=_total(pds, "closed" + sfx),
+                   pdcs_closed_in_error=_total(pds, "closed_in_error" + sfx))
     else:
         ep = list(_entities(counters, "endpoint"))
         retx = {"unspecified": _total(ep, "tx_rtx")} if _total(ep, "tx_rtx") else {}

@@ -44,6 +44,8 @@ FLOW_SPEC: dict[str, F] = {
     "fct_ps": F("int?", "flow completion time end_ps - start_ps"),
     "ideal_ps": F("int?", "ideal FCT (docs/experiments.md, \"The ideal\")"),
     "fct_over_ideal": F("num?", "fct_ps / ideal_ps"),
+    "error": F("str", "why the message failed (SES return code), if it did",
+               required=False),
 }
 
 SUMMARY_SPEC: dict[str, F] = {
@@ -92,14 +94,26 @@ RESULTS_SCHEMA: dict[str, F] = {
     }, "what was run"),
     "run": F({
         "completed": F("bool", "every message was delivered"),
-        "stop_reason": F("str", "done, time_limit, wall_limit or error"),
+        "stop_reason": F("str", "done, time_limit, wall_limit, stalled (nothing left to do "
+                        "but messages unfinished, e.g. one failed) or error"),
         "virtual_time_ps": F("int", "virtual time reached"),
+        "last_delivery_ps": F("int?", "when the last message was delivered (null: none "
+                              "was)", required=False),
         "wall_time_s": F("num", "wall-clock duration"),
         "events": F("int?", "events processed by the fabric core", required=False),
         "uet_version": F("str", "uet version"),
     }, "how the run went"),
     "summary": F(SUMMARY_SPEC, "the headline numbers"),
     "flows": F(("list", FLOW_SPEC), "one record per flow"),
+    "collective": F({
+        "kind": F("str", "allreduce_ring, allreduce_butterfly or allreduce_halving_doubling"),
+        "ranks": F("int", "ranks taking part"),
+        "buffer_bytes": F("int", "all-reduce buffer per rank"),
+        "complete": F("bool", "every message of the schedule was delivered"),
+        "mismatched_ranks": F("list", "ranks whose final buffer differs from the expected "
+                              "reduction (empty: every byte where it belongs)"),
+        "ok": F("bool", "complete and no rank mismatched"),
+    }, "collectives only: the byte-for-byte check of the final buffers", required=False),
     "counters": F("obj", "raw counters: nic, port, link (per channel), pds (per host), ..."),
     "files": F("obj", "files written, relative to the output directory (plots, captures, "
                "event_log, timeseries)"),
@@ -194,8 +208,9 @@ def build_results(config: Mapping[str, Any], flows: Iterable[Mapping[str, Any]],
                "virtual_time_ps": int(run.get("virtual_time_ps", 0)),
                "wall_time_s": float(run.get("wall_time_s", 0.0)),
                "uet_version": __version__}
-    if "events" in run:
-        run_out["events"] = run["events"]
+    for key in ("last_delivery_ps", "events"):
+        if key in run:
+            run_out[key] = run[key]
     doc = {
         "schema": SCHEMA_ID,
         "experiment": {"name": exp["name"], "description": exp["description"],

@@ -25,7 +25,7 @@ TYPES = ("int", "float", "bool", "str", "enum", "size", "int_list", "str_list", 
 
 TOPOLOGY_KINDS = ("back_to_back", "star", "leaf_spine", "fat_tree")
 DELIVERY_MODES = ("RUD", "ROD", "RUDI", "UUD")
-EV_SELECTORS = ("fixed", "oblivious", "bitmap", "reps")
+EV_SELECTORS = ("fixed", "oblivious", "bitmap", "reps", "mixed")
 CC_ALGORITHMS = ("none", "nscc", "rccc", "nscc+rccc")
 PATTERNS = ("single", "permutation", "incast", "outcast", "all_to_all", "allreduce_ring",
             "allreduce_butterfly", "allreduce_halving_doubling", "cm_file")
@@ -126,6 +126,8 @@ EXPERIMENT = Table("experiment", "What the run is called, its seed and its limit
                         "(unfinished flows are reported as such)", lo=0.001, unit="µs"),
     "wall_limit_s": _K("float", 0.0, "stop after this much wall-clock time (0: no limit)",
                        lo=0.0, unit="s"),
+    "drain": _K("bool", True, "after the last delivery, run on (within time_limit_us) until "
+                "every PDC has closed, so that closes are counted and captured"),
 })
 
 _ON_FT = ("kind", ("fat_tree",))
@@ -238,7 +240,8 @@ CMS = Table("transport.cms", "Congestion management (uet.cms.api.CmsConfig); "
             "link_rate_bps and base_rtt_ps default to values derived from the topology, "
             "trimming to topology.trimming.", {
     "ev_selector": _K("enum", "oblivious", "how each packet's entropy value (path) is "
-                      "chosen: fixed (per-flow ECMP), oblivious (sprayed), bitmap, reps",
+                      "chosen: fixed (per-flow ECMP), oblivious (sprayed), bitmap, reps, "
+                      "mixed (htsim's default: recycle, else bitmap)",
                       EV_SELECTORS),
     "ev_count": _K("int", 128, "entropy values a PDC sprays over", lo=1, hi=65536,
                    power_of_two=True),

@@ -1,0 +1,473 @@
+"""The experiment runner: one validated config in, one results document (and files) out.
+
+``run_experiment(config, out_dir)`` builds the fabric of ``[topology]``, applies
+``[[impairments]]``, attaches a real :class:`~uet.fep.FabricEndpoint` (SES + PDS + CMS) per
+host configured by ``[transport]``, and plays the ``[traffic]`` workload on it: every flow
+is one RMA WRITE of ``size`` bytes into the destination's sink region, started when its
+start time comes and its dependencies (collectives, pairwise steps, htsim triggers) have
+completed; a flow completes when the WRITE's response reaches its sender, i.e. when its
+data is placed at the target (UUD has no response: there, when the last byte arrived).
+Collectives carry real bytes (:class:`~uet.experiments.collectives.ByteState`) written at
+their own offset of the receiver's sink, and are checked byte for byte at the end.
+
+The run stops when every flow is delivered (then, with ``experiment.drain``, it runs on
+until every PDC has closed, so closes are counted and captured), when nothing is left to
+do (``stalled``: a message failed and what depends on it cannot start), at
+``experiment.time_limit_us`` or after ``experiment.wall_limit_s``. It is module-level so
+that sweeps can run it in worker processes.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from uet.experiments.collectives import ByteState
+from uet.experiments.config import fabric_topology, resolve_path
+from uet.experiments.ideal import TopologyModel, WireFormat
+from uet.experiments.impairments import plan
+from uet.experiments.progress import RunProgress
+from uet.experiments.report import write_outputs
+from uet.experiments.results import build_results
+from uet.experiments.timeseries import SeriesRecorder
+from uet.experiments.traffic import build_workload
+from uet.experiments.workload import DependencyTracker, Flow, Workload
+from uet.fabric.api import Fabric
+from uet.fabric.eventlog import EventLog
+from uet.fabric.network import Network
+from uet.fabric.topology import build
+from uet.fep import DeliveryAudit, FabricEndpoint
+from uet.ses.messages import OpCompleted
+from uet.wire.constants import DeliveryMode
+
+PS_PER_US = 1_000_000
+#: after this many samples the sampling interval doubles (long runs stay small)
+MAX_SAMPLES = 1000
+#: how often a drain (waiting for PDCs to close) checks, in ps
+DRAIN_CHECK_PS = 50 * PS_PER_US
+EVENT_LOG = "events.jsonl"
+
+
+def run_experiment(config: dict[str, Any], out_dir: Path) -> dict[str, Any]:
+    """Run one validated experiment; write its files into ``out_dir``; return the results
+    document (``results.json``)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    run = Runner(config, out)
+    return run.execute()
+
+
+# ---------------------------------------------------------------------------- pieces
+
+
+class FlowAudit(DeliveryAudit):
+    """The end point's duplicate audit, also counting per flow: first-copy bytes and
+    duplicates delivered, by (source IP, message ID) of the flow's WRITE."""
+
+    def __init__(self, base: DeliveryAudit) -> None:
+        self.__dict__.update(base.__dict__)
+        self.flow_of: dict[tuple[str, int], int] = {}
+        self.flow_bytes: Counter[int] = Counter()
+        self.flow_dups: Counter[int] = Counter()
+        self.on_bytes: Callable[[int], None] | None = None
+
+    def see(self, src: str, ses: Any, nbytes: int) -> Any:
+        before = self.duplicates
+        out = super().see(src, ses, nbytes)
+        fid = self.flow_of.get((src, getattr(ses, "message_id", -1)))
+        if fid is not None:
+            if self.duplicates != before:
+                self.flow_dups[fid] += 1
+            else:
+                self.flow_bytes[fid] += nbytes
+                if self.on_bytes is not None:
+                    self.on_bytes(fid)
+        return out
+
+
+class SinkSpace:
+    """Offsets in one host's sink region for messages whose bytes are checked: first fit
+    over freed ranges, growing the region when nothing fits (the SES region object keeps
+    the same bytearray, so a grown sink stays registered)."""
+
+    def __init__(self, ep: FabricEndpoint) -> None:
+        self.ep = ep
+        self.free: list[tuple[int, int]] = []
+        self.high = 0
+
+    def take(self, size: int) -> int:
+        for i, (off, length) in enumerate(self.free):
+            if length >= size:
+                if length == size:
+                    self.free.pop(i)
+                else:
+                    self.free[i] = (off + size, length - size)
+                return off
+        off = self.high
+        self.high += size
+        sink = self.ep.sink
+        assert sink is not None
+        if len(sink) < self.high:
+            sink.extend(bytes(self.high - len(sink)))
+        return off
+
+    def give(self, off: int, size: int) -> None:
+        self.free.append((off, size))
+        self.free.sort()
+        merged: list[tuple[int, int]] = []
+        for o, n in self.free:
+            if merged and merged[-1][0] + merged[-1][1] == o:
+                merged[-1] = (merged[-1][0], merged[-1][1] + n)
+            else:
+                merged.append((o, n))
+        self.free = merged
+
+
+class Sampler:
+    """Samples link bytes, queue occupancy and congestion windows into the
+    :class:`SeriesRecorder` shape, storing a point only where a series changes (plus the
+    last point of a flat stretch), so idle links and queues cost nothing and the step shape
+    is kept exactly."""
+
+    def __init__(self, fab: Fabric, traced: dict[int, tuple[str, int, int]]) -> None:
+        rec = SeriesRecorder()
+        net = fab.net
+        self.channels = [ch for link in net.links for ch in (link.ab, link.ba)]
+        self.ports = [p for sw in net.switches.values() for p in sw.ports]
+        self.eps = [fab.endpoint(i) for i in range(len(net.nics))]
+        rec.links(0, {}, {ch.name: ch.rate_bps for ch in self.channels})
+        self.data = rec.data
+        self.links = self.data["link_tx_bytes"]
+        self.queues = self.data["queue_bytes"]
+        self.cwnds = self.data["cwnd_bytes"]
+        #: series -> [last value, skipped point [t, v] or None]
+        self.state: dict[int, list[Any]] = {}
+        self.samples = 0
+
+    def _put(self, series: dict[str, list], name: str, now: int, value: float) -> None:
+        pts = series.get(name)
+        if pts is None:
+            series[name] = [[now, value]]
+            self.state[id(series[name])] = [value, None]
+            return
+        st = self.state[id(pts)]
+        if value == st[0]:
+            st[1] = [now, value]
+            return
+        if st[1] is not None:
+            pts.append(st[1])
+            st[1] = None
+        pts.append([now, value])
+        st[0] = value
+
+    def sample(self, now: int, active: dict[int, tuple[str, int, int]]) -> None:
+        """One sample at ``now``; ``active``: traced flows in progress, id -> (label, src,
+        dst)."""
+        self.samples += 1
+        put = self._put
+        for ch in self.channels:
+            put(self.links, ch.name, now, ch.tx_bytes)
+        for p in self.ports:
+            put(self.queues, p.name, now, sum(p.qbytes))
+        for label, src, dst in active.values():
+            w = self._cwnd(src, dst)
+            if w is not None:
+                put(self.cwnds, label, now, w)
+
+    def _cwnd(self, src: int, dst: int) -> int | None:
+        ep = self.eps[src]
+        key = (ep.mode, ep.job_id, ep.ip, ep.peer_ips[dst], ep.tc)
+        pdc = ep.pds.mgr.ini_by_key.get(key)
+        w = getattr(getattr(pdc, "cc", None), "cwnd", None)
+        return int(w) if isinstance(w, int | float) else None
+
+    def finish(self) -> dict[str, Any]:
+        """The series, each closed with its last sample."""
+        for series in (self.links, self.queues, self.cwnds):
+            for pts in series.values():
+                st = self.state[id(pts)]
+                if st[1] is not None:
+                    pts.append(st[1])
+                    st[1] = None
+        return self.data
+
+
+# ---------------------------------------------------------------------------- the run
+
+
+class Runner:
+    """One run: build, drive, collect (see the module docstring)."""
+
+    def __init__(self, config: dict[str, Any], out_dir: Path) -> None:
+        self.cfg = config
+        self.out = out_dir
+        exp = config["experiment"]
+        self.limit_ps = round(exp["time_limit_us"] * PS_PER_US)
+        self.wall_limit = exp["wall_limit_s"] or None
+        self.drain = exp.get("drain", True)
+        self.wl: Workload = build_workload(config)
+        self.tracker = DependencyTracker(self.wl)
+        self.by_id = self.wl.by_id()
+        self.start_ps: dict[int, int] = {}
+        self.end_ps: dict[int, int] = {}
+        self.errors: dict[int, str] = {}
+        self.pending: dict[tuple[int, int], int] = {}  # (src host, op id) -> flow id
+        self.offsets: dict[int, int] = {}
+        self.bytes_state: ByteState | None = None
+        if self.wl.collective is not None:
+            self.bytes_state = ByteState(self.wl.collective, seed=exp["seed"])
+        self.files: dict[str, Any] = {}
+        self.stop_reason: str | None = None
+        self.last_delivery = 0
+        self.uud = config["transport"]["mode"] == "UUD"
+
+    # ------------------------------------------------------------------ building
+
+    def _profile(self) -> str:
+        name = self.cfg["transport"]["profile"]
+        from uet.profiles import BUILTIN_PROFILES
+
+        return name if name in BUILTIN_PROFILES else str(resolve_path(self.cfg, name))
+
+    def endpoint_factory(self) -> Any:
+        tr = self.cfg["transport"]
+        cms = dict(tr["cms"])
+        model = TopologyModel.from_config(self.cfg["topology"])
+        cms.setdefault("base_rtt_ps", model.base_rtt_ps())
+        cms.setdefault("trimming", self.cfg["topology"]["trimming"])
+        sink = max((f.size for f in self.wl.flows), default=0)
+        return FabricEndpoint.factory(profile=self._profile(), pds_overrides=dict(tr["pds"]),
+                                      cms_overrides=cms, sink_bytes=sink,
+                                      mode=DeliveryMode[tr["mode"]])
+
+    def build(self) -> Fabric:
+        cfg = self.cfg
+        log = EventLog(self.out / EVENT_LOG) if cfg["output"]["event_log"] else EventLog()
+        if cfg["output"]["event_log"]:
+            self.files["event_log"] = EVENT_LOG
+        net = build(Network(seed=cfg["experiment"]["seed"], log=log), fabric_topology(cfg))
+        for item in plan(cfg, net.links):
+            net.impair(item["at"], item["cfg"], item["direction"])
+        fab = Fabric(net, endpoint_factory=self.endpoint_factory(), eventlog=log)
+        cap = cfg["capture"]
+        if cap["ifaces"] or cap["links"]:
+            fab.capture(self.out / cap["file"], cap["ifaces"], links=cap["links"],
+                        snaplen=cap["snaplen"])
+            self.files["capture"] = cap["file"]
+        self.eps: list[FabricEndpoint] = [fab.endpoint(i) for i in range(len(net.nics))]
+        self.audits: list[FlowAudit] = []
+        for i, ep in enumerate(self.eps):
+            audit = FlowAudit(ep.audit)
+            ep.audit = audit
+            self.audits.append(audit)
+            ep.on_complete = self._completion_hook(i)
+            if self.uud:
+                audit.on_bytes = self._uud_arrival
+        self.sinks = [SinkSpace(ep) for ep in self.eps]
+        self.fab = fab
+        self.loop = fab.loop
+        return fab
+
+    # ------------------------------------------------------------------ flows
+
+    def _start(self, flow: Flow) -> None:
+        """Start ``flow`` now (an event on the fabric core)."""
+        now = self.loop.now
+        ep = self.eps[flow.src]
+        payload = None
+        offset = 0
+        if self.bytes_state is not None:
+            payload = self.bytes_state.payload(flow)
+            offset = self.sinks[flow.dst].take(flow.size)
+            self.offsets[flow.id] = offset
+        self.start_ps[flow.id] = now
+        msg = ep.send_message(now, flow.dst, flow.size, payload, offset=offset)
+        audit = self.audits[flow.dst]
+        for mid in msg.op.message_ids:
+            audit.flow_of[ep.ip, mid] = flow.id
+        if msg.done and not self.uud:
+            self._finished(flow, msg.op, now)
+        else:
+            self.pending[flow.src, msg.op.op_id] = flow.id
+        self.fab.host(flow.src).poke()
+
+    def _schedule(self, ready: list[tuple[int, Flow]]) -> None:
+        for t, flow in ready:
+            self.loop.at(t, self._start, flow)
+
+    def _completion_hook(self, host: int) -> Callable[[Any], None]:
+        def hook(done: Any) -> None:
+            if type(done) is not OpCompleted:
+                return
+            fid = self.pending.get((host, done.op.op_id))
+            if fid is None:
+                return
+            if self.uud and done.op.return_code == 1:
+                return  # UUD: delivered when its bytes arrived (_uud_arrival)
+            del self.pending[host, done.op.op_id]
+            self._finished(self.by_id[fid], done.op, self.loop.now)
+
+        return hook
+
+    def _uud_arrival(self, fid: int) -> None:
+        flow = self.by_id[fid]
+        if fid in self.end_ps or self.audits[flow.dst].flow_bytes[fid] < flow.size:
+            return
+        for key, pending in list(self.pending.items()):
+            if pending == fid:
+                del self.pending[key]
+        self._finished(flow, None, self.loop.now)
+
+    def _finished(self, flow: Flow, op: Any, now: int) -> None:
+        if op is not None and op.return_code != 1:
+            self.errors[flow.id] = (f"{op.opcode.name} failed: return code "
+                                    f"{op.return_code}" + (f" ({op.reason})"
+                                                           if op.reason else ""))
+            return
+        self.end_ps[flow.id] = now
+        self.last_delivery = max(self.last_delivery, now)
+        if self.bytes_state is not None:
+            off = self.offsets.pop(flow.id)
+            sink = self.eps[flow.dst].sink
+            assert sink is not None
+            self.bytes_state.deliver(flow, bytes(sink[off:off + flow.size]))
+            self.sinks[flow.dst].give(off, flow.size)
+        self._schedule(self.tracker.delivered(flow.id, now))
+
+    # ------------------------------------------------------------------ driving
+
+    def _traced(self) -> dict[int, tuple[str, int, int]]:
+        n = self.cfg["output"]["plot_flows"]
+        return {f.id: (f"flow {f.id} (h{f.src}->h{f.dst})", f.src, f.dst)
+                for f in sorted(self.wl.flows, key=lambda f: f.id)[:n]}
+
+    def _pdcs_closed(self) -> bool:
+        for ep in self.eps:
+            c = ep.pds.counters
+            if c["opened"] != c["closed"] + c["closed_in_error"]:
+                return False
+        return True
+
+    async def drive(self, progress: RunProgress, t_wall0: float) -> None:
+        fab = self.fab
+        interval = max(1, round(self.cfg["output"]["sample_interval_us"] * PS_PER_US))
+        sampling = self.cfg["output"]["plots"] or self.cfg["output"]["timeseries"]
+        traced = self._traced()
+        sampler = Sampler(fab, traced) if sampling else None
+        self.sampler = sampler
+        total = len(self.wl.flows)
+        async with fab:
+            self._schedule(self.tracker.initial())
+            draining = False
+            while True:
+                done = len(self.end_ps)
+                now = fab.now
+                if not draining and sampler is not None:
+                    active = {fid: v for fid, v in traced.items()
+                              if fid in self.start_ps and fid not in self.end_ps}
+                    sampler.sample(now, active)
+                    if sampler.samples % MAX_SAMPLES == 0:
+                        interval *= 2
+                progress.update(now, done)
+                if done == total:
+                    self.stop_reason = "done"
+                    if not self.drain or self._pdcs_closed() or not len(fab.loop):
+                        break
+                    draining = True  # stop sampling; wait for the PDCs to close
+                elif not len(fab.loop):
+                    self.stop_reason = "stalled"
+                    break
+                if self.wall_limit and time.perf_counter() - t_wall0 >= self.wall_limit:
+                    self.stop_reason = self.stop_reason or "wall_limit"
+                    break
+                if now >= self.limit_ps:
+                    self.stop_reason = self.stop_reason or "time_limit"
+                    break
+                step = DRAIN_CHECK_PS if draining else interval
+                await fab.sleep_until(min((now // step + 1) * step, self.limit_ps))
+            self.virtual_ps = fab.now
+            progress.update(fab.now, len(self.end_ps), force=True)
+
+    def execute(self) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        fab = self.build()
+        opts = self.cfg["output"]
+        show = bool(opts["progress"]) and sys.stderr.isatty()
+        progress = RunProgress(len(self.wl.flows), self.limit_ps,
+                               description=self.cfg["experiment"]["name"], enabled=show)
+        with progress:
+            trio.run(self.drive, progress, t0)
+        wall = time.perf_counter() - t0
+        fab.close()
+        series = self.sampler.finish() if self.sampler is not None else None
+        results = build_results(self.cfg, self.flow_records(), self.counters(),
+                                run=self.run_info(wall), workload=self.wl,
+                                wire=self.wire_format(), files=self.files)
+        if self.bytes_state is not None:
+            results["collective"] = self.collective_check()
+        return write_outputs(results, self.out, series)
+
+    # ------------------------------------------------------------------ results
+
+    def wire_format(self) -> WireFormat:
+        ep = self.eps[0]
+        cc = bool(ep.pds_config.cc_requests) or "rccc" in ep.cms_config.algorithm
+        return WireFormat.emulator(ep.pds_config.mtu_payload,
+                                   ipv6=self.cfg["topology"]["ipv6"], cc_header=cc)
+
+    def flow_records(self) -> list[dict[str, Any]]:
+        out = []
+        for f in self.wl.flows:
+            start = self.start_ps.get(f.id)
+            end = self.end_ps.get(f.id)
+            audit = self.audits[f.dst]
+            got = f.size if end is not None else min(f.size, audit.flow_bytes[f.id])
+            rec: dict[str, Any] = {"id": f.id, "src": f.src, "dst": f.dst, "size": f.size,
+                                   "start_ps": start, "end_ps": end, "bytes_delivered": got,
+                                   "duplicates": audit.flow_dups[f.id]}
+            if f.depends_on:
+                rec["depends_on"] = list(f.depends_on)
+            if f.id in self.errors:
+                rec["error"] = self.errors[f.id]
+            out.append(rec)
+        return out
+
+    def counters(self) -> dict[str, Any]:
+        c = self.fab.counters()
+        pds: dict[str, dict[str, int]] = {}
+        for nic, ep in zip(self.fab.net.nics, self.eps, strict=True):
+            d = dict(ep.pds.counters)
+            for role in ("initiator", "target"):
+                closed = ep.counters[f"pdc_closed.{role}"]
+                err = ep.counters[f"pdc_closed_in_error.{role}"]
+                d[f"closed.{role}"] = closed - err
+                d[f"closed_in_error.{role}"] = err
+            d["duplicates_delivered"] = ep.audit.duplicates
+            pds[nic.name] = d
+        c["pds"] = pds
+        return c
+
+    def run_info(self, wall: float) -> dict[str, Any]:
+        return {"completed": len(self.end_ps) == len(self.wl.flows),
+                "stop_reason": self.stop_reason or "error",
+                "virtual_time_ps": int(self.virtual_ps),
+                "last_delivery_ps": int(self.last_delivery) if self.end_ps else None,
+                "wall_time_s": wall, "events": self.fab.loop.events}
+
+    def collective_check(self) -> dict[str, Any]:
+        """The all-reduce's data check: ranks whose final buffer is wrong (empty: every
+        byte where it belongs)."""
+        assert self.bytes_state is not None
+        bs = self.bytes_state
+        bad = bs.mismatches()
+        return {"kind": bs.coll.kind, "ranks": len(bs.coll.ranks),
+                "buffer_bytes": bs.coll.buffer_bytes,
+                "complete": len(self.end_ps) == len(self.wl.flows),
+                "mismatched_ranks": bad, "ok": not bad and len(self.end_ps) == len(
+                    self.wl.flows)}
