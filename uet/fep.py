@@ -45,16 +45,14 @@ from uet.wire.records import Frame, SesStandard
 SINK_INDEX = 0x7FF
 #: Memory key of the sink region.
 SINK_KEY = 0x5155_4E4B  # "QUNK"
-#: Delivery modes whose requests the PDS hands to the SES exactly once (audited).
-_EXACTLY_ONCE = frozenset({DeliveryMode.RUD, DeliveryMode.ROD})
 
 
 class DeliveryAudit:
-    """Independent check that no RUD/ROD request packet reaches the SES twice.
+    """Independent check that no request packet reaches the SES twice.
 
-    The PDS promises exactly-once delivery for RUD and ROD (RUDI requests are idempotent
-    and UUD unreliable, so neither is audited); this counts any breach (``duplicates``) without
-    trusting it. Standard-header packets are keyed by (source, initiator, job, message ID,
+    The PDS promises exactly-once delivery (RUD, ROD; RUDI answers duplicates from its
+    response cache; UUD promises nothing, so a datagram the network duplicated counts); this
+    counts any breach (``duplicates``) without trusting it. Standard-header packets are keyed by (source, initiator, job, message ID,
     opcode) and the byte offset they cover (for READ requests: the slice they ask for). A
     message leaves the in-progress table once all its bytes were seen and goes to a FIFO of
     ``history`` finished keys, so a late copy of a finished message counts too. Medium and
@@ -318,7 +316,7 @@ class FabricEndpoint:
                 moved = True
                 t = type(ev)
                 if t is RequestDelivered:
-                    self._deliver(now, ev)
+                    self.deliver(now, ev)
                 elif t is ResponseReceived:
                     ses.initiator.on_response(ev.msg_ref, ev.ses, ev.payload)
                 elif t is MessageFailed:
@@ -344,13 +342,16 @@ class FabricEndpoint:
             if not moved:
                 return
 
-    def _deliver(self, now: int, ev: RequestDelivered) -> None:
+    def deliver(self, now: int, ev: RequestDelivered) -> None:
+        """Hand one delivered request to the SES and its answer back to the PDS (the pump
+        does this for every ``RequestDelivered``; tests may inject one bypassing the PDS,
+        with ``token`` 0 when no answer is wanted)."""
         if ev.ses is None:
             self.counters["rx_request_without_ses"] += 1
             return
         reply = self.ses.target.handle(ev.src_ip, ev.ses, ev.ext, ev.payload, mode=ev.mode,
                                        psn=ev.psn)
-        if reply.nack is None and ev.mode in _EXACTLY_ONCE:
+        if reply.nack is None:
             # a refused packet counts as never delivered: its retransmission is no duplicate
             self.audit.see(ev.src_ip, ev.ses, len(ev.payload))
         if not ev.token:

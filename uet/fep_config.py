@@ -31,6 +31,10 @@ PROFILE_PDS_KEYS: dict[str, tuple[str, int]] = {
 }
 
 
+#: profile ``pds.max_pdcs`` bounds both PDC tables
+_PDC_LIMITS = {"max_pdcs": ("max_initiator_pdcs", 1)}
+
+
 def as_profile(profile: Profile | str) -> Profile:
     """A loaded profile from a profile object, a built-in name or a file path."""
     return profile if isinstance(profile, Profile) else load_profile(profile)
@@ -68,7 +72,21 @@ def pds_config_from_profile(profile: Profile | str, overrides: dict[str, Any] | 
     for key in values:
         if key not in known:
             raise PdsConfigError(f"pds.{key}: unknown key; allowed: {', '.join(sorted(known))}")
-    return PdsConfig(**values)
+    if values["mtu_payload"] < prof.ses.mtu_payload:
+        raise PdsConfigError(f"pds.mtu_payload: {values['mtu_payload']} is below the profile's "
+                             f"ses.mtu_payload ({prof.ses.mtu_payload}): the PDS must carry "
+                             "every SES packet")
+    try:
+        return PdsConfig(**values)
+    except PdsConfigError as exc:
+        # a value the profile gave: name the profile key too, not only the PdsConfig field
+        field_name = str(exc).split(":", 1)[0].removeprefix("pds.")
+        for key, (target, _) in {**PROFILE_PDS_KEYS, **_PDC_LIMITS}.items():
+            if (target == field_name and key in prof.pds
+                    and field_name not in (overrides or {})):
+                raise PdsConfigError(f"profile {prof.name!r} pds.{key} = {prof.pds[key]}: "
+                                     f"{exc}") from None
+        raise
 
 
 def cms_config_from_profile(profile: Profile | str, overrides: dict[str, Any] | None = None,
