@@ -100,6 +100,29 @@ class ModelTracker:
         self._advance()
         return new
 
+    # combined operations, defined by the elementary ones
+    def on_packet(self, psn: int) -> tuple[MarkResult, bool, int]:
+        in_order = psn == self.base
+        result = self.mark(psn)
+        return result, in_order and result == MarkResult.NEW, self.ooo_count
+
+    def classify(self, psn: int) -> MarkResult:
+        off = self._offset(psn)
+        if off < 0:
+            return MarkResult.STALE
+        if off >= self.window:
+            return MarkResult.OUT_OF_WINDOW
+        return MarkResult.DUPLICATE if psn in self.got else MarkResult.NEW
+
+    def ack_state(self, base: int | None = None) -> tuple[int, int]:
+        return self.cack_psn, self.sack_bitmap(psn_add(self.cack_psn, 1) if base is None else base)
+
+    def apply_ack(self, cack: int, sack_base: int, bitmap: int) -> list[int]:
+        return self.mark_cumulative(cack) + self.mark_bitmap(sack_base, bitmap)
+
+    def mark_many(self, psns: list[int]) -> int:
+        return [self.mark(p) for p in psns].count(MarkResult.NEW)
+
 
 class ModelReorder:
     """Dict-based ROD reorder buffer written straight from the contract."""

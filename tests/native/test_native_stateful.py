@@ -110,6 +110,44 @@ class TrackerMachine(RuleBasedStateMachine):
     def count_received_in(self, off: int, n: int) -> None:
         self.same("count_received_in", self.psn(off), n)
 
+    @rule(off=offsets)
+    def on_packet(self, off: int) -> None:
+        self.same("on_packet", self.psn(off))
+
+    @rule(off=st.integers(-5, 300), n=st.integers(1, 150), swap=st.integers(0, 7))
+    def on_packet_run(self, off: int, n: int, swap: int) -> None:
+        """A stream of arrivals with every ``swap``-th pair reordered (0: in order)."""
+        psns = [self.psn(off + i) for i in range(n)]
+        if swap:
+            for i in range(0, n - 1, swap + 1):
+                psns[i], psns[i + 1] = psns[i + 1], psns[i]
+        for psn in psns:
+            self.same("on_packet", psn)
+
+    @rule(off=offsets)
+    def classify(self, off: int) -> None:
+        self.same("classify", self.psn(off))
+
+    @rule(off=st.none() | offsets)
+    def ack_state(self, off: int | None) -> None:
+        if off is None:
+            self.same("ack_state")
+        else:
+            self.same("ack_state", self.psn(off))
+
+    @rule(cack=st.one_of(st.integers(-3, 200), offsets), base=offsets,
+          bitmap=st.integers(0, 2**64 - 1))
+    def apply_ack(self, cack: int, base: int, bitmap: int) -> None:
+        self.same("apply_ack", self.psn(min(cack, self.window - 1)), self.psn(base), bitmap)
+
+    @rule(cack=offsets, bitmap=st.integers(0, 2**64 - 1))
+    def apply_ack_anywhere(self, cack: int, bitmap: int) -> None:
+        self.same("apply_ack", self.psn(cack), self.psn(cack + 1), bitmap)
+
+    @rule(offs=st.lists(offsets, max_size=80))
+    def mark_many(self, offs: list[int]) -> None:
+        self.same("mark_many", [self.psn(off) for off in offs])
+
     @rule(start=start_psns)
     def reset(self, start: int) -> None:
         self.same("reset", start)

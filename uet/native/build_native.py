@@ -54,6 +54,13 @@ int64_t uetn_tracker_missing(const uetn_tracker *t, uint32_t end, uint32_t limit
                              uint32_t *out, size_t cap);
 int64_t uetn_tracker_count_received_in(const uetn_tracker *t, uint32_t start, uint32_t n);
 
+int uetn_tracker_classify(const uetn_tracker *t, uint32_t psn);
+int64_t uetn_tracker_on_packet(uetn_tracker *t, uint32_t psn);
+uint64_t uetn_tracker_ack_bitmap(const uetn_tracker *t);
+int64_t uetn_tracker_apply_ack(uetn_tracker *t, uint32_t cack, uint32_t sack_base,
+                               uint64_t bitmap, uint32_t *out, size_t cap);
+int64_t uetn_tracker_mark_many(uetn_tracker *t, const uint32_t *psns, size_t n);
+
 typedef struct uetn_rob {
     uint32_t next_psn;
     uint32_t items;
@@ -82,6 +89,7 @@ int64_t uetn_rob_reset(uetn_rob *r, uint32_t next_psn);
 #define UETN_ERR_WINDOW ...
 #define UETN_ERR_CAPACITY ...
 #define UETN_ERR_NOMEM ...
+#define UETN_OOO_SATURATED ...
 """
 
 

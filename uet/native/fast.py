@@ -8,6 +8,8 @@ pure-Python check so that the exception type and message are the same.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from uet.native import pure
 from uet.native._common import (
     DEFAULT_MAX_DISTANCE,
@@ -182,7 +184,20 @@ _t_mark_cumulative = lib.uetn_tracker_mark_cumulative
 _t_mark_bitmap = lib.uetn_tracker_mark_bitmap
 _t_missing = lib.uetn_tracker_missing
 _t_count = lib.uetn_tracker_count_received_in
+_t_on_packet = lib.uetn_tracker_on_packet
+_t_classify = lib.uetn_tracker_classify
+_t_ack_bitmap = lib.uetn_tracker_ack_bitmap
+_t_apply_ack = lib.uetn_tracker_apply_ack
+_t_mark_many = lib.uetn_tracker_mark_many
+_OOO_SATURATED = lib.UETN_OOO_SATURATED
 _NULL = ffi.NULL
+
+
+def _new_u32(seq: list[int] | tuple[int, ...]):  # type: ignore[no-untyped-def]
+    return ffi.new("uint32_t[]", seq) if seq else _EMPTY_U32
+
+
+_EMPTY_U32 = ffi.new("uint32_t[]", 1)
 
 
 class PsnTracker:
@@ -197,12 +212,13 @@ class PsnTracker:
         if t == _NULL:
             raise MemoryError("uetn_tracker_new failed")
         self._t = ffi.gc(t, lib.uetn_tracker_free)
-        self._out = None  # uint32_t[window], allocated by the first bulk operation
+        self._out = None  # uint32_t[window + 64], allocated by the first bulk operation
 
     def _outbuf(self):  # type: ignore[no-untyped-def]
         out = self._out
         if out is None:
-            out = self._out = ffi.new("uint32_t[]", self._t.window)
+            # window + 64: apply_ack writes a cumulative run and a bitmap's worth
+            out = self._out = ffi.new("uint32_t[]", self._t.window + 64)
         return out
 
     def reset(self, start_psn: int) -> None:
@@ -306,6 +322,65 @@ class PsnTracker:
             check_nonneg(bitmap, "bitmap", U64_MASK)
             raise
         return _unpack(out, n) if n else []
+
+    # -- combined operations: one C call per received packet / per ACK
+    def on_packet(self, psn: int) -> tuple[MarkResult, bool, int]:
+        """Record the arrival of ``psn``; returns ``(result, in_order, ooo_count)``."""
+        t = self._t
+        try:
+            v = _t_on_packet(t, psn)
+        except _CONVERSION_ERRORS:
+            check_u32(psn, "psn")
+            raise
+        ooo = v >> 3
+        if ooo == _OOO_SATURATED:
+            ooo = t.ooo_count
+        return MARK_RESULTS[v & 3], v & 4 != 0, ooo
+
+    def classify(self, psn: int) -> MarkResult:
+        """What ``mark(psn)`` would return, without marking anything."""
+        try:
+            return MARK_RESULTS[_t_classify(self._t, psn)]
+        except _CONVERSION_ERRORS:
+            check_u32(psn, "psn")
+            raise
+
+    def ack_state(self, base: int | None = None) -> tuple[int, int]:
+        """``(cack_psn, sack_bitmap(base))``; ``base`` defaults to ``cack_psn + 1``."""
+        t = self._t
+        if base is None:
+            return (t.base - 1) & PSN_MASK, _t_ack_bitmap(t)
+        try:
+            return (t.base - 1) & PSN_MASK, _t_sack_bitmap(t, base)
+        except _CONVERSION_ERRORS:
+            check_u32(base, "base")
+            raise
+
+    def apply_ack(self, cack: int, sack_base: int, bitmap: int) -> list[int]:
+        """``mark_cumulative(cack)`` then ``mark_bitmap(sack_base, bitmap)``; newly marked."""
+        t = self._t
+        out = self._outbuf()
+        try:
+            n = _t_apply_ack(t, cack, sack_base, bitmap, out, len(out))
+        except _CONVERSION_ERRORS:
+            pure.check_ack_args(cack, sack_base, bitmap)
+            raise
+        if n < 0:
+            if n == lib.UETN_ERR_WINDOW:
+                raise window_error(cack, t.base, t.window)
+            raise RuntimeError(f"uetn_tracker_apply_ack failed ({n})")
+        return _unpack(out, n) if n else []
+
+    def mark_many(self, psns: Iterable[int]) -> int:
+        """``mark`` each PSN of ``psns`` in order; returns how many were NEW."""
+        seq = psns if type(psns) in (list, tuple) else list(psns)
+        try:
+            arr = _new_u32(seq)
+        except _CONVERSION_ERRORS:
+            for psn in seq:
+                check_u32(psn, "psn")
+            raise
+        return _t_mark_many(self._t, arr, len(seq))
 
     def __repr__(self) -> str:
         t = self._t

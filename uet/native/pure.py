@@ -12,8 +12,11 @@ a header checksum field.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from uet.native._common import (
     DEFAULT_MAX_DISTANCE,
+    MARK_RESULTS,
     MAX_COUNT_SPAN,
     MAX_DISTANCE,
     PSN_MASK,
@@ -216,6 +219,15 @@ def crc32c_impl() -> str:
 
 # --------------------------------------------------------------------------- PSN tracker
 
+_NEW, _DUPLICATE, _STALE, _OUT_OF_WINDOW = MARK_RESULTS
+
+
+def check_ack_args(cack: int, sack_base: int, bitmap: int) -> None:
+    """Validate the arguments of ``PsnTracker.apply_ack`` (shared with ``fast``)."""
+    check_u32(cack, "cack")
+    check_u32(sack_base, "sack_base")
+    check_nonneg(bitmap, "bitmap", U64_MASK)
+
 
 def _set_bit_offsets(bits: int) -> list[int]:
     """Offsets of the set bits of ``bits``, ascending."""
@@ -413,6 +425,80 @@ class PsnTracker:
             self._raise_max(new[-1])
             self._advance()
         return new
+
+    # -- combined operations: one call per received packet / per ACK
+    def on_packet(self, psn: int) -> tuple[MarkResult, bool, int]:
+        """Record the arrival of ``psn``; returns ``(result, in_order, ooo_count)``.
+
+        ``result`` is what ``mark`` returns, ``in_order`` is True when ``psn`` was the window
+        base (a NEW arrival that moved the CACK), ``ooo_count`` the counter after the arrival:
+        what a receiving PDC needs per data packet (its congestion control gets both flags).
+        """
+        if type(psn) is not int or psn < 0 or psn > PSN_MASK:
+            check_u32(psn, "psn")  # raises, unless an int subclass in range
+        off = (psn - self._base) & PSN_MASK
+        if off >= 0x80000000:
+            return _STALE, False, self._ooo
+        if off >= self._window:
+            return _OUT_OF_WINDOW, False, self._ooo
+        bits = self._bits
+        bit = 1 << off
+        if bits & bit:
+            return _DUPLICATE, False, self._ooo
+        self._received += 1
+        d = (psn - self._max) & PSN_MASK
+        if 0 < d < 0x80000000:
+            self._max = psn
+        if off:
+            self._bits = bits | bit
+            self._ooo += 1
+            return _NEW, False, self._ooo
+        bits |= 1
+        run = (bits ^ (bits + 1)).bit_length() - 1  # trailing ones: the CACK moves past them
+        self._bits = bits >> run
+        self._base = (self._base + run) & PSN_MASK
+        return _NEW, True, self._ooo
+
+    def classify(self, psn: int) -> MarkResult:
+        """What ``mark(psn)`` would return, without marking anything."""
+        check_u32(psn, "psn")
+        off = (psn - self._base) & PSN_MASK
+        if off >= 0x80000000:
+            return _STALE
+        if off >= self._window:
+            return _OUT_OF_WINDOW
+        return _DUPLICATE if self._bits >> off & 1 else _NEW
+
+    def ack_state(self, base: int | None = None) -> tuple[int, int]:
+        """``(cack_psn, sack_bitmap(base))`` for building one ACK; ``base`` defaults to
+        ``cack_psn + 1`` (the usual SACK base)."""
+        if base is None:
+            return (self._base - 1) & PSN_MASK, self._bits & U64_MASK
+        return (self._base - 1) & PSN_MASK, self.sack_bitmap(base)
+
+    def apply_ack(self, cack: int, sack_base: int, bitmap: int) -> list[int]:
+        """Ack side: an ACK with CACK ``cack`` and a SACK ``bitmap`` from ``sack_base`` arrived.
+
+        ``mark_cumulative(cack)`` then ``mark_bitmap(sack_base, bitmap)`` in one call; returns
+        the newly marked PSNs (those the CACK covers, in order, then the bitmap's). Raises
+        ``PsnWindowError``, changing nothing, if ``cack`` is beyond the window.
+        """
+        check_ack_args(cack, sack_base, bitmap)
+        new = self.mark_cumulative(cack)
+        if bitmap:
+            new += self.mark_bitmap(sack_base, bitmap)
+        return new
+
+    def mark_many(self, psns: Iterable[int]) -> int:
+        """``mark`` each PSN of ``psns`` in order; returns how many were NEW.
+
+        Every PSN is checked first: a bad one raises and marks nothing.
+        """
+        seq = psns if type(psns) in (list, tuple) else list(psns)
+        for psn in seq:
+            check_u32(psn, "psn")
+        mark = self.mark
+        return sum(1 for psn in seq if mark(psn) is _NEW)
 
     def __repr__(self) -> str:
         return (

@@ -502,6 +502,55 @@ int64_t uetn_tracker_missing(const uetn_tracker *t, uint32_t end, uint32_t limit
     return list_holes(t, (uint32_t)span, out, limit);
 }
 
+/* ------------------------------------------------------------------ combined operations
+ * One call per received packet (on_packet) and per ACK (ack_bitmap, apply_ack): the cost of
+ * crossing from Python into C is paid once for what the PDS needs, not per elementary op. */
+
+int uetn_tracker_classify(const uetn_tracker *t, uint32_t psn)
+{
+    uint32_t off = psn - t->base;
+    if (off >= SERIAL_HALF)
+        return UETN_MARK_STALE;
+    if (off >= t->window)
+        return UETN_MARK_OUT_OF_WINDOW;
+    return bit_get(t, off) ? UETN_MARK_DUPLICATE : UETN_MARK_NEW;
+}
+
+int64_t uetn_tracker_on_packet(uetn_tracker *t, uint32_t psn)
+{
+    int in_order = psn == t->base;
+    int r = uetn_tracker_mark(t, psn);
+    uint64_t ooo = t->ooo_count;
+    if (ooo > UETN_OOO_SATURATED)
+        ooo = UETN_OOO_SATURATED;
+    return (int64_t)(ooo << 3) | (int64_t)((r == UETN_MARK_NEW && in_order) << 2) | r;
+}
+
+uint64_t uetn_tracker_ack_bitmap(const uetn_tracker *t)
+{
+    return bits64(t, 0); /* the window is at least 128 PSNs: no bit beyond it */
+}
+
+int64_t uetn_tracker_apply_ack(uetn_tracker *t, uint32_t cack, uint32_t sack_base,
+                               uint64_t bitmap, uint32_t *out, size_t cap)
+{
+    if (cap < (size_t)t->window + 64u)
+        return UETN_ERR_CAPACITY;
+    int64_t k = uetn_tracker_mark_cumulative(t, cack, out, cap);
+    if (k < 0)
+        return k;
+    int64_t k2 = uetn_tracker_mark_bitmap(t, sack_base, bitmap, out + k, cap - (size_t)k);
+    return k2 < 0 ? k2 : k + k2;
+}
+
+int64_t uetn_tracker_mark_many(uetn_tracker *t, const uint32_t *psns, size_t n)
+{
+    int64_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += uetn_tracker_mark(t, psns[i]) == UETN_MARK_NEW;
+    return k;
+}
+
 /* ================================================================== ROD reorder buffer */
 
 uetn_rob *uetn_rob_new(uint32_t max_items, uint64_t max_bytes, uint32_t next_psn,

@@ -83,6 +83,23 @@ int64_t uetn_tracker_missing(const uetn_tracker *t, uint32_t end, uint32_t limit
 /* Received PSNs among [start, start + n), n <= 65536; UETN_ERR_RANGE otherwise. */
 int64_t uetn_tracker_count_received_in(const uetn_tracker *t, uint32_t start, uint32_t n);
 
+/* Combined per-packet / per-ACK operations (one Python -> C crossing each). */
+/* What uetn_tracker_mark(psn) would return, without marking. */
+int uetn_tracker_classify(const uetn_tracker *t, uint32_t psn);
+/* Mark psn: result | (1 << 2 if it was the window base and NEW) | (ooo_count << 3), the
+ * ooo_count saturated at UETN_OOO_SATURATED (the wrapper then reads the field). */
+#define UETN_OOO_SATURATED (((uint64_t)1 << 60) - 1)
+int64_t uetn_tracker_on_packet(uetn_tracker *t, uint32_t psn);
+/* The SACK bitmap from base = cack_psn + 1. */
+uint64_t uetn_tracker_ack_bitmap(const uetn_tracker *t);
+/* mark_cumulative(cack) then mark_bitmap(sack_base, bitmap): count of newly marked PSNs
+ * written to out in that order (needs cap >= window + 64), or UETN_ERR_WINDOW (nothing
+ * changed) if cack is beyond the window. */
+int64_t uetn_tracker_apply_ack(uetn_tracker *t, uint32_t cack, uint32_t sack_base,
+                               uint64_t bitmap, uint32_t *out, size_t cap);
+/* mark() each of psns[0..n) in order; returns how many were NEW. */
+int64_t uetn_tracker_mark_many(uetn_tracker *t, const uint32_t *psns, size_t n);
+
 /* ------------------------------------------------------------------ ROD reorder buffer */
 /* Items are opaque handles chosen here (small integers, reused once released); the Python
  * wrapper keeps the objects in a list indexed by handle. */
