@@ -1,4 +1,4 @@
-"""EV selectors: fixed, oblivious, bitmap, REPS (htsim uec_mp.cpp semantics)."""
+"""EV selectors: fixed, oblivious, bitmap, REPS, mixed (htsim uec_mp.cpp semantics)."""
 
 import random
 from collections import Counter
@@ -9,6 +9,7 @@ from uet.cms import AckFeedback, CmsConfig, NackFeedback, make_sender
 from uet.cms.ev_selection import (
     BitmapEv,
     FixedEv,
+    MixedEv,
     ObliviousEv,
     PathFeedback,
     RepsBuffer,
@@ -172,6 +173,55 @@ def test_reps_without_trimming_never_freezes():
     assert not sel.frozen
 
 
+def test_mixed_recycles_good_evs_first_then_bitmap():
+    """htsim UecMpMixed: un-marked ACKs' EVs come back first (FIFO, full 16-bit EV);
+    with the FIFO empty the bitmap chooses, and the bitmap sees every penalty."""
+    n = 8
+    sel = MixedEv(random.Random(5), n)
+    ref = BitmapEv(random.Random(5), n)  # same rng draws: the bitmap part alone
+    assert picks(sel, n) == picks(ref, n)
+    sel.feedback(0, 0x1234, PathFeedback.GOOD)
+    sel.feedback(0, 0x5678, PathFeedback.GOOD)
+    sel.feedback(0, 0x0003, PathFeedback.ECN)  # marked: penalised, not recycled
+    ref.feedback(0, 0x0003, PathFeedback.ECN)
+    sel.feedback(0, 0x0004, PathFeedback.NACK)  # trimmed: penalised, not recycled
+    ref.feedback(0, 0x0004, PathFeedback.NACK)
+    assert sel.penalty == ref.penalty and sel.penalty[3] == 1 and sel.penalty[4] == 4
+    assert picks(sel, 2) == [0x1234, 0x5678]
+    # recycling did not move the bitmap's cycle: it resumes where it was
+    assert picks(sel, 3 * n) == picks(ref, 3 * n)
+
+
+def test_mixed_fifo_is_bounded():
+    sel = MixedEv(random.Random(5), 8)
+    for ev in range(1000):
+        sel.feedback(0, ev, PathFeedback.GOOD)
+    assert len(sel.recycled) == 64  # max(n, 64): the oldest are dropped
+    assert sel.next_ev(0) == 1000 - 64
+
+
+def test_mixed_avoids_a_marked_path_faster_than_bitmap():
+    """Feedback loop: one path of eight always marks, the others never; an ACK comes back
+    for every fourth good packet (coalesced) and for every marked one. Recycling good EVs
+    keeps the marked path's share below the bitmap's."""
+    def share(sel):
+        used, bad, pending = Counter(), None, 0
+        for _ in range(4000):
+            ev = sel.next_ev(0)
+            bad = ev & 7 if bad is None else bad
+            used[ev & 7 == bad] += 1
+            if ev & 7 == bad:
+                sel.feedback(0, ev, PathFeedback.ECN)
+            else:
+                pending += 1
+                if pending == 4:
+                    pending = 0
+                    sel.feedback(0, ev, PathFeedback.GOOD)
+        return used[True] / 4000
+    mixed, bitmap = share(MixedEv(random.Random(6), 8)), share(BitmapEv(random.Random(6), 8))
+    assert mixed < bitmap < 1 / 8
+
+
 def test_make_ev_selector_rejects_unknown():
     with pytest.raises(ValueError, match="ev_selector"):
         make_ev_selector("ecmp", random.Random(1))
@@ -189,7 +239,7 @@ def ack(ev, ecn=False):
 
 
 def test_rod_pdcs_get_a_fixed_ev_whatever_the_selector():
-    for name in ("oblivious", "bitmap", "reps"):
+    for name in ("oblivious", "bitmap", "reps", "mixed"):
         cc = make_sender(CmsConfig(ev_selector=name), random.Random(1), ordered=True)
         evs = {cc.choose_ev(t) for t in range(300)}
         assert len(evs) == 1

@@ -15,7 +15,7 @@ from uet.cms import (
     make_sender,
     validate_config,
 )
-from uet.cms.ev_selection import BitmapEv, FixedEv, ObliviousEv, RepsEv
+from uet.cms.ev_selection import BitmapEv, FixedEv, MixedEv, ObliviousEv, RepsEv
 from uet.cms.rccc import CreditScheduler, RcccReceiver
 from uet.cms.receiver import NsccReceiver
 from uet.wire.constants import CcType, NackCode
@@ -25,7 +25,7 @@ from uet.wire.records import PdsAckCc
 @pytest.mark.parametrize(
     ("key", "value", "words"),
     [
-        ("ev_selector", "ecmp", "fixed, oblivious, bitmap, reps"),
+        ("ev_selector", "ecmp", "fixed, oblivious, bitmap, reps, mixed"),
         ("algorithm", "dcqcn", "none, nscc, rccc, nscc+rccc"),
         ("ev_count", 100, "power of two"),
         ("link_rate_bps", 0, "positive"),
@@ -51,7 +51,8 @@ def test_bad_config_names_key_and_allowed_values(key, value, words):
 
 @pytest.mark.parametrize(
     ("name", "cls"),
-    [("fixed", FixedEv), ("oblivious", ObliviousEv), ("bitmap", BitmapEv), ("reps", RepsEv)],
+    [("fixed", FixedEv), ("oblivious", ObliviousEv), ("bitmap", BitmapEv), ("reps", RepsEv),
+     ("mixed", MixedEv)],
 )
 def test_selector_choice(name, cls):
     cc = make_sender(CmsConfig(ev_selector=name), random.Random(1))

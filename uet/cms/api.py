@@ -130,7 +130,7 @@ class ReceiverCongestion(Protocol):
 class CmsConfig:
     """Congestion management settings of an end point (profiles and experiments set them).
 
-    ``ev_selector``: 'fixed' | 'oblivious' | 'bitmap' | 'reps'
+    ``ev_selector``: 'fixed' | 'oblivious' | 'bitmap' | 'reps' | 'mixed'
     ``algorithm``: 'none' | 'nscc' | 'rccc' | 'nscc+rccc'
     """
 

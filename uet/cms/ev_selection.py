@@ -1,10 +1,10 @@
-"""Entropy value (EV) selection per PDC: fixed, oblivious, bitmap and REPS (sans-IO).
+"""Entropy value (EV) selection per PDC: fixed, oblivious, bitmap, REPS and mixed (sans-IO).
 
 The EV is the UDP source port (or the native-IP entropy header) that switches hash for
 ECMP; choosing it per packet sprays one PDC over many paths. The algorithms follow the
-UEC's htsim models (``uec_mp.cpp``: ``UecMpOblivious``, ``UecMpBitmap``, ``UecMpReps``;
-``buffer_reps.cpp``: ``CircularBufferREPS``). Every selector takes its randomness from the
-``random.Random`` the caller hands in, so runs are reproducible.
+UEC's htsim models (``uec_mp.cpp``: ``UecMpOblivious``, ``UecMpBitmap``, ``UecMpReps``,
+``UecMpMixed``; ``buffer_reps.cpp``: ``CircularBufferREPS``). Every selector takes its
+randomness from the ``random.Random`` the caller hands in, so runs are reproducible.
 
 Feedback is attributed to the EV echoed in the ACK / NACK (``AckFeedback.ev``); the sender
 maps each ACK, NACK and timeout to one :class:`PathFeedback` and calls ``feedback``.
@@ -13,6 +13,7 @@ maps each ACK, NACK and timeout to one :class:`PathFeedback` and calls ``feedbac
 from __future__ import annotations
 
 import random
+from collections import deque
 from enum import IntEnum
 
 EV_MASK = 0xFFFF
@@ -251,7 +252,35 @@ class RepsEv(EvSelector):
         return self._random()
 
 
-SELECTORS = ("fixed", "oblivious", "bitmap", "reps")
+class MixedEv(BitmapEv):
+    """htsim's default load balancer (``UecMpMixed``): recycle first, else bitmap.
+
+    Every EV echoed in an un-marked ACK goes to the back of a FIFO (htsim's legacy REPS
+    list); the next packet takes the front of that FIFO if there is one, otherwise the
+    bitmap selector chooses (which also takes every penalty: +1 ECN, +4 NACK, +15
+    timeout). With ACKs coalesced every few packets, most packets still come from the
+    bitmap. The FIFO holds at most one entry per ACKed packet still unsent-on, so it is
+    bounded by the window; ``max(n, 64)`` entries cap it anyway (oldest dropped).
+    """
+
+    name = "mixed"
+
+    def __init__(self, rng: random.Random, n: int) -> None:
+        super().__init__(rng, n)
+        self.recycled: deque[int] = deque(maxlen=max(n, 64))
+
+    def feedback(self, now: int, ev: int, kind: PathFeedback) -> None:
+        super().feedback(now, ev, kind)
+        if kind == PathFeedback.GOOD:
+            self.recycled.append(ev & EV_MASK)
+
+    def next_ev(self, now: int) -> int:
+        if self.recycled:
+            return self.recycled.popleft()
+        return super().next_ev(now)
+
+
+SELECTORS = ("fixed", "oblivious", "bitmap", "reps", "mixed")
 
 
 def make_ev_selector(
@@ -271,6 +300,8 @@ def make_ev_selector(
         return ObliviousEv(rng, n)
     if name == "bitmap":
         return BitmapEv(rng, n)
+    if name == "mixed":
+        return MixedEv(rng, n)
     if name == "reps":
         return RepsEv(
             rng,
