@@ -134,10 +134,9 @@ class TargetPdc(PdcBase):
                     why="receive memory limit reached")
             return
         if self.rob is None:  # RUD: each packet to the SES on arrival
-            base = tracker.base
-            r = tracker.mark(psn)
+            r, in_order, ooo = tracker.on_packet(psn)  # one tracker call per packet
             if r is NEW:
-                self._arrival(now, frame, psn == base)
+                self._arrival(now, frame, in_order, ooo)
                 self._deliver(now, frame, psn)
                 self._ack_trigger(now, frame, psn, flags)
                 return
@@ -168,20 +167,14 @@ class TargetPdc(PdcBase):
             ep.credit_changed(now, self)
 
     def _is_new(self, psn: int) -> bool:
-        tracker = self.tracker
-        off = psn_diff(psn, tracker.base)
-        return 0 <= off < tracker.window and not tracker.is_received(psn)
+        return self.tracker.classify(psn) is NEW
 
     def _rx_rod(self, now: int, frame: Frame, pds: PdsRequest, psn: int):
         """ROD arrival; returns a MarkResult for the caller, or None when handled here."""
         tracker = self.tracker
-        off = psn_diff(psn, tracker.base)
-        if off < 0:
-            return STALE
-        if off >= tracker.window:
-            return MarkResult.OUT_OF_WINDOW
-        if tracker.is_received(psn):
-            return DUPLICATE
+        r = tracker.classify(psn)  # STALE, OUT_OF_WINDOW or DUPLICATE go back to the caller
+        if r is not NEW:
+            return r
         rob = self.rob
         before = rob.bytes
         res = rob.insert(psn, frame, len(frame.payload) + BUFFER_OVERHEAD)
@@ -189,8 +182,8 @@ class TargetPdc(PdcBase):
             self.ep.nack(now, frame, NackCode.ROD_OOO, psn, self.pdc_id, pds.spdcid,
                          why=f"ROD reorder buffer {res.name.lower()}")
             return None
-        tracker.mark(psn)
-        self._arrival(now, frame, off == 0)
+        _, in_order, ooo = tracker.on_packet(psn)
+        self._arrival(now, frame, in_order, ooo)
         ready = rob.pop_ready()
         self.ep.mgr.rx_mem += rob.bytes - before
         for f in ready:
@@ -198,12 +191,12 @@ class TargetPdc(PdcBase):
         self._ack_trigger(now, frame, psn, pds.flags)
         return None
 
-    def _arrival(self, now: int, frame: Frame, in_order: bool) -> None:
+    def _arrival(self, now: int, frame: Frame, in_order: bool, ooo_count: int) -> None:
         """Congestion bookkeeping for one newly accepted packet (before any reordering)."""
         receiver = self.receiver
         nbytes = len(frame.payload)
         receiver.on_data(now, nbytes, frame.ecn == 3, frame.pds.credit_target, in_order,
-                         self.tracker.ooo_count)
+                         ooo_count)
         counters = self.ep.counters
         counters["rx_packets"] += 1
         counters["rx_bytes"] += nbytes
@@ -391,11 +384,12 @@ class TargetPdc(PdcBase):
         self.explicit.append((psn, ses, data, ev, flags, probe, sack_base))
         self.ep.want_ack(self)
 
-    def held_cack(self) -> int:
-        """CACK to report: all received, and no un-cleared or unanswered packet at or below."""
+    def held_cack(self, tracker_cack: int | None = None) -> int:
+        """CACK to report: all received, and no un-cleared or unanswered packet at or below
+        (``tracker_cack``: the tracker's CACK when the caller already has it)."""
         if self.state == PdcState.CLOSED:
             return self.close_psn
-        cack = self.tracker.cack_psn
+        cack = self.tracker.cack_psn if tracker_cack is None else tracker_cack
         if self.gtd or self.pending or self.rejected:
             for held in (self.gtd, self.pending, self.rejected):
                 for p in held:
@@ -427,7 +421,11 @@ class TargetPdc(PdcBase):
                  probe: int | None = None, sack_base: int | None = None) -> Frame:
         """ACK / ACK_CC naming ``ack_psn`` (None: the CACK itself)."""
         cfg = self.cfg
-        cack = self.held_cack()
+        tracker = self.tracker
+        # one tracker call per ACK: its CACK and the SACK bitmap from sack_base (default
+        # CACK + 1); a second one only when the reported CACK is held below the tracker's
+        tcack, bm = tracker.ack_state(sack_base)
+        cack = self.held_cack(tcack)
         if ack_psn is None:
             ack_psn = cack
         if probe is None:
@@ -449,15 +447,17 @@ class TargetPdc(PdcBase):
                 base, soff = psn_add(cack, 1), 1
             hdr.mpr = self.mpr
             hdr.sack_psn_offset = soff
-            bm = (self.tracker.sack_bitmap(base)
-                  if self.state != PdcState.CLOSED else 0xFFFFFFFFFFFFFFFF)
+            if self.state == PdcState.CLOSED:
+                bm = 0xFFFFFFFFFFFFFFFF
+            elif (cack != tcack) if sack_base is None else (base != sack_base):
+                bm = tracker.sack_bitmap(base)
             for p in self.rejected:
                 off = psn_diff(p, base)
                 if 0 <= off < 64:
                     bm &= ~(1 << off)
             hdr.sack_bitmap = bm
             self.receiver.fill_ack_cc(now, hdr)
-        self.cack_held = cack != self.tracker.cack_psn and self.state == PdcState.ESTABLISHED
+        self.cack_held = cack != tcack and self.state == PdcState.ESTABLISHED
         ep = self.ep
         ep.counters["ack_tx"] += 1
         return Frame(pds=hdr, ses=ses, payload=data, src_ip=ep.local_ip, dst_ip=self.peer_ip,
