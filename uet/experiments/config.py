@@ -555,6 +555,10 @@ def _check_transport(cfg: dict[str, Any], src: Source) -> None:
     if tr["mode"] not in modes:
         raise src.error(("transport", "mode"), f"{tr['mode']} is not allowed by profile "
                         f"{profile.name}", allowed=", ".join(modes))
+    if tr["mode"] == "UUD":
+        raise src.error(("transport", "mode"), "UUD carries only single-packet datagrams "
+                        "(DATAGRAM_SEND); experiment messages are RMA WRITEs",
+                        allowed=", ".join(m for m in modes if m != "UUD"))
     algo = tr["cms"]["algorithm"]
     if algo != "none":
         missing = [a for a in algo.split("+") if a not in profile.cc_algorithms]

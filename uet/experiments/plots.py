@@ -16,7 +16,11 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from uet.experiments.timeseries import mean_utilisation, utilisation  # noqa: E402
+from uet.experiments.timeseries import (  # noqa: E402
+    flow_label,
+    mean_utilisation,
+    utilisation,
+)
 
 PS_PER_US = 1_000_000
 KIB = 1024
@@ -141,10 +145,16 @@ def plot_queues(series: Mapping[str, Any], path: str | Path, *, top: int = 4,
 
 
 def plot_cwnd(series: Mapping[str, Any], path: str | Path, *, flows: int = 4,
-              bdp_bytes: int | None = None, title: str = "") -> Path | None:
-    """Congestion window (KiB) over time of the first ``flows`` flows."""
+              bdp_bytes: int | None = None, title: str = "",
+              prefer: Sequence[str] = (), which: str = "") -> Path | None:
+    """Congestion window (KiB) over time of ``flows`` flows: those named in ``prefer`` that
+    have a series (in that order), else the first ones by name; ``which`` says how they
+    were chosen (for the title)."""
     cw = series.get("cwnd_bytes") or {}
-    names = sorted((n for n in cw if cw[n]), key=_natural)[:flows]
+    names = [n for n in prefer if cw.get(n)][:flows]
+    if not names:
+        names = sorted((n for n in cw if cw[n]), key=_natural)[:flows]
+        which = ""
     if not names:
         return None
     fig, ax = plt.subplots(figsize=(10, 4.5))
@@ -160,8 +170,8 @@ def plot_cwnd(series: Mapping[str, Any], path: str | Path, *, flows: int = 4,
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="upper right")
-    ax.set_title(f"{title}: congestion window of {len(names)} flows" if title
-                 else f"Congestion window of {len(names)} flows")
+    what = f"congestion window of {len(names)} {which + ' ' if which else ''}flows"
+    ax.set_title(f"{title}: {what}" if title else what[0].upper() + what[1:])
     return _save(fig, Path(path))
 
 
@@ -190,6 +200,11 @@ def write_plots(results: Mapping[str, Any], series: Mapping[str, Any] | None,
         written.append(plot_queues(series, out / "queues.png", top=opts["plot_ports"],
                                    limit_bytes=topo["queue_bytes"], ecn=ecn, title=title))
         bdp = TopologyModel.from_config(topo).bdp_bytes()
+        # the slowest flows (largest FCT / ideal; unfinished ones first) are the story
+        rows = sorted(results["flows"], key=lambda r: (
+            r.get("fct_over_ideal") is not None, -(r.get("fct_over_ideal") or 0), r["id"]))
+        prefer = [flow_label(r["id"], r["src"], r["dst"]) for r in rows]
         written.append(plot_cwnd(series, out / "cwnd.png", flows=opts["plot_flows"],
-                                 bdp_bytes=bdp, title=title))
+                                 bdp_bytes=bdp, title=title, prefer=prefer,
+                                 which="slowest"))
     return [p.name for p in written if p is not None]

@@ -48,12 +48,29 @@ def summary_table(results: Mapping[str, Any]) -> Table:
                   else f"{s['messages_unfinished']:,} unfinished")
     table.add_row("virtual time", f"{run['virtual_time_ps'] / 1e6:,.1f} µs",
                   f"wall {run['wall_time_s']:.2f} s")
+    last = run.get("last_delivery_ps")
+    if last is not None:
+        table.add_row("last delivery", f"{last / 1e6:,.1f} µs", "")
     section("messages")
     table.add_row("sent / delivered", f"{s['messages_sent']:,} / {s['messages_delivered']:,}",
                   f"of {s['flows']:,}")
     table.add_row("bytes sent / delivered",
                   f"{s['bytes_sent']:,} / {s['bytes_delivered']:,}", "")
-    table.add_row("duplicates delivered", _num(s["duplicates_delivered"]), "")
+    dups = s["duplicates_delivered"]
+    table.add_row("duplicates delivered", f"[red]{dups:,}" if dups else "0",
+                  "exactly once" if not dups else "the PDS delivered copies")
+    failed = [f for f in results["flows"] if f.get("error")]
+    if failed:
+        table.add_row("failed messages", f"[red]{len(failed):,}", failed[0]["error"])
+    coll = results.get("collective")
+    if coll:
+        what = f"{coll['ranks']} ranks"
+        if coll["ok"]:
+            table.add_row("all-reduce data", "[green]ok", what + ", every byte in place")
+        else:
+            bad = coll["mismatched_ranks"]
+            table.add_row("all-reduce data", "[red]WRONG" if bad else "[yellow]incomplete",
+                          what + (f", ranks {bad[:8]} differ" if bad else ""))
     section("flow completion time")
     for label, key in (("min", "min"), ("median", "median"), ("p99", "p99"),
                        ("tail (max)", "max")):

@@ -6,7 +6,9 @@ host configured by ``[transport]``, and plays the ``[traffic]`` workload on it: 
 is one RMA WRITE of ``size`` bytes into the destination's sink region, started when its
 start time comes and its dependencies (collectives, pairwise steps, htsim triggers) have
 completed; a flow completes when the WRITE's response reaches its sender, i.e. when its
-data is placed at the target (UUD has no response: there, when the last byte arrived).
+data is placed at the target. (UUD carries only single-packet datagrams, so experiments
+run over RUD, ROD or RUDI; under RUDI the sink region is marked idempotent-safe, which a
+sink of bulk data is: a re-executed WRITE puts the same bytes in the same place.)
 Collectives carry real bytes (:class:`~uet.experiments.collectives.ByteState`) written at
 their own offset of the receiver's sink, and are checked byte for byte at the end.
 
@@ -35,20 +37,22 @@ from uet.experiments.impairments import plan
 from uet.experiments.progress import RunProgress
 from uet.experiments.report import write_outputs
 from uet.experiments.results import build_results
-from uet.experiments.timeseries import SeriesRecorder
+from uet.experiments.timeseries import SeriesRecorder, flow_label
 from uet.experiments.traffic import build_workload
 from uet.experiments.workload import DependencyTracker, Flow, Workload
 from uet.fabric.api import Fabric
 from uet.fabric.eventlog import EventLog
 from uet.fabric.network import Network
 from uet.fabric.topology import build
-from uet.fep import DeliveryAudit, FabricEndpoint
+from uet.fep import SINK_INDEX, SINK_KEY, DeliveryAudit, FabricEndpoint
 from uet.ses.messages import OpCompleted
-from uet.wire.constants import DeliveryMode
+from uet.wire.constants import DeliveryMode, ReturnCode
 
 PS_PER_US = 1_000_000
 #: after this many samples the sampling interval doubles (long runs stay small)
 MAX_SAMPLES = 1000
+#: flows whose congestion window is sampled (the first ones by id)
+MAX_TRACED = 256
 #: how often a drain (waiting for PDCs to close) checks, in ps
 DRAIN_CHECK_PS = 50 * PS_PER_US
 EVENT_LOG = "events.jsonl"
@@ -75,7 +79,6 @@ class FlowAudit(DeliveryAudit):
         self.flow_of: dict[tuple[str, int], int] = {}
         self.flow_bytes: Counter[int] = Counter()
         self.flow_dups: Counter[int] = Counter()
-        self.on_bytes: Callable[[int], None] | None = None
 
     def see(self, src: str, ses: Any, nbytes: int) -> Any:
         before = self.duplicates
@@ -86,18 +89,18 @@ class FlowAudit(DeliveryAudit):
                 self.flow_dups[fid] += 1
             else:
                 self.flow_bytes[fid] += nbytes
-                if self.on_bytes is not None:
-                    self.on_bytes(fid)
         return out
 
 
 class SinkSpace:
     """Offsets in one host's sink region for messages whose bytes are checked: first fit
     over freed ranges, growing the region when nothing fits (the SES region object keeps
-    the same bytearray, so a grown sink stays registered)."""
+    the same bytearray, so a grown sink stays registered). ``reuse=False`` never hands a
+    range out twice (RUDI: a late re-executed WRITE must not land on newer data)."""
 
-    def __init__(self, ep: FabricEndpoint) -> None:
+    def __init__(self, ep: FabricEndpoint, reuse: bool = True) -> None:
         self.ep = ep
+        self.reuse = reuse
         self.free: list[tuple[int, int]] = []
         self.high = 0
 
@@ -118,6 +121,8 @@ class SinkSpace:
         return off
 
     def give(self, off: int, size: int) -> None:
+        if not self.reuse:
+            return
         self.free.append((off, size))
         self.free.sort()
         merged: list[tuple[int, int]] = []
@@ -225,7 +230,7 @@ class Runner:
         self.files: dict[str, Any] = {}
         self.stop_reason: str | None = None
         self.last_delivery = 0
-        self.uud = config["transport"]["mode"] == "UUD"
+        self.scheduled = 0  # flows scheduled to start, not started yet
 
     # ------------------------------------------------------------------ building
 
@@ -267,9 +272,13 @@ class Runner:
             ep.audit = audit
             self.audits.append(audit)
             ep.on_complete = self._completion_hook(i)
-            if self.uud:
-                audit.on_bytes = self._uud_arrival
-        self.sinks = [SinkSpace(ep) for ep in self.eps]
+        rudi = self.cfg["transport"]["mode"] == "RUDI"
+        if rudi:
+            for ep in self.eps:
+                res = ep.ses.resources.get(ep.job_id, ep.ses.pid_on_fep, SINK_INDEX)
+                if res is not None:
+                    res.regions[SINK_KEY].idempotent_safe = True
+        self.sinks = [SinkSpace(ep, reuse=not rudi) for ep in self.eps]
         self.fab = fab
         self.loop = fab.loop
         return fab
@@ -278,6 +287,7 @@ class Runner:
 
     def _start(self, flow: Flow) -> None:
         """Start ``flow`` now (an event on the fabric core)."""
+        self.scheduled -= 1
         now = self.loop.now
         ep = self.eps[flow.src]
         payload = None
@@ -291,13 +301,14 @@ class Runner:
         audit = self.audits[flow.dst]
         for mid in msg.op.message_ids:
             audit.flow_of[ep.ip, mid] = flow.id
-        if msg.done and not self.uud:
+        if msg.done:
             self._finished(flow, msg.op, now)
         else:
             self.pending[flow.src, msg.op.op_id] = flow.id
         self.fab.host(flow.src).poke()
 
     def _schedule(self, ready: list[tuple[int, Flow]]) -> None:
+        self.scheduled += len(ready)
         for t, flow in ready:
             self.loop.at(t, self._start, flow)
 
@@ -308,27 +319,19 @@ class Runner:
             fid = self.pending.get((host, done.op.op_id))
             if fid is None:
                 return
-            if self.uud and done.op.return_code == 1:
-                return  # UUD: delivered when its bytes arrived (_uud_arrival)
             del self.pending[host, done.op.op_id]
             self._finished(self.by_id[fid], done.op, self.loop.now)
 
         return hook
 
-    def _uud_arrival(self, fid: int) -> None:
-        flow = self.by_id[fid]
-        if fid in self.end_ps or self.audits[flow.dst].flow_bytes[fid] < flow.size:
-            return
-        for key, pending in list(self.pending.items()):
-            if pending == fid:
-                del self.pending[key]
-        self._finished(flow, None, self.loop.now)
-
     def _finished(self, flow: Flow, op: Any, now: int) -> None:
         if op is not None and op.return_code != 1:
-            self.errors[flow.id] = (f"{op.opcode.name} failed: return code "
-                                    f"{op.return_code}" + (f" ({op.reason})"
-                                                           if op.reason else ""))
+            try:
+                rc = ReturnCode(op.return_code).name
+            except ValueError:
+                rc = str(op.return_code)
+            self.errors[flow.id] = f"{op.opcode.name} failed: {rc}" + (
+                f" ({op.reason})" if op.reason else "")
             return
         self.end_ps[flow.id] = now
         self.last_delivery = max(self.last_delivery, now)
@@ -343,9 +346,9 @@ class Runner:
     # ------------------------------------------------------------------ driving
 
     def _traced(self) -> dict[int, tuple[str, int, int]]:
-        n = self.cfg["output"]["plot_flows"]
-        return {f.id: (f"flow {f.id} (h{f.src}->h{f.dst})", f.src, f.dst)
-                for f in sorted(self.wl.flows, key=lambda f: f.id)[:n]}
+        """Flows whose congestion window is sampled (the plot shows the slowest of them)."""
+        return {f.id: (flow_label(f.id, f.src, f.dst), f.src, f.dst)
+                for f in sorted(self.wl.flows, key=lambda f: f.id)[:MAX_TRACED]}
 
     def _pdcs_closed(self) -> bool:
         for ep in self.eps:
@@ -380,7 +383,9 @@ class Runner:
                     if not self.drain or self._pdcs_closed() or not len(fab.loop):
                         break
                     draining = True  # stop sampling; wait for the PDCs to close
-                elif not len(fab.loop):
+                elif not len(fab.loop) or (not self.pending and not self.scheduled):
+                    # nothing in flight and nothing to start: what is left waits on
+                    # failed messages
                     self.stop_reason = "stalled"
                     break
                 if self.wall_limit and time.perf_counter() - t_wall0 >= self.wall_limit:

@@ -6,7 +6,7 @@ Shape (every series a list of ``[t_ps, value]`` points in time order)::
       "link_tx_bytes": {"h0->tor0.p0": [[t_ps, cumulative bytes sent], ...], ...},
       "link_rate_bps": {"h0->tor0.p0": 100e9, ...},
       "queue_bytes":   {"tor0.p2": [[t_ps, bytes queued], ...], ...},
-      "cwnd_bytes":    {"flow 3": [[t_ps, congestion window], ...], ...}
+      "cwnd_bytes":    {"flow 3 (h2->h11)": [[t_ps, congestion window], ...], ...}
     }
 
 Link names are fabric channel names (one direction of a link), port names switch port
@@ -20,6 +20,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 PS_PER_US = 1_000_000
+
+
+def flow_label(flow_id: int, src: int, dst: int) -> str:
+    """Name of a flow's ``cwnd_bytes`` series: ``"flow 3 (h2->h11)"``."""
+    return f"flow {flow_id} (h{src}->h{dst})"
 
 
 class SeriesRecorder:
