@@ -212,9 +212,10 @@ class Profile:
                 return
             except ProfileError as exc:
                 errors.append(exc)
-        exc = errors[0]
-        raise ProfileError(opname, f"{exc.profile} (the peer's, fep_cap {int(peer_cap):#x})",
-                           exc.reason)
+        names = ", ".join(e.profile for e in errors)
+        reasons = "; ".join(dict.fromkeys(e.reason for e in errors))
+        raise ProfileError(opname, f"{names} (the peer's, fep_cap {int(peer_cap):#x})",
+                           reasons)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (JSON-ready): every key plus the fep_cap bits as a number."""
