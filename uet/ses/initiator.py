@@ -316,13 +316,15 @@ class Initiator:
     def on_failed(self, ref: PacketRef, reason: str) -> None:
         """The PDS gave up on a packet (``MessageFailed``): the operation fails UNDELIVERABLE.
 
-        A multi-packet message is then abandoned at the target with MSG_ERROR.
+        A multi-packet RUD/ROD message is then abandoned at the target with MSG_ERROR (RUDI
+        cannot carry MSG_ERROR: a partial idempotent write needs no undoing).
         """
         op = self.ops.get(ref.op_id) if isinstance(ref, PacketRef) else None
         if op is None or op.done or ref.attempt != op.attempt:
             return
         self._fail(op, Rc.UNDELIVERABLE, reason)
         if (op.packets > 1 and op.message_ids and not op.internal
+                and op.mode in (DeliveryMode.RUD, DeliveryMode.ROD)
                 and SesOpcode.MSG_ERROR in self.ep.profile.operations):
             self.msg_error(op)
 
