@@ -245,3 +245,26 @@ def test_request_headers_on_the_wire_follow_the_message_size():
     assert hdrs == [SesMedium, SesStandard, SesStandard]
     acks = [decode_frame(d, udp_port=None) for _, ip, d in wire.tap if ip == B_IP]
     assert acks and all(type(f.pds).__name__.startswith("PdsAck") for f in acks)
+
+
+def test_rudi_message_the_pds_gives_up_on_fails_without_msg_error():
+    # regression: a failed multi-packet RUDI write made the SES build a MSG_ERROR over RUDI,
+    # which raised inside the end point's timer
+    a, b = pair("hpc")
+    b.ses.resources.add_region(b.job_id, 0, 1, KEY, bytearray(20_000), Perm.ALL,
+                               idempotent_safe=True)
+    wire = Wire(a, b, drop=lambda _: True)  # nothing gets through
+    op = a.call(0, "write", _tgt(b), KEY, 0, bytes(10_000), mode=DeliveryMode.RUDI)
+    assert wire.run_until(lambda: op.done)
+    assert op.return_code == Rc.UNDELIVERABLE and "retr" in (op.reason or "")
+    assert a.ses.poll_transmit() is None  # no MSG_ERROR queued
+    # a failed RUD message is abandoned with MSG_ERROR (RUD can carry it)
+    c, d = pair("hpc")
+    _region(d, 20_000)
+    wire = Wire(c, d, drop=lambda data: len(data) > 1000)  # only the data is lost
+    op = c.call(0, "write", _tgt(d), KEY, 0, bytes(10_000))
+    assert wire.run_until(lambda: op.done)
+    assert op.return_code == Rc.UNDELIVERABLE
+    wire.run_until(lambda: False, limit_ps=wire.now + 10**9)
+    sent = [decode_frame(f, udp_port=None) for _, ip, f in wire.tap if ip == A_IP]
+    assert any(getattr(f.ses, "opcode", None) == SesOpcode.MSG_ERROR for f in sent)
