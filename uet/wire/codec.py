@@ -29,6 +29,7 @@ import socket
 import struct
 from typing import Any
 
+import uet.native as _native
 from uet.wire import rules
 from uet.wire.constants import UET_DEFAULT_IP_PROTO, UET_UDP_PORT
 from uet.wire.errors import (
@@ -179,12 +180,17 @@ def _ip_to_text(b: bytes) -> str:
 # --------------------------------------------------------------------------- checksums
 # One's-complement sums via big integers: 2**16 == 1 (mod 0xFFFF), so the value of a
 # big-endian byte string modulo 0xFFFF equals the sum of its 16-bit words modulo 0xFFFF.
-# (A C version lives in uet.native; this one is already fast because int.from_bytes and
-# the modulo run in C.)
+# With the uet.native C extension (not under UET_PURE_PYTHON=1), sums over 128 bytes or more
+# (UDP checksums over a payload) use its ones_sum: ~0.5 us instead of ~7 us for 4 KiB. Short
+# ones (the 20-byte IPv4 header) stay here: a cffi call costs more than int.from_bytes.
+_ONES_SUM = _native.ones_sum if _native.IMPLEMENTATION == "native" else None
+_NATIVE_MIN = 128
 
 
 def _sum16(data: Any) -> int:
     """Sum of the 16-bit big-endian words of ``data`` modulo 0xFFFF (odd length padded)."""
+    if _ONES_SUM is not None and len(data) >= _NATIVE_MIN:
+        return _ONES_SUM(data) % 0xFFFF  # the folded sum has the same residue
     v = int.from_bytes(data, "big")
     if len(data) & 1:
         v <<= 8
@@ -995,16 +1001,16 @@ def get_dscp_ecn(data: bytes | bytearray | memoryview) -> tuple[int, int]:
     return tos >> 2, tos & 3
 
 
-def _adjust(csum: int, old16: int, new16: int) -> int:
-    """RFC 1624 incremental update: HC' = ~(~HC + ~m + m').
-
-    Local pure-Python version; ``uet.native.checksum_adjust`` (same contract) can replace
-    it once the native package lands.
-    """
+def _adjust_py(csum: int, old16: int, new16: int) -> int:
+    """RFC 1624 incremental update: HC' = ~(~HC + ~m + m')."""
     s = (~csum & 0xFFFF) + (~old16 & 0xFFFF) + new16
     s = (s & 0xFFFF) + (s >> 16)
     s = (s & 0xFFFF) + (s >> 16)
     return ~s & 0xFFFF
+
+
+# uet.native.checksum_adjust: same contract and results; a few percent off set_dscp_ecn
+_adjust = _native.checksum_adjust if _native.IMPLEMENTATION == "native" else _adjust_py
 
 
 def set_dscp_ecn(buf: bytearray, dscp: int | None = None, ecn: int | None = None) -> None:
