@@ -130,7 +130,13 @@ def _run_sweep(args: argparse.Namespace, sets: list[str], run_experiment: RunFn 
     rows = run_sweep(points, fn, out, make_executor(args.jobs), progress)
     keys = [a.key for a in axes]
     write_sweep(rows, keys, out)
-    console.print(sweep_table(rows, keys))
+    table = sweep_table(rows, keys)
+    # as wide as the table needs (a narrow terminal wraps lines rather than cells)
+    need = console.measure(table, options=console.options.update_width(240)).maximum
+    width = console.width
+    console.width = max(width, need)
+    console.print(table)
+    console.width = width
     console.print(f"sweep: {out / 'sweep.json'}, {out / 'sweep.csv'}")
     return 0 if all(r["completed"] and not r["error"] for r in rows) else 1
 

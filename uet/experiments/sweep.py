@@ -39,6 +39,12 @@ from uet.experiments.executor import Executor, OnResult, RunFn, SerialExecutor, 
 COLUMNS = ("messages_delivered", "fct_median_us", "fct_p99_us", "fct_max_us",
            "fct_median_over_ideal", "fct_tail_over_ideal", "goodput_gbps",
            "retransmissions", "nacks", "trims", "ecn_marks", "drops")
+#: their headers in the table (two lines each, short enough for a terminal)
+LABELS = {"messages_delivered": "msgs\ndone", "fct_median_us": "FCT med\nµs",
+          "fct_p99_us": "FCT p99\nµs", "fct_max_us": "FCT max\nµs",
+          "fct_median_over_ideal": "med /\nideal", "fct_tail_over_ideal": "tail /\nideal",
+          "goodput_gbps": "goodput\nGb/s", "retransmissions": "retx", "nacks": "NACKs",
+          "trims": "trims", "ecn_marks": "ECN\nmarks", "drops": "drops"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +206,7 @@ def _fmt(v: Any) -> str:
     if v is None:
         return "-"
     if isinstance(v, float):
-        return f"{v:,.3f}" if abs(v) < 100 else f"{v:,.1f}"
+        return f"{v:,.3f}" if abs(v) < 10 else f"{v:,.1f}"
     if isinstance(v, int) and not isinstance(v, bool):
         return f"{v:,}"
     return str(v)
@@ -210,11 +216,11 @@ def sweep_table(rows: Sequence[dict[str, Any]], keys: Sequence[str],
                 columns: Sequence[str] = COLUMNS) -> Table:
     """One line per point: the varied keys, then the summary columns."""
     table = Table(title=f"sweep: {len(rows)} points", header_style="bold")
-    table.add_column("#", justify="right")
+    table.add_column("#", justify="right", no_wrap=True)
     for k in keys:
-        table.add_column(k, style="cyan")
+        table.add_column(k.rsplit(".", 1)[-1], style="cyan", no_wrap=True)
     for c in columns:
-        table.add_column(c.replace("_over_ideal", "/ideal"), justify="right")
+        table.add_column(LABELS.get(c, c), justify="right", no_wrap=True)
     for r in rows:
         if r.get("error"):
             cells = [f"[red]{r['error'][:60]}"] + [""] * (len(columns) - 1)
