@@ -5,7 +5,8 @@ A short RUD exchange (SYN data, ACK_CC with a response, a trimmed packet and its
 close), plus one frame of each other kind: ROD with a medium header, RUDI request and
 response, UUD datagram, a fetching atomic, a compare-and-swap, a rendezvous send, a read
 response, IPv6, native IP, and a TSS-protected control packet. Running it twice gives the
-same bytes (``tests/wire/test_decode_command.py`` checks the file is up to date).
+same bytes (``tests/wire/test_decode_command.py`` checks the file is up to date;
+``python tools/make_captures.py`` rewrites it with the other reference captures).
 
 Usage: python tools/make_sample_capture.py [OUTPUT]
 """
@@ -17,6 +18,7 @@ import sys
 from pathlib import Path
 
 from uet.capture.pcapng import PcapngWriter
+from uet.fabric.qos import DSCP_TRIMMED
 from uet.wire.codec import encode_frame, trim_frame
 from uet.wire.constants import (
     DSCP_DEFAULT_CONTROL,
@@ -155,8 +157,9 @@ def sample_frames() -> list[bytes]:
               **_fwd(ev=0x4242, dscp=DSCP_DEFAULT_CONTROL)),
     ]
     wires = [encode_frame(f) for f in frames]
-    # frame 5: frame 4 after a switch trimmed it (payload cut, re-marked DSCP 8)
-    wires.insert(4, trim_frame(wires[3], dscp=8))
+    # frame 5: frame 4 after a switch trimmed it (payload cut, re-marked with the fabric's
+    # trimmed code point, so the dissector's uet.trimmed flags it)
+    wires.insert(4, trim_frame(wires[3], dscp=DSCP_TRIMMED))
     return wires
 
 
