@@ -208,4 +208,4 @@ def test_sample_capture_is_up_to_date_and_decodes(capsys) -> None:
     assert len(objs) == 20 and not any("error" in o for o in objs)
     kinds = {o["uet.pds.type"] for o in objs}
     assert kinds >= {2, 3, 4, 5, 6, 7, 8, 10, 11}
-    assert objs[4]["uet.payload_len"] == 0 and objs[4]["ip.dsfield.dscp"] == 8  # trimmed
+    assert objs[4]["uet.payload_len"] == 0 and objs[4]["ip.dsfield.dscp"] == 12  # trimmed
