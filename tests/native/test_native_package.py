@@ -119,3 +119,40 @@ def test_c_sources_compile_without_warnings(tmp_path: Path) -> None:
         )  # fmt: skip
         assert proc.returncode == 0, proc.stderr
         assert proc.stderr == "", proc.stderr
+
+
+def test_wrappers_keep_the_gil_and_errno(tmp_path: Path) -> None:
+    """build_native.PREAMBLE turns cffi's per-call GIL release and errno save/restore off:
+    the compiled wrappers reference neither PyEval_SaveThread nor the errno helpers."""
+    spec = importlib.util.spec_from_file_location("build_native", NATIVE_DIR / "build_native.py")
+    assert spec and spec.loader
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    generated = tmp_path / "_uet_native.c"
+    build.ffibuilder.emit_c_code(str(generated))
+    text = generated.read_text()
+    assert text.count("Py_BEGIN_ALLOW_THREADS") > 20  # cffi still writes them per function
+    cc = shutil.which(sysconfig.get_config_var("CC").split()[0]) or "gcc"
+    include = sysconfig.get_paths()["include"]
+    obj = tmp_path / "wrappers.o"
+    proc = subprocess.run(
+        [cc, "-c", "-fPIC", "-O2", f"-I{include}", f"-I{NATIVE_DIR}", str(generated), "-o",
+         str(obj)], capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    undefined = subprocess.run(["nm", "-u", str(obj)], capture_output=True, text=True,
+                               timeout=60, check=True).stdout  # fmt: skip
+    assert "PyEval_SaveThread" not in undefined and "PyEval_RestoreThread" not in undefined
+    expanded = subprocess.run(
+        [cc, "-E", f"-I{include}", f"-I{NATIVE_DIR}", str(generated)],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout  # fmt: skip
+    # cffi's errno helpers are _cffi_exports[13] and [14]; the wrappers call the no-op instead
+    assert "_cffi_exports[13]" not in expanded and "_cffi_exports[14]" not in expanded
+    assert expanded.count("uetn_keep_errno()") > 40
+    # and the extension in use was built that way
+    from uet.native import _uet_native
+
+    built = subprocess.run(["nm", "-D", _uet_native.__file__], capture_output=True, text=True,
+                           timeout=60, check=True).stdout  # fmt: skip
+    assert "PyEval_SaveThread" not in built

@@ -102,11 +102,29 @@ def _relative(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
+# Prepended to cffi's generated wrappers. cffi releases the GIL and saves/restores errno
+# around every C call (two mutex operations and two indirect calls): a third to a half of a
+# call's cost here. Every uetn_* function is short, never blocks, never calls back into Python
+# and never reads or sets errno, so the wrappers keep the GIL and leave errno alone. (If a
+# future cffi stops using these macro names, this only stops saving time.)
+PREAMBLE = """
+#include "uet_native.h"
+static void uetn_keep_errno(void) {}
+#undef Py_BEGIN_ALLOW_THREADS
+#define Py_BEGIN_ALLOW_THREADS {
+#undef Py_END_ALLOW_THREADS
+#define Py_END_ALLOW_THREADS }
+#undef _cffi_restore_errno
+#define _cffi_restore_errno uetn_keep_errno
+#undef _cffi_save_errno
+#define _cffi_save_errno uetn_keep_errno
+"""
+
 ffibuilder = FFI()
 ffibuilder.cdef(CDEF)
 ffibuilder.set_source(
     "uet.native._uet_native",
-    '#include "uet_native.h"\n',
+    PREAMBLE,
     sources=[_relative(os.path.join(HERE, "uet_native.c"))],
     include_dirs=[_relative(HERE)],
     extra_compile_args=[
