@@ -19,12 +19,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 from uet.experiments.timeseries import (  # noqa: E402
     flow_label,
     mean_utilisation,
+    thin,
     utilisation,
 )
 
 PS_PER_US = 1_000_000
 KIB = 1024
 DPI = 110
+#: a full data frame (4096 B payload + 98 B headers), for utilisation windows
+FRAME_BYTES = 4194
 
 
 def _cdf(values: Sequence[float]) -> tuple[list[float], list[float]]:
@@ -97,8 +100,13 @@ def plot_link_utilisation(series: Mapping[str, Any], path: str | Path, *, top: i
     ax1.set_ylabel("mean utilisation (Gb/s)")
     ax1.set_title(f"busiest {len(shown)} of {len(tx)} link directions (mean over the run)")
     ax1.grid(axis="y", alpha=0.3)
+    # windows of at least ~20 full frames at the link rate (and at most 1/20 of the run),
+    # so that the number of frames per window does not show as ripple
+    span = max(pts[-1][0] - pts[0][0] for pts in tx.values() if pts)
+    rate = max((rates.get(n, 0) for n in busy[:lines]), default=0) or 100e9
+    window = min(20 * FRAME_BYTES * 8 / rate * 1e12, span / 20)
     for name in busy[:lines]:
-        t, g = utilisation(tx[name])
+        t, g = utilisation(thin(tx[name], window))
         ax2.plot(t, g, label=name, linewidth=1.2)
     ax2.set_xlabel("virtual time (µs)")
     ax2.set_ylabel("utilisation (Gb/s)")

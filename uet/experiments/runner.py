@@ -256,6 +256,7 @@ class Runner:
         log = EventLog(self.out / EVENT_LOG) if cfg["output"]["event_log"] else EventLog()
         if cfg["output"]["event_log"]:
             self.files["event_log"] = EVENT_LOG
+        self.log = log
         net = build(Network(seed=cfg["experiment"]["seed"], log=log), fabric_topology(cfg))
         for item in plan(cfg, net.links):
             net.impair(item["at"], item["cfg"], item["direction"])
@@ -297,6 +298,9 @@ class Runner:
             offset = self.sinks[flow.dst].take(flow.size)
             self.offsets[flow.id] = offset
         self.start_ps[flow.id] = now
+        if self.log.enabled:
+            self.log.emit(now, "flow_start", flow=flow.id, src=flow.src, dst=flow.dst,
+                          size=flow.size)
         msg = ep.send_message(now, flow.dst, flow.size, payload, offset=offset)
         audit = self.audits[flow.dst]
         for mid in msg.op.message_ids:
@@ -332,8 +336,13 @@ class Runner:
                 rc = str(op.return_code)
             self.errors[flow.id] = f"{op.opcode.name} failed: {rc}" + (
                 f" ({op.reason})" if op.reason else "")
+            if self.log.enabled:
+                self.log.emit(now, "flow_failed", flow=flow.id, error=self.errors[flow.id])
             return
         self.end_ps[flow.id] = now
+        if self.log.enabled:
+            self.log.emit(now, "flow_done", flow=flow.id,
+                          fct_ps=now - self.start_ps[flow.id])
         self.last_delivery = max(self.last_delivery, now)
         if self.bytes_state is not None:
             off = self.offsets.pop(flow.id)
