@@ -331,3 +331,36 @@ def argparse_ns(exp: str, out: Path, jobs: int, sweeps: list[str]):
     for s in sweeps:
         argv += ["--sweep", s]
     return parser.parse_args(argv)
+
+
+def test_wall_limit_and_event_log(tmp_path: Path) -> None:
+    cfg = small("""
+[experiment]
+wall_limit_s = 0.05
+[topology]
+kind = "fat_tree"
+[traffic]
+size = "16MiB"
+""")  # about 8 s of work without the limit
+    doc = run_experiment(cfg, tmp_path / "wall")
+    assert doc["run"]["stop_reason"] == "wall_limit" and not doc["run"]["completed"]
+    assert doc["run"]["wall_time_s"] < 5
+    cfg = small("""
+[topology]
+kind = "star"
+hosts = 4
+[traffic]
+pattern = "incast"
+size = "32KiB"
+""")
+    cfg["output"]["event_log"] = True
+    doc = run_experiment(cfg, tmp_path / "log")
+    assert doc["files"]["event_log"] == "events.jsonl"
+    events = [json.loads(line) for line in
+              (tmp_path / "log" / "events.jsonl").read_text().splitlines()]
+    kinds = [e["event"] for e in events]
+    assert kinds.count("flow_start") == kinds.count("flow_done") == 3
+    assert kinds.count("pdc_open") == 6 and kinds.count("pdc_close") == 6
+    done = {e["flow"]: e["fct_ps"] for e in events if e["event"] == "flow_done"}
+    assert done == {f["id"]: f["fct_ps"] for f in doc["flows"]}
+    assert [e["t_ps"] for e in events] == sorted(e["t_ps"] for e in events)
