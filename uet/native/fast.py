@@ -203,7 +203,7 @@ _EMPTY_U32 = ffi.new("uint32_t[]", 1)
 class PsnTracker:
     """C-backed ``PsnTracker``; see ``uet.native.pure.PsnTracker`` for the semantics."""
 
-    __slots__ = ("_out", "_t")
+    __slots__ = ("_cap", "_out", "_t")
 
     def __init__(self, start_psn: int, window: int = 128) -> None:
         check_window(window)
@@ -213,12 +213,14 @@ class PsnTracker:
             raise MemoryError("uetn_tracker_new failed")
         self._t = ffi.gc(t, lib.uetn_tracker_free)
         self._out = None  # uint32_t[window + 64], allocated by the first bulk operation
+        self._cap = 0
 
     def _outbuf(self):  # type: ignore[no-untyped-def]
         out = self._out
         if out is None:
             # window + 64: apply_ack writes a cumulative run and a bitmap's worth
-            out = self._out = ffi.new("uint32_t[]", self._t.window + 64)
+            self._cap = self._t.window + 64
+            out = self._out = ffi.new("uint32_t[]", self._cap)
         return out
 
     def reset(self, start_psn: int) -> None:
@@ -359,9 +361,11 @@ class PsnTracker:
     def apply_ack(self, cack: int, sack_base: int, bitmap: int) -> list[int]:
         """``mark_cumulative(cack)`` then ``mark_bitmap(sack_base, bitmap)``; newly marked."""
         t = self._t
-        out = self._outbuf()
+        out = self._out
+        if out is None:
+            out = self._outbuf()
         try:
-            n = _t_apply_ack(t, cack, sack_base, bitmap, out, len(out))
+            n = _t_apply_ack(t, cack, sack_base, bitmap, out, self._cap)
         except _CONVERSION_ERRORS:
             pure.check_ack_args(cack, sack_base, bitmap)
             raise
