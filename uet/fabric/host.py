@@ -287,6 +287,14 @@ class Host:
                                           idempotent_safe=idempotent_safe)
         return Region(self, job_id, fep.ses.pid_on_fep, index, mr)
 
+    def open_index(self, index: int, *, job: int | None = None) -> int:
+        """Create resource ``index`` (a receive queue, and a place for regions) so that
+        sends reaching it before any receive is posted wait in its unexpected list instead
+        of failing BAD_INDEX. Index 0 always exists. Returns its generation."""
+        fep = self.fep
+        return fep.ses.resources.register(self.job if job is None else job,
+                                          fep.ses.pid_on_fep, index).generation
+
     def bump_generation(self, index: int = 0, *, job: int | None = None) -> int:
         """Invalidate resource ``index``: requests naming the old generation get
         BAD_GENERATION. Returns the new generation."""
