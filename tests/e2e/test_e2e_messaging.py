@@ -219,6 +219,7 @@ async def test_tagged_atomic_applies_to_the_matched_receive():
         r = await recv  # the atomic worked on the receive's own buffer
         assert int.from_bytes(recv.buffer[8:16], "little") == 42 and r.tag == 0x77
         assert r.opcode == SesOpcode.TSEND_FETCH_ATOMIC and r.length == 8
+        assert r.data == bytes(recv.buffer) and len(r.data) == 16
         with pytest.raises(SesError, match="NO_MATCH"):
             await a.tagged_atomic(1, 0x78, "SUM", "UINT64", 2)
         check_clean(fab, min_lost=0)

@@ -53,7 +53,8 @@ class OperationTimeout(TimeoutError):
 class RecvResult:
     """A completed receive.
 
-    ``data``: the bytes placed (the first ``length`` bytes of the buffer); ``request_length``:
+    ``data``: the bytes placed (the first ``length`` bytes of the buffer; after a tagged
+    atomic, the whole buffer it worked on); ``request_length``:
     what the sender sent (more than ``length`` when ``truncated``); ``tag``: the sender's
     match bits (tagged receives); ``src`` / ``src_host``: the sender's IP and host index;
     ``unexpected``: the message waited in the unexpected list (arrived before the receive
@@ -70,6 +71,9 @@ class RecvResult:
     header_data: int | None
     unexpected: bool
     opcode: SesOpcode | None
+
+
+_TAGGED_ATOMICS = frozenset({SesOpcode.TSEND_ATOMIC, SesOpcode.TSEND_FETCH_ATOMIC})
 
 
 class _Pending:
@@ -163,7 +167,9 @@ class PendingRecv(_Pending):
         if check and r.return_code != Rc.OK:
             raise SesError(r.return_code, self.what)
         opcode = SesOpcode(r.opcode) if r.opcode is not None else None
-        return RecvResult(bytes(r.buffer[:r.length]), r.length, r.request_length, r.truncated,
+        # a tagged atomic worked somewhere in the buffer: give all of it
+        data = r.buffer if opcode in _TAGGED_ATOMICS else r.buffer[:r.length]
+        return RecvResult(bytes(data), r.length, r.request_length, r.truncated,
                           r.match_bits, r.src, self.host.fab.host_index(r.src),
                           r.header_data, r.list == RspList.OVERFLOW, opcode)
 
