@@ -52,25 +52,44 @@ echo "== native tests under ASan"
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:strict_string_checks=1 LD_PRELOAD="$PRELOAD" \
     "$PY" -m pytest -q -p no:cacheprovider tests/native "$@"
 
-echo "== leak check of the C allocations (trackers, reorder buffers)"
+echo "== leak check of the C allocations (trackers incl. the combined operations, reorder buffers)"
 LEAKS="$TMP/leaks.txt"
-ASAN_OPTIONS=detect_leaks=1 LD_PRELOAD="$PRELOAD" "$PY" - 2>"$LEAKS" <<'EOF' || true
+ASAN_OPTIONS=detect_leaks=1 LD_PRELOAD="$PRELOAD" "$PY" - >"$TMP/leakrun.txt" 2>"$LEAKS" <<'EOF' || true
 import gc
 from uet.native import fast
+M = 0xFFFFFFFF
 for i in range(2000):
-    t = fast.PsnTracker(0xFFFFFF00 + i, 128 + i * 30)
-    t.mark(0xFFFFFF01 + i)
-    t.mark_cumulative(0xFFFFFF00 + i + 5)
+    s = (0xFFFFFF00 + i) & M  # start PSNs cross 2**32
+    t = fast.PsnTracker(s, 128 + i * 30)
+    t.mark((s + 1) & M)
+    t.mark_cumulative((s + 5) & M)
+    t.on_packet((s + 7) & M)
+    t.classify((s + 8) & M)
+    t.ack_state()
+    t.ack_state((s - 3) & M)
+    t.mark_many([(s + k) & M for k in range(0, 300, 3)])
+    a = fast.PsnTracker(s, 128 + i % 7 * 1000)
+    a.apply_ack((s + 3) & M, s, (1 << 64) - 1)
+    try:
+        a.apply_ack((s + 65600) & M, 0, 1)  # beyond the window
+    except ValueError:
+        pass
     r = fast.ReorderBuffer(64, 10**6, 0, max_distance=1 << 12)
     for psn in range(1, 200, 3):
         r.insert(psn, object(), 10)
     r.pop_ready()
     if i % 2:
         r.reset(5)
-del t, r
+del t, r, a
 gc.collect()
 print("done")
 EOF
+if ! grep -q "^done$" "$TMP/leakrun.txt"; then
+    cat "$TMP/leakrun.txt"
+    grep -v "^ *#" "$LEAKS" | head -30
+    echo "== FAIL: the leak-check loop did not finish"
+    exit 1
+fi
 if grep -q "uetn_" "$LEAKS"; then
     grep -B2 -A12 "uetn_" "$LEAKS" | head -60
     echo "== FAIL: leaked allocations from uet_native.c"
