@@ -1,0 +1,95 @@
+"""``uet serve``: run the built-in end point on a real UDP socket as a responder.
+
+The end point gets the conformance suite's well-known setup (a job, memory regions with
+known keys and contents, receives kept posted, short timers: docs/conformance.md), printed
+at start, so that ``uet conformance --dut udp:HOST:PORT`` (or another implementation's test
+tool) has something to hit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--listen", default="127.0.0.1:4793", metavar="HOST:PORT",
+                   help="address to serve on (default 127.0.0.1:4793; the UET port is 4793: "
+                        "answers go to that port of the sender's address)")
+    p.add_argument("--profile", default=None,
+                   help="profile of the end point (ai-base, ai-full, hpc; default: the "
+                        "setup's, hpc)")
+    p.add_argument("--setup", default=None, metavar="FILE",
+                   help="setup file (JSON, as written by --setup-out) instead of the "
+                        "well-known setup")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="change one setup value, e.g. --set rto_us=50000 (repeatable)")
+    p.add_argument("--setup-out", default=None, metavar="FILE",
+                   help="write the setup in effect as JSON (for uet conformance --setup)")
+    p.add_argument("--duration", type=float, default=None, metavar="S",
+                   help="stop after S seconds (default: run until interrupted)")
+    p.add_argument("--json", action="store_true",
+                   help="print the setup and the final counters as JSON")
+
+
+def _setup(args: argparse.Namespace):
+    from uet.conformance.setup import WELL_KNOWN, DutSetup, SetupError
+
+    setup = DutSetup.load(args.setup) if args.setup else WELL_KNOWN
+    changes = {}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SetupError(f"--set {item!r}: expected KEY=VALUE")
+        try:
+            changes[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            changes[key.strip()] = value
+    if args.profile:
+        changes["profile"] = args.profile
+    if changes:
+        data = setup.to_dict()
+        data.update(changes)
+        setup = DutSetup.from_dict(data, "--set")
+    return setup
+
+
+def run(args: argparse.Namespace) -> int:
+    import trio
+
+    from uet.conformance.responder import serve
+    from uet.conformance.setup import SetupError
+    from uet.conformance.udp_io import parse_hostport
+    from uet.wire.constants import UET_UDP_PORT
+
+    try:
+        host, port = parse_hostport(args.listen, UET_UDP_PORT)
+        setup = _setup(args)
+    except (SetupError, ValueError) as exc:
+        print(f"uet serve: {exc}", file=sys.stderr)
+        return 2
+    if args.setup_out:
+        with open(args.setup_out, "w", encoding="utf-8") as fh:
+            fh.write(setup.to_json() + "\n")
+    if args.json:
+        print(json.dumps({"listen": f"{host}:{port}", "setup": setup.to_dict()}), flush=True)
+    else:
+        print(f"uet serve: built-in end point on udp:{host}:{port}\n{setup.describe()}",
+              flush=True)
+    try:
+        stats = trio.run(serve, setup, host, port, args.duration,
+                         lambda line: print(line, flush=True))
+    except OSError as exc:
+        print(f"uet serve: cannot serve on {host}:{port}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    if args.json:
+        print(json.dumps({"counters": stats}), flush=True)
+    else:
+        keys = ("udp.rx_datagrams", "udp.tx_datagrams", "driver.rx_decode_errors",
+                "pds.opened", "pds.closed", "pds.closed_in_error")
+        print("uet serve: " + ", ".join(f"{k}={stats.get(k, 0)}" for k in keys), flush=True)
+    return 0

@@ -1,0 +1,148 @@
+"""Control packets (ref 2.7)."""
+
+from __future__ import annotations
+
+from uet.wire.constants import AckFlag, CpFlag, CtlType, NackCode
+from uet.wire.records import PdsControl, PdsNack, psn_add
+
+from .. import packets as P
+from ..peer import ANY_ACK, has_flags
+from ..registry import case
+from .common import OK, opened, quiet, require, response, unique
+
+ACK_US = 1000
+
+
+@case("PDS-CP-001", "2.7, 3.8",
+      "An ACK_REQ control packet for a PSN the target received is answered by an ACK "
+      "naming that PSN")
+def ack_req_received(peer):
+    pdc = opened(peer)
+    psn = pdc.send(peer.ses.no_op()[0])
+    response(pdc, psn, OK)
+    pdc.control(CtlType.ACK_REQ, psn)
+    pdc.ack_of(psn, what=f"the ACK answering ACK_REQ({psn})")
+
+
+@case("PDS-CP-002", "2.7, 3.7",
+      "An ACK_REQ for a PSN whose guaranteed response is stored is answered by the ACK "
+      "with that response again")
+def ack_req_stored(peer):
+    pdc = peer.pdc()
+    pdc.auto_clear = False
+    msg = peer.ses.write("rma", peer.scratch, unique(peer, 40))
+    psn = pdc.send(msg[0])
+    response(pdc, psn, OK)
+    pdc.control(CtlType.ACK_REQ, psn)
+    response(pdc, psn, OK, ses__modified_length=40,
+             what="the stored RESPONSE answering ACK_REQ")
+
+
+@case("PDS-CP-003", "2.7",
+      "A NOOP control packet is not answered and leaves the PDC as it was")
+def noop(peer):
+    pdc = quiet(peer)
+    pdc.control(CtlType.NOOP, pdc.psn(0))
+    peer.expect_nothing(within_us=ACK_US, fields={"dpdcid": pdc.spdcid},
+                        what="an answer to a NOOP control packet")
+    response(pdc, pdc.send(peer.ses.no_op()[0]), OK, what="the PDC still answering")
+
+
+@case("PDS-CP-004", "2.7, 3.2",
+      "A non-SYN control packet naming an unknown DPDCID is answered NACK INV_DPDCID")
+def cp_unknown_dpdcid(peer):
+    good = opened(peer)
+    pkt = P.control(CtlType.ACK_REQ, good.psn(0), peer.new_pdcid(),
+                    dpdcid=(good.dpdcid ^ 0x6969) or 1)
+    peer.send(pkt)
+    peer.expect(PdsNack, timeout_us=ACK_US,
+                fields={"nack_code": NackCode.INV_DPDCID, "nack_psn": good.psn(0)},
+                what="NACK INV_DPDCID for the control packet")
+
+
+@case("PDS-CP-005", "2.7, 2.3",
+      "A PROBE is answered by an ACK with P set echoing probe_opaque in bytes 2-3, with "
+      "the current CACK")
+def probe(peer):
+    pdc = opened(peer)
+    last = response(pdc, pdc.send(peer.ses.no_op()[0]), OK)
+    opaque = peer.rng.randrange(1, 0x7FFF)
+    pdc.control(CtlType.PROBE, pdc.psn(1), payload=pdc.psn(1), probe_opaque=opaque)
+    rx = peer.expect(ANY_ACK, timeout_us=ACK_US,
+                     fields={"flags": has_flags(AckFlag.P), "dpdcid": pdc.spdcid},
+                     what="the probe ACK (P set)")
+    require(peer, rx.pds.ack_psn_offset & 0xFFFF == opaque,
+            f"probe_opaque {rx.pds.ack_psn_offset & 0xFFFF:#x} echoed, sent {opaque:#x}")
+    require(peer, rx.pds.cack_psn == last.pds.cack_psn,
+            f"probe ACK CACK {rx.pds.cack_psn}, the last ACK said {last.pds.cack_psn}")
+
+
+@case("PDS-CP-006", "2.7",
+      "Control packets the target sends carry isROD (flag 0x20) = the PDC's mode: a "
+      "CLEAR_REQ on a ROD PDC has it set")
+def isrod_on_target_cps(peer):
+    pdc = peer.pdc(rod=True)
+    pdc.auto_clear = False
+    response(pdc, pdc.send(peer.ses.no_op()[0]), OK)
+    period = peer.setup.clear_req_us or peer.setup.rto_us
+    peer.expect(PdsControl, timeout_us=period * 1.5,
+                fields={"ctl_type": CtlType.CLEAR_REQ, "dpdcid": pdc.spdcid,
+                        "flags": has_flags(CpFlag.ISROD)},
+                what="a CLEAR_REQ with isROD set on the ROD PDC")
+    pdc.control(CtlType.CLEAR, 0, payload=pdc.psn(0))
+
+
+@case("PDS-CP-007", "2.7, 3.8",
+      "An ACK_REQ with SYN for a PDC that was never established is answered NACK "
+      "PKT_NOT_RCVD")
+def ack_req_syn_unknown(peer):
+    pdc = peer.pdc()
+    pdc.control(CtlType.ACK_REQ, pdc.psn(0), syn=True)
+    peer.expect(PdsNack, timeout_us=ACK_US,
+                fields={"nack_code": NackCode.PKT_NOT_RCVD, "nack_psn": pdc.psn(0),
+                        "dpdcid": pdc.spdcid},
+                what="NACK PKT_NOT_RCVD")
+
+
+@case("PDS-CP-008", "2.7, 9.1",
+      "Receivers accept either value of the CP isROD flag: an ACK_REQ with isROD set on a "
+      "RUD PDC is answered normally")
+def isrod_either(peer):
+    pdc = opened(peer)
+    pdc.control(CtlType.ACK_REQ, pdc.psn(0), rod=True)
+    pdc.ack_of(pdc.psn(0), what="the ACK answering ACK_REQ with isROD set")
+
+
+@case("PDS-CP-009", "2.7, 3.2",
+      "A control packet whose SPDCID is not the PDC's is answered NACK PDC_HDR_MISMATCH")
+def cp_spdcid_mismatch(peer):
+    pdc = opened(peer)
+    pkt = P.control(CtlType.ACK_REQ, pdc.psn(0), pdc.spdcid ^ 0x0202, dpdcid=pdc.dpdcid)
+    peer.send(pkt)
+    peer.expect(PdsNack, timeout_us=ACK_US,
+                fields={"nack_code": NackCode.PDC_HDR_MISMATCH, "nack_psn": pdc.psn(0)},
+                what="NACK PDC_HDR_MISMATCH for the control packet")
+
+
+@case("PDS-CP-010", "2.7",
+      "A NEGOTIATION control packet (not implemented by the reference provider) is "
+      "ignored: no answer, the PDC keeps working")
+def negotiation_ignored(peer):
+    pdc = quiet(peer)
+    pdc.control(CtlType.NEGOTIATION, pdc.psn(0))
+    peer.expect_nothing(PdsNack, within_us=ACK_US, what="a NACK for NEGOTIATION")
+    response(pdc, pdc.send(peer.ses.no_op()[0]), OK, what="the PDC still answering")
+
+
+@case("PDS-CP-011", "2.7, 3.8",
+      "An ACK_REQ for a PSN beyond everything received is answered NACK PKT_NOT_RCVD, "
+      "not by an ACK")
+def ack_req_future(peer):
+    pdc = opened(peer)
+    psn = psn_add(pdc.next_psn, 5)
+    pdc.control(CtlType.ACK_REQ, psn)
+    peer.expect(PdsNack, timeout_us=ACK_US,
+                fields={"nack_code": NackCode.PKT_NOT_RCVD, "nack_psn": psn},
+                what="NACK PKT_NOT_RCVD")
+    peer.expect_nothing(ANY_ACK, within_us=ACK_US, fields={"ack_psn": psn},
+                        what="an ACK naming a PSN never sent")

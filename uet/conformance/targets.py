@@ -1,0 +1,214 @@
+"""Targets: where the end point under test lives, and how each case gets a fresh peer.
+
+* :class:`InProcessTarget` (the default): a new built-in end point per case, configured by
+  the well-known setup (plus the case's own configuration, if any) and driven by a virtual
+  clock. ``endpoint_factory`` swaps in another :class:`~uet.fep.FabricEndpoint` class
+  (fault-injection tests do).
+* :class:`UdpTarget`: one or more devices at ``udp:HOST:PORT[@profile]``, real sockets and
+  the real clock. Each case gets its own peer addresses (``127.0.90.0/23`` by default when
+  the device is on loopback), so no state of one case reaches the next, and a per-run nonce
+  in the peer's seed, so a second run against the same device opens different PDCs.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from uet.profiles import Profile, load_profile, parse_profile
+from uet.wire.constants import UET_UDP_PORT
+
+from .capture import CaseCapture
+from .driver import FepDriver
+from .peer import Peer
+from .registry import Case, profile_caps
+from .setup import WELL_KNOWN, DutSetup
+from .transport import InProcessTransport, UdpTransport
+from .udp_io import parse_hostport
+
+#: addresses of the in-process world
+INPROC_DUT = "10.77.0.2"
+INPROC_PEERS = ["10.77.0.1", "10.77.0.3"]
+#: scratch slots of 4 KiB in the "rma" region, one per case
+SLOT = 4096
+
+
+def case_seed(case_id: str, nonce: int = 0) -> int:
+    return zlib.crc32(case_id.encode()) ^ nonce
+
+
+def scratch_for(index: int, setup: DutSetup) -> int:
+    slots = max(1, setup.region("rma").size // SLOT - 1)
+    return (index % slots) * SLOT
+
+
+@dataclass(frozen=True)
+class DutSpec:
+    """A device under test over UDP: ``udp:HOST:PORT[@profile]``."""
+
+    host: str
+    port: int
+    profile: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> DutSpec:
+        spec = text.strip()
+        if not spec.startswith("udp:"):
+            raise ValueError(f"--dut {text!r}: expected udp:HOST:PORT[@profile] or inprocess")
+        rest = spec[4:]
+        profile = None
+        if "@" in rest:
+            rest, profile = rest.rsplit("@", 1)
+            load_profile(profile)  # a clear error for an unknown profile
+        host, port = parse_hostport(rest, UET_UDP_PORT)
+        return cls(host, port, profile)
+
+    def __str__(self) -> str:
+        h = f"[{self.host}]" if ":" in self.host else self.host
+        return f"udp:{h}:{self.port}" + (f"@{self.profile}" if self.profile else "")
+
+
+class InProcessTarget:
+    """The built-in end point in this process, one fresh instance per case."""
+
+    kind = "inprocess"
+
+    def __init__(self, setup: DutSetup = WELL_KNOWN, *, endpoint_factory: Any = None,
+                 profile: str | None = None, log: Any = None) -> None:
+        self.setup = setup if profile is None else setup.with_(profile=profile)
+        self.endpoint_factory = endpoint_factory
+        self.log = log
+        self.last_driver: FepDriver | None = None
+
+    def describe(self) -> str:
+        name = getattr(self.endpoint_factory, "__name__", "FabricEndpoint")
+        return f"in-process {name} (virtual clock)"
+
+    def unavailable(self, case: Case) -> str | None:
+        if not case.caps:
+            return None
+        _setup, profile = self.case_setup(case)
+        missing = set(case.caps) - profile_caps(profile)
+        if missing:
+            return (f"needs a profile with {', '.join(sorted(missing))} (the end point's is "
+                    f"{profile.name})")
+        return None
+
+    def case_setup(self, case: Case) -> tuple[DutSetup, Profile]:
+        setup = self.setup
+        if case.profile:
+            setup = setup.with_(profile=case.profile)
+        if case.config:
+            setup = setup.with_(pds_extra={**setup.pds_extra, **case.config})
+        profile = load_profile(setup.profile)
+        if case.profile_changes:
+            data: dict[str, dict[str, Any]] = {"profile": {"extends": setup.profile,
+                                                           "name": f"{setup.profile}-variant"}}
+            for key, value in case.profile_changes.items():
+                section, name = key.split(".", 1)
+                data.setdefault(section, {})[name] = value
+            profile = parse_profile(data, f"case {case.id}")
+        return setup, profile
+
+    @contextmanager
+    def peer(self, case: Case, index: int = 0,
+             capture: CaseCapture | None = None) -> Iterator[Peer]:
+        setup, profile = self.case_setup(case)
+        driver = FepDriver(setup, INPROC_DUT, profile=profile,
+                           endpoint_factory=self.endpoint_factory, log=self.log)
+        self.last_driver = driver
+        transport = InProcessTransport(driver)
+        peer = Peer(transport, setup, ips=INPROC_PEERS, seed=case_seed(case.id),
+                    capture=capture or CaseCapture(case.id), rule=case.rule,
+                    scratch=scratch_for(index, setup), profile=profile)
+        try:
+            yield peer
+        finally:
+            transport.close()
+
+
+class UdpTarget:
+    """Devices under test over UDP (one per profile they speak)."""
+
+    kind = "udp"
+
+    def __init__(self, duts: list[DutSpec], setup: DutSetup = WELL_KNOWN, *,
+                 peer_ips: list[str] | None = None, peer_net: str = "127.0.90.0/23",
+                 grace_ms: float = 500.0, quiet_ms: float = 40.0,
+                 nonce: int | None = None) -> None:
+        if not duts:
+            raise ValueError("UdpTarget needs at least one device (udp:HOST:PORT)")
+        self.duts = duts
+        self.setup = setup
+        self.peer_ips = peer_ips
+        self.net = ipaddress.ip_network(peer_net)
+        self._hosts = self.net.hosts()
+        self.grace_us = grace_ms * 1000
+        self.quiet_us = quiet_ms * 1000
+        self.nonce = int.from_bytes(os.urandom(4), "big") if nonce is None else nonce
+
+    def describe(self) -> str:
+        return ", ".join(str(d) for d in self.duts) + " (real UDP, wall clock)"
+
+    def _dut_for(self, case: Case) -> DutSpec | None:
+        want = case.profile
+        for d in self.duts:
+            prof = d.profile or self.setup.profile
+            if want is not None and prof != want:
+                continue
+            if set(case.caps) <= profile_caps(load_profile(prof)):
+                return d
+        return None
+
+    def unavailable(self, case: Case) -> str | None:
+        limits = case.limits()
+        if limits:
+            return limits
+        if self._dut_for(case) is None:
+            if case.profile:
+                return (f"needs a device with profile {case.profile} (add --dut "
+                        f"udp:HOST:PORT@{case.profile})")
+            return (f"needs a device whose profile has {', '.join(case.caps)} (add --dut "
+                    "udp:HOST:PORT@hpc)")
+        return None
+
+    def _addresses(self) -> list[str]:
+        if self.peer_ips:
+            return list(self.peer_ips)
+        try:
+            return [str(next(self._hosts)), str(next(self._hosts))]
+        except StopIteration:
+            self._hosts = self.net.hosts()
+            return [str(next(self._hosts)), str(next(self._hosts))]
+
+    @contextmanager
+    def peer(self, case: Case, index: int = 0,
+             capture: CaseCapture | None = None) -> Iterator[Peer]:
+        dut = self._dut_for(case)
+        if dut is None:
+            raise RuntimeError(self.unavailable(case))
+        setup = self.setup.with_(profile=dut.profile or self.setup.profile)
+        transport = UdpTransport(dut.host, dut.port, self._addresses())
+        peer = Peer(transport, setup, ips=transport.peer_ips,
+                    seed=case_seed(case.id, self.nonce),
+                    capture=capture or CaseCapture(case.id), rule=case.rule,
+                    grace_us=self.grace_us, quiet_us=self.quiet_us,
+                    scratch=scratch_for(index, setup), profile=load_profile(setup.profile))
+        try:
+            yield peer
+        finally:
+            transport.close()
+
+
+def make_target(duts: list[str] | None, setup: DutSetup = WELL_KNOWN, **kw: Any) -> Any:
+    """``inprocess`` (or nothing) -> :class:`InProcessTarget`; ``udp:...`` specs ->
+    :class:`UdpTarget`."""
+    specs = [d for d in (duts or []) if d and d != "inprocess"]
+    if not specs:
+        return InProcessTarget(setup)
+    return UdpTarget([DutSpec.parse(d) for d in specs], setup, **kw)
