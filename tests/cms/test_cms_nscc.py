@@ -190,20 +190,43 @@ def test_timeout_shrinks_by_packet():
     assert cc.cwnd == 100_000 - MSS
 
 
-def ack_cc(pend=0, restore=False, ooo=0):
-    return PdsAckCc(cc_type=CcType.NSCC, rcv_cwnd_pend=pend, restore_cwnd=restore, ooo_count=ooo)
+def ack_cc(pend=0, restore=False, ooo=0, rcvd=0):
+    return PdsAckCc(cc_type=CcType.NSCC, rcv_cwnd_pend=pend, restore_cwnd=restore, ooo_count=ooo,
+                    rcvd_bytes=rcvd & 0xFFFFFF)
 
 
 def test_receiver_penalty_and_restore():
     cc = nscc()
-    cc.on_ack(1 * US, MSS, True, BASE + 2 * US, 0, ack_cc(pend=127))
+    cc.on_ack(1 * US, MSS, True, BASE + 2 * US, 0, ack_cc(pend=127, rcvd=MSS))
     assert cc.cwnd == 100_000 - MSS  # full penalty: every newly received byte
-    cc.on_ack(2 * US, MSS, True, BASE + 2 * US, 0, ack_cc(pend=64))
+    cc.on_ack(2 * US, MSS, True, BASE + 2 * US, 0, ack_cc(pend=64, rcvd=2 * MSS))
     assert cc.cwnd == 100_000 - MSS - MSS * 64 // 127
-    cc.on_ack(3 * US, MSS, True, BASE + 2 * US, 0, ack_cc(pend=0))
+    cc.on_ack(3 * US, MSS, True, BASE + 2 * US, 0, ack_cc(pend=0, rcvd=3 * MSS))
     assert cc.cwnd == 100_000 - MSS - 2064
-    cc.on_ack(4 * US, MSS, True, BASE + 2 * US, 0, ack_cc(restore=True))
+    cc.on_ack(4 * US, MSS, True, BASE + 2 * US, 0, ack_cc(restore=True, rcvd=4 * MSS))
     assert cc.cwnd == 100_000
+
+
+def test_acked_bytes_come_from_the_receivers_rcvd_bytes():
+    """With NSCC state in the ACK_CC the window is fed the receiver's newly received bytes
+    (htsim newly_recvd_bytes), not what the PDS could name: arrivals beyond the 64-packet
+    SACK bitmap count with the ACK that reported them, and are not counted again when the
+    PDS names them later. Stale counts give nothing; the 24-bit counter wraps."""
+    cc = nscc()
+    fed = []
+    react = cc._react
+    cc._react = lambda now, skip, delay, newly: (fed.append(newly), react(now, skip, delay,
+                                                                          newly))
+    cc.on_ack(1 * US, MSS, False, BASE, 0, ack_cc(rcvd=10 * MSS))  # PDS named 1 of 10
+    cc.on_ack(2 * US, 9 * MSS, False, BASE, 0, ack_cc(rcvd=10 * MSS))  # the rest named now
+    cc.on_ack(3 * US, 0, False, BASE, 0, ack_cc(rcvd=4 * MSS))  # overtaken ACK: stale
+    # plain ACK (no rcvd_bytes): the PDS's count, not credited again by the next ACK_CC
+    cc.on_ack(4 * US, MSS, False, BASE, 0, None)
+    cc.on_ack(5 * US, MSS, False, BASE, 0, ack_cc(rcvd=12 * MSS))
+    assert fed == [10 * MSS, 0, 0, MSS, MSS]
+    cc.rcvd_raw = cc.rcvd_total = cc.credited = (1 << 24) - MSS  # about to wrap
+    cc.on_ack(6 * US, MSS, False, BASE, 0, ack_cc(rcvd=MSS))  # (2^24 - MSS + 2 MSS) mod 2^24
+    assert fed[-1] == 2 * MSS and cc.rcvd_total == (1 << 24) + MSS
 
 
 def test_ooo_count_hint():

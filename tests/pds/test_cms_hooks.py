@@ -13,7 +13,7 @@ from pds_script import S, Side, cp, established_target, nack_codes, only, req
 from uet.cms.api import CmsConfig, NullReceiverCongestion, NullSenderCongestion
 from uet.cms.factory import make_credit_scheduler, make_receiver, make_sender
 from uet.pds import PdsConfig, PdsEndpoint
-from uet.wire.constants import CtlType, DeliveryMode, NackCode, PdsType
+from uet.wire.constants import CtlType, DeliveryMode, NackCode, PdsType, ReqFlag
 from uet.wire.records import PdsAckCc, psn_add
 
 
@@ -250,3 +250,71 @@ def test_blocked_retransmission_still_ages_to_the_retry_limit():
     assert len(s.data()) == 1
     s.advance(100_000 * US)
     assert [m.msg_ref for m in s.failed] == ["stuck"] and s.data() == []
+
+
+class RecordingCC(NullSenderCongestion):
+    """Null CC with a settable window that records the in-flight bytes it is shown."""
+
+    def __init__(self, window_bytes=1 << 30):
+        super().__init__(window_bytes=window_bytes)
+        self.acks = []
+
+    def on_ack(self, now, fb):
+        self.acks.append(fb)
+
+
+def test_cc_in_flight_counts_target_rcvd_bytes_beyond_the_sack_bitmap():
+    """docs/pds.md "Congestion management hooks": the 64-bit SACK bitmap names at most 64
+    PSNs above the CACK; arrivals beyond it, counted in the ACK_CC's NSCC rcvd_bytes, leave
+    the CC's in-flight bytes (htsim's recvd_bytes accounting) though the PDS keeps them
+    outstanding until an ACK names them. Stale counts change nothing; an ACK_CC that leaves
+    nothing outstanding re-bases the count."""
+    from pds_script import ack
+    cc = RecordingCC()
+    s = Side(ip=A_IP)
+    s.ep._sender_cc = lambda mode: cc
+    for i in range(80):
+        s.ep.submit(0, request(payload=bytes(100), msg_ref=i))
+    assert len(s.data()) == 80
+    pdc = s.ep.pdcs()[0]
+    assert pdc.cc_inflight() == pdc.inflight_bytes == 8000
+    # S lost; S+1..S+79 arrived: the bitmap names S+1..S+64, rcvd_bytes says 79 packets
+    a = ack(psn_add(S, -1), psn_add(S, -1), spdcid=0x222, dpdcid=pdc.pdc_id,
+            bitmap=(1 << 64) - 1)
+    a.pds.rcvd_bytes = 7900
+    s.feed(a)
+    assert pdc.inflight_bytes == 1600 and pdc.cc_inflight() == 100
+    assert cc.acks[-1].in_flight_bytes == 100 and cc.acks[-1].newly_acked_bytes == 6400
+    stale = ack(psn_add(S, -1), psn_add(S, -1), spdcid=0x222, dpdcid=pdc.pdc_id, bitmap=1)
+    stale.pds.rcvd_bytes = 500  # overtaken ACK: ignored
+    s.feed(stale)
+    assert pdc.cc_inflight() == 100
+    # S arrives: the CACK covers everything, nothing outstanding, counts agree again
+    done = ack(psn_add(S, 79), S, spdcid=0x222, dpdcid=pdc.pdc_id)
+    done.pds.rcvd_bytes = 8000
+    s.feed(done)
+    assert pdc.inflight_bytes == pdc.cc_inflight() == 0
+    assert pdc.known_arrived == pdc.peer_rcvd == 8000
+
+
+def test_ar_when_the_cc_window_is_full_or_the_queue_empties():
+    """docs/pds.md "Acknowledgement": with ar_when_blocked (default) a packet after which
+    the CC window has no room for another full packet, or that empties the PDC's queue,
+    carries AR (htsim's sender), so a window-limited flow gets its ACK at once."""
+    cc = RecordingCC(window_bytes=350)
+    s = Side(ip=A_IP)
+    s.ep._sender_cc = lambda mode: cc
+    for i in range(6):
+        s.ep.submit(0, request(payload=bytes(100), msg_ref=i, eom=False))
+    sent = s.data()
+    # window 350: three packets fit; the third leaves no room for a fourth (300 + 100 >= 350)
+    assert [bool(f.pds.flags & ReqFlag.AR) for f in sent] == [False, False, True]
+    s2 = Side(ip=A_IP, ar_when_blocked=False)
+    s2.ep._sender_cc = lambda mode: RecordingCC(window_bytes=350)
+    for i in range(6):
+        s2.ep.submit(0, request(payload=bytes(100), msg_ref=i, eom=False))
+    assert not any(f.pds.flags & ReqFlag.AR for f in s2.data())
+    s3 = Side(ip=A_IP)  # no window limit: AR only when the queue runs empty
+    for i in range(3):
+        s3.ep.submit(0, request(payload=bytes(100), msg_ref=i, eom=False))
+    assert [bool(f.pds.flags & ReqFlag.AR) for f in s3.data()] == [False, False, True]

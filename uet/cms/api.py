@@ -17,7 +17,8 @@ Additions after the first contract (all with defaults, so existing callers keep 
 ``NackFeedback.rtt_sample`` / ``in_flight_bytes`` / ``retx``; ``SenderCongestion.can_send(...,
 retx=False)``, ``on_backlog``, ``poll_credit_request``, ``credit_based``;
 ``ReceiverCongestion.on_data(..., ooo_count=None)``, ``on_credit_request``, ``close``;
-more :class:`CmsConfig` parameters. See ``docs/cms.md`` for how the PDS drives them.
+``SenderCongestion.window_full``; more :class:`CmsConfig` parameters. See ``docs/cms.md``
+for how the PDS drives them.
 """
 
 from __future__ import annotations
@@ -71,6 +72,10 @@ class SenderCongestion(Protocol):
         (also gated by credit under RCCC; NSCC lets it use the window like new data)."""
 
     def on_send(self, now: int, nbytes: int, ev: int, retx: bool) -> None: ...
+
+    def window_full(self, nbytes: int, in_flight_bytes: int) -> bool:
+        """Would a packet of ``nbytes`` (already counted in ``in_flight_bytes``) leave no
+        room for another one? No side effects; the PDS then sets AR on it (htsim)."""
 
     def on_ack(self, now: int, fb: AckFeedback) -> None: ...
 
@@ -177,6 +182,9 @@ class NullSenderCongestion:
 
     def on_send(self, now: int, nbytes: int, ev: int, retx: bool) -> None:
         pass
+
+    def window_full(self, nbytes: int, in_flight_bytes: int) -> bool:
+        return in_flight_bytes + nbytes >= self.window_bytes
 
     def on_ack(self, now: int, fb: AckFeedback) -> None:
         pass

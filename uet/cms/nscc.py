@@ -132,6 +132,9 @@ class Nscc:
         self.in_flight = 0
         self.ooo_count = 0
         self.cwnd_before_penalty: int | None = None
+        self.rcvd_raw = 0  # last 24-bit rcvd_bytes seen in an ACK_CC (both sides start at 0)
+        self.rcvd_total = 0  # the receiver's count, unwrapped
+        self.credited = 0  # acked bytes already fed to the window
         self.stats: Counter[str] = Counter()
 
     # ------------------------------------------------------------------ gates
@@ -195,14 +198,33 @@ class Nscc:
         """One ACK: receiver state, then the four-way reaction and fulfill adjustment."""
         self.in_flight = in_flight
         if ack_cc is not None and ack_cc.cc_type == CcType.NSCC:
+            newly_acked = self._received(ack_cc.rcvd_bytes)
             self._receiver_state(ack_cc, newly_acked)
-        elif ack_cc is not None:
-            self.ooo_count = ack_cc.ooo_count
+        else:
+            self.credited += newly_acked
+            if ack_cc is not None:
+                self.ooo_count = ack_cc.ooo_count
         self.achieved_bytes += newly_acked
         self.received_bytes += newly_acked
         self.bytes_ignored += newly_acked
         delay = self._sample(rtt_sample, ecn)
         self._react(now, ecn, delay, newly_acked)
+
+    def _received(self, raw: int) -> int:
+        """Bytes newly received according to the receiver's 24-bit ``rcvd_bytes`` (htsim's
+        ``newly_recvd_bytes``): every arrival is credited with the delay of the ACK that
+        reported it, even arrivals beyond the 64-packet SACK bitmap that the PDS can only
+        name later. Stale counts (an overtaken ACK) give 0; bytes already credited from
+        plain ACKs are not credited twice."""
+        delta = (raw - self.rcvd_raw) & 0xFFFFFF
+        if 0 < delta < 0x800000:
+            self.rcvd_raw = raw
+            self.rcvd_total += delta
+        newly = self.rcvd_total - self.credited
+        if newly <= 0:
+            return 0
+        self.credited = self.rcvd_total
+        return newly
 
     def _receiver_state(self, ack: PdsAckCc, newly: int) -> None:
         self.ooo_count = ack.ooo_count

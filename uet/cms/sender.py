@@ -66,6 +66,17 @@ class CmsSender:
             return in_flight_bytes + nbytes <= self.window_bytes or in_flight_bytes == 0
         return True
 
+    def window_full(self, nbytes: int, in_flight_bytes: int) -> bool:
+        """htsim's AR rule: after this packet (counted in ``in_flight_bytes``) the credit is
+        spent (RCCC) or ``in_flight + packet >= cwnd`` (NSCC, or the fixed window)."""
+        if self.credit is not None and self.credit.credit - nbytes <= 0:
+            return True
+        if self.nscc is not None:
+            return in_flight_bytes + nbytes >= self.nscc.cwnd
+        if self.credit is None:
+            return in_flight_bytes + nbytes >= self.window_bytes
+        return False
+
     def on_send(self, now: int, nbytes: int, ev: int, retx: bool) -> None:
         self.now = now
         if self.credit is not None:

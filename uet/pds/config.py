@@ -45,6 +45,10 @@ class PdsConfig:
     ack_timer_ps: int = 2 * PS_PER_US
     #: initiator sets AR on every packet (per-packet ACK mode), not only on EOM packets
     ar_every_packet: bool = False
+    #: initiator also sets AR on a packet after which the CC window / credit has no room for
+    #: another full packet, or that empties the PDC's queue (htsim's sender: a blocked
+    #: sender asks for the ACK that unblocks it, so window-limited flows get per-packet ACKs)
+    ar_when_blocked: bool = True
 
     # ---- retransmission
     #: RTO (fixed), or the initial RTO when ``rto_adaptive``

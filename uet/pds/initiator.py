@@ -29,6 +29,7 @@ from uet.pds.manager import INITIATOR, PdcBase
 from uet.pds.retransmit import RESOURCE_NACKS, LossDetector, RtoEstimator, nack_name
 from uet.wire.constants import (
     AckFlag,
+    CcType,
     CpFlag,
     CtlType,
     DeliveryMode,
@@ -82,7 +83,7 @@ class InitiatorPdc(PdcBase):
                  "seq", "detector", "rto", "rto_at", "cc", "fixed_ev", "ptype", "in_ring",
                  "last_progress", "next_probe", "probe_opaque", "idle_since",
                  "close_requested", "recovery_until", "last_clear_sent", "backlog",
-                 "credit_based")
+                 "credit_based", "known_arrived", "peer_rcvd", "peer_rcvd_raw")
 
     def __init__(self, ep, pdc_id: int, peer_ip: str, mode: DeliveryMode, key: tuple,
                  job_id: int, tc: int, start_psn: int, cc, now: int) -> None:
@@ -99,6 +100,11 @@ class InitiatorPdc(PdcBase):
         self.queue: deque[SendRequest] = deque()
         self.outstanding: dict[int, Tx] = {}  # PSN order
         self.inflight_bytes = 0  # payload bytes sent, neither released nor SACKed
+        # rcvd_bytes accounting (NSCC ACK_CC): payload bytes of distinct packets an ACK
+        # named as arrived, and the target's running count of received bytes (unwrapped)
+        self.known_arrived = 0
+        self.peer_rcvd = 0
+        self.peer_rcvd_raw: int | None = None
         self.retx: deque[Tx] = deque()
         self.sent_order: deque[tuple[int, Tx]] = deque()
         self.seq = 0
@@ -165,7 +171,7 @@ class InitiatorPdc(PdcBase):
                     self.cc.on_backlog(now, self.backlog)
                 tx.retx_queued = False
                 continue
-            if not self.cc.can_send(now, tx.nbytes, self.inflight_bytes, True):
+            if not self.cc.can_send(now, tx.nbytes, self.cc_inflight(), True):
                 self._blocked_by_cc(now)
                 return None
             retx.popleft()
@@ -195,7 +201,7 @@ class InitiatorPdc(PdcBase):
             return None
         req = queue[0]
         nbytes = len(req.payload)
-        if not self.cc.can_send(now, nbytes, self.inflight_bytes):
+        if not self.cc.can_send(now, nbytes, self.cc_inflight()):
             self._blocked_by_cc(now)
             return None
         mgr = self.ep.mgr
@@ -223,6 +229,10 @@ class InitiatorPdc(PdcBase):
             ev = self.cc.choose_ev(now)
         psn = tx.psn
         flags = AR if (retx or req.eom or cfg.ar_every_packet) else 0
+        if not flags and cfg.ar_when_blocked and not tx.is_close:
+            after = self.cc_inflight() + (0 if tx.inflight else tx.nbytes)
+            if not self.queue or self.cc.window_full(tx.nbytes, after):
+                flags = AR
         if retx:
             flags |= RETX
             tx.ever_retx = True
@@ -300,6 +310,35 @@ class InitiatorPdc(PdcBase):
         ep.counters["retx." + cause] += 1
         ep.log(now, "retransmit", pdc_id=self.pdc_id, psn=tx.psn, cause=cause)
 
+    def cc_inflight(self) -> int:
+        """In-flight bytes as the CC sees them: sent, not known to have arrived, and not
+        received by the target according to its ``rcvd_bytes`` count (NSCC ACK_CC).
+
+        The 64-bit SACK bitmap cannot name packets more than 64 PSNs above the CACK, so
+        behind a long-delayed packet (a slow path) arrivals would stay "in flight" and
+        block the window; the target's running byte count (htsim's ``recvd_bytes``, which
+        htsim's window uses) says how many of them arrived. The difference is clamped
+        to the bytes in flight, and re-based whenever an ACK_CC leaves nothing outstanding,
+        so a count that runs ahead (a packet the SES refused is counted by the target yet
+        resent) cannot drift."""
+        unseen = self.peer_rcvd - self.known_arrived
+        if unseen <= 0:
+            return self.inflight_bytes
+        return max(self.inflight_bytes - unseen, 0)
+
+    def _peer_rcvd(self, raw: int) -> None:
+        """Fold an ACK_CC's 24-bit ``rcvd_bytes`` into the unwrapped count (stale ones,
+        from ACKs overtaken by newer ones, are ignored)."""
+        last = self.peer_rcvd_raw
+        if last is None:
+            self.peer_rcvd_raw = raw
+            self.peer_rcvd = raw
+            return
+        delta = (raw - last) & 0xFFFFFF
+        if 0 < delta < 0x800000:
+            self.peer_rcvd_raw = raw
+            self.peer_rcvd += delta
+
     def _leave_flight(self, tx: Tx) -> None:
         if tx.inflight:
             tx.inflight = False
@@ -365,6 +404,11 @@ class InitiatorPdc(PdcBase):
             bm = ack.sack_bitmap
             if bm and outstanding:
                 self._apply_sack(ack.sack_base, bm, cack, newly)
+        self.known_arrived += newly[0]
+        if is_cc and ack.cc_type == CcType.NSCC:
+            self._peer_rcvd(ack.rcvd_bytes)
+            if not outstanding:  # every byte the target counted is named: re-base
+                self.known_arrived = self.peer_rcvd
         if self.state == PdcState.CLOSED:  # the CLOSE was acknowledged
             return
         if newly[1]:
@@ -372,7 +416,7 @@ class InitiatorPdc(PdcBase):
         if rtt is not None:
             self.rto.sample(rtt)
         self.cc.on_ack(now, AckFeedback(frame.ev, bool(flags & ACK_M), newly[0], newly[1], rtt,
-                                        self.inflight_bytes, ack if is_cc else None,
+                                        self.cc_inflight(), ack if is_cc else None,
                                         bool(flags & ACK_RETX)))
         if self.detector.n and newly[1]:
             self._detect_losses(now)
@@ -488,7 +532,7 @@ class InitiatorPdc(PdcBase):
         if action == NackAction.RETRANSMIT:
             self.cc.on_nack(now, NackFeedback(frame.ev, code, tx.nbytes,
                                               bool(nack.flags & ACK_M), now - tx.send_time,
-                                              self.inflight_bytes,
+                                              self.cc_inflight(),
                                               bool(nack.flags & ACK_RETX)))
             if code in RESOURCE_NACKS:
                 ep.counters["nack_rx_deferred"] += 1  # resent when its RTO expires
