@@ -129,3 +129,33 @@ async def test_flow_ending_with_reordering_does_not_wait_for_rto() -> None:
             assert msg.fct_ps < 20 * US  # 16 packets: ~5.3 us + 1 us + jitter, RTO is 100 us
         assert fab.endpoint(0).stats["rto"] == 0
         assert fab.endpoint(1).stats["rx_data"] == 5 * 17
+
+
+def test_queue_factor_scales_the_sending_switch_port() -> None:
+    """docs/fabric.md "Links and impairments": queue_factor scales the byte limits and ECN
+    thresholds of the switch port that transmits in the impaired direction (htsim keeps a
+    degraded link's buffer the same in time), and only that port."""
+    net = build(Network(seed=1), {"kind": "fat_tree", "k": 4})
+    down, up = net.ifaces["core0.p0"], net.ifaces["agg0.p2"]
+    assert (down.limit[0], down.kmin[0], down.kmax[0]) == (178450, 37350, 145250)
+    net.impair("core0.p0", {"rate_bps": 25 * 10**9, "queue_factor": 0.25}, "tx")
+    assert (down.limit[0], down.kmin[0], down.kmax[0]) == (44612, 9337, 36312)
+    assert down.limit[1] == 44612  # the control / trimmed class too (htsim: 2 x maxsize)
+    assert (up.limit[0], up.kmin[0]) == (178450, 37350)  # the other direction's sender
+    net.impair("agg0.p2", {"queue_factor": 0.5}, "rx")  # rx of agg0.p2 = sent by core0.p0
+    assert down.limit[0] == 22306
+    with pytest.raises(ValueError, match="host NIC"):
+        net.impair("h0", {"queue_factor": 0.5}, "tx")
+    with pytest.raises(ValueError, match="queue_factor"):
+        Impairments(queue_factor=0.0)
+
+
+async def test_queue_factor_limits_the_queue_in_traffic() -> None:
+    """A 2:1 incast through a port scaled to a quarter: its queue never exceeds the scaled
+    limit (one frame in service aside) and the excess is trimmed."""
+    topo = {"kind": "star", "hosts": 3,
+            "impairments": [{"at": "h2", "direction": "rx", "queue_factor": 0.25}]}
+    async with Fabric(topo, seed=3, endpoint_factory=traffic()) as fab:
+        await fab.run_messages([(0, 2, 1 << 20), (1, 2, 1 << 20)])
+        port = fab.counters()["port"]["sw0.p2"]
+    assert 0 < port["queue_hwm.0"] <= 44612 and port["trimmed"] > 0

@@ -98,6 +98,8 @@ def fabric_keys(entry: dict[str, Any], nominal_rate_bps: float) -> dict[str, Any
         out["rate_bps"] = round(entry["rate_gbps"] * 1e9)
     elif entry.get("rate_factor") is not None:
         out["rate_bps"] = round(nominal_rate_bps * entry["rate_factor"])
+    if entry.get("queue_factor") is not None:
+        out["queue_factor"] = entry["queue_factor"]
     if entry.get("down"):
         out["down"] = [[t[0], t[1] if len(t) > 1 else None] for t in entry["down"]]
     return out

@@ -208,6 +208,10 @@ IMPAIRMENTS = Table("impairments", "Impairments on links, one [[impairments]] ta
                     unit="Gb/s"),
     "rate_factor": _K("float", None, "degraded rate as a fraction of the nominal rate "
                       "(0.25: htsim's \"25% speed\")", lo=0.0001, hi=1.0),
+    "queue_factor": _K("float", None, "scale the queue limits and ECN thresholds of the "
+                       "switch port sending in the selected direction (htsim scales a "
+                       "degraded link's buffer with its speed: queue_factor = rate_factor)",
+                       lo=0.0001, hi=1.0),
     "down": _K("intervals", [], "times the links are down: [[t_down_ps, t_up_ps], ...] "
                "([t_down_ps] alone: stays down)", unit="ps"),
     "seed": _K("int", None, "seed of these links' random draws (default: derived from "

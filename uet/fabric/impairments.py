@@ -11,6 +11,9 @@
 * ``jitter_ps``: extra delay uniform in [0, jitter_ps] per frame (reorders frames).
 * ``reorder`` / ``reorder_delay_ps``: probability that a frame is held back by that delay.
 * ``rate_bps``: a degraded rate for this direction (serialisation at that rate).
+* ``queue_factor``: scale the byte limits and ECN thresholds of the switch port that
+  transmits in this direction (htsim scales a degraded link's queue and ECN thresholds
+  with its speed, keeping the buffer the same in time: ``rate_factor = queue_factor``).
 * ``down``: list of ``(t_down_ps, t_up_ps)`` intervals (``t_up_ps`` None = stays down).
 """
 
@@ -49,6 +52,7 @@ class Impairments:
     reorder: float = 0.0
     reorder_delay_ps: int = 0
     rate_bps: int | None = None
+    queue_factor: float | None = None
     down: list[tuple[int, int | None]] = field(default_factory=list)
     seed: int | None = None
 
@@ -65,6 +69,8 @@ class Impairments:
             raise ValueError("impairments: delays must be >= 0")
         if self.rate_bps is not None and self.rate_bps <= 0:
             raise ValueError("impairments.rate_bps must be > 0")
+        if self.queue_factor is not None and not 0.0 < self.queue_factor <= 1.0:
+            raise ValueError(f"impairments.queue_factor={self.queue_factor}: allowed 0 < f <= 1")
         self.down = [(int(a), None if b is None else int(b)) for a, b in self.down]
 
     @property

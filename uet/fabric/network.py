@@ -18,7 +18,7 @@ from uet.fabric.pfc import PfcConfig
 from uet.fabric.port import Port
 from uet.fabric.qos import QosConfig
 from uet.fabric.scheduler import EventLoop
-from uet.fabric.switch import Switch, SwitchPort
+from uet.fabric.switch import UNLIMITED, Switch, SwitchPort
 
 
 def _seed_for(seed: int, name: str) -> int:
@@ -124,6 +124,25 @@ class Network:
         for d in dirs:
             ch = self.channel(iface, d)
             ch.impair(cfg, _seed_for(self.seed, "imp:" + ch.name))
+            if cfg.queue_factor is not None:
+                link = self.link_of[iface]
+                other = link.b if link.a == iface else link.a
+                self._scale_queue(iface if d == "tx" else other, cfg.queue_factor)
+
+    def _scale_queue(self, iface: str, factor: float) -> None:
+        """Scale the byte limits and ECN thresholds of the switch port ``iface`` (the
+        transmitter of an impaired direction); host NICs have no switch queue."""
+        port = self.ifaces[iface]
+        limits = getattr(port, "limit", None)
+        if limits is None:
+            raise ValueError(f"impairments.queue_factor: {iface} is a host NIC, which has "
+                             "no switch queue; select the switch-to-host direction")
+        for tc, lim in enumerate(limits):
+            if lim < UNLIMITED:
+                limits[tc] = max(int(lim * factor), 1)
+            if port.kmin[tc] < UNLIMITED:
+                port.kmin[tc] = int(port.kmin[tc] * factor)
+                port.kmax[tc] = max(int(port.kmax[tc] * factor), port.kmin[tc] + 1)
 
     def set_link_up(self, iface: str, up: bool, at_ps: int | None = None) -> None:
         """Bring the link at ``iface`` down/up now or at ``at_ps``."""
