@@ -318,3 +318,30 @@ def test_ar_when_the_cc_window_is_full_or_the_queue_empties():
     for i in range(3):
         s3.ep.submit(0, request(payload=bytes(100), msg_ref=i, eom=False))
     assert [bool(f.pds.flags & ReqFlag.AR) for f in s3.data()] == [False, False, True]
+
+
+def test_ooo_loss_threshold_from_the_cc_window():
+    """docs/pds.md "Retransmission": ooo_loss_threshold = -1 takes htsim's SLEEK threshold
+    from the CC: max(min(1.5 cwnd, max window), 5 MTU) / MTU packets out of order."""
+    from pds_script import ack
+
+    class Window(RecordingCC):
+        max_window = 8 * 4096
+
+    cc = Window(window_bytes=8 * 4096)  # cwnd 8 MTU: threshold min(12, 8) = 8 packets
+    s = Side(ip=A_IP, ooo_loss_threshold=-1, sack_dupthresh=0)
+    s.ep._sender_cc = lambda mode: cc
+    for i in range(10):
+        s.ep.submit(0, request(payload=bytes(100), msg_ref=i))
+    assert len(s.data()) == 10
+    pdc = s.ep.pdcs()[0]
+    a = ack(psn_add(S, -1), psn_add(S, -1), spdcid=0x222, dpdcid=pdc.pdc_id, bitmap=0b1111110)
+    a.pds.ooo_count = 7  # below the threshold: nothing
+    s.feed(a)
+    assert s.ep.counters["retx.ooo"] == 0 and s.data() == []
+    a.pds.ooo_count = 8
+    s.feed(a)
+    assert s.ep.counters["retx.ooo"] == 1  # S, below the highest SACKed (S+6)
+    assert [f.pds.psn for f in s.data()] == [S]
+    with pytest.raises(ValueError, match="ooo_loss_threshold"):
+        PdsConfig(ooo_loss_threshold=-2)

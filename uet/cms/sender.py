@@ -191,6 +191,15 @@ class CmsSender:
         self.now = now
 
     @property
+    def max_window(self) -> int:
+        """The largest window the CC may reach (NSCC maxwnd, RCCC max credit)."""
+        if self.nscc is not None:
+            return self.nscc.max_wnd
+        if self.credit is not None:
+            return self.credit.max_credit
+        return self.window_bytes
+
+    @property
     def cwnd(self) -> int:
         if self.nscc is not None:
             return self.nscc.cwnd

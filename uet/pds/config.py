@@ -64,7 +64,8 @@ class PdsConfig:
     #: a packet not SACKed while this many packets sent after it were is lost (0: off)
     sack_dupthresh: int = 3
     #: loss inference from the ACK_CC ooo_count (ref. 3.8): enter recovery when ooo_count
-    #: reaches this many packets (0: off)
+    #: reaches this many packets (0: off; -1: htsim's SLEEK threshold from the CC window,
+    #: max(min(1.5 cwnd, max window), 5 MTU) / MTU)
     ooo_loss_threshold: int = 0
     #: send a PROBE CP when packets are outstanding and nothing was ACKed for this long (0: off)
     probe_after_ps: int = 0
@@ -157,9 +158,12 @@ class PdsConfig:
         for name in positive:
             if getattr(self, name) <= 0:
                 raise PdsConfigError(f"pds.{name}: must be > 0, got {getattr(self, name)}")
-        non_negative = ("max_retries", "sack_dupthresh", "ooo_loss_threshold",
-                        "probe_after_ps", "close_idle_ps", "target_idle_ps", "clear_req_ps",
-                        "rod_buffer_packets", "rod_buffer_bytes")
+        if self.ooo_loss_threshold < -1:
+            raise PdsConfigError("pds.ooo_loss_threshold: allowed 0 (off), -1 (from the CC "
+                                 f"window) or a packet count, got {self.ooo_loss_threshold}")
+        non_negative = ("max_retries", "sack_dupthresh", "probe_after_ps", "close_idle_ps",
+                        "target_idle_ps", "clear_req_ps", "rod_buffer_packets",
+                        "rod_buffer_bytes")
         for name in non_negative:
             if getattr(self, name) < 0:
                 raise PdsConfigError(f"pds.{name}: must be >= 0, got {getattr(self, name)}")

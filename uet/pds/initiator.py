@@ -488,7 +488,13 @@ class InitiatorPdc(PdcBase):
             if psn_diff(self.max_cack, self.recovery_until) >= 0:
                 self.recovery_until = None
             return
-        if ack.ooo_count < self.cfg.ooo_loss_threshold or not ack.sack_bitmap:
+        threshold = self.cfg.ooo_loss_threshold
+        if threshold < 0:  # htsim SLEEK: max(min(1.5 cwnd, maxwnd), 5 MTU) in packets
+            cc, mtu = self.cc, self.cfg.mtu_payload
+            cwnd = cc.cwnd
+            maxw = getattr(cc, "max_window", cwnd)
+            threshold = max(min(int(1.5 * cwnd), maxw), 5 * mtu) // mtu
+        if ack.ooo_count < threshold or not ack.sack_bitmap:
             return
         top = psn_add(ack.sack_base, ack.sack_bitmap.bit_length() - 1)
         self.recovery_until = psn_add(self.next_psn, -1)
