@@ -30,6 +30,7 @@ import random
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import Any
 
 from scapy.packet import Packet
@@ -238,6 +239,24 @@ def describe_frame(f: Frame, ev: int | None = None) -> str:
     if ev is not None:
         s += f" ev={ev}"
     return s
+
+
+def _fmt_like(got: Any, want: Any) -> str:
+    """``got`` shown like ``want``: an enum's name when ``want`` is an enum member."""
+    if isinstance(want, IntEnum) and isinstance(got, int):
+        try:
+            return type(want)(got).name
+        except ValueError:
+            pass
+    return _fmt(got)
+
+
+def _unique(items: list[Received]) -> list[Received]:
+    out: list[Received] = []
+    for rx in items:
+        if not any(rx is o for o in out):
+            out.append(rx)
+    return out
 
 
 def _kind_name(kind: Any) -> str:
@@ -463,7 +482,8 @@ class Peer:
         if not self.virtual and not strict:
             head += f" (+{self.grace_us / 1000:g} ms wall-clock grace)"
         lines = [head + ": nothing matching arrived"]
-        candidates = [rx for rx in [*seen, *self._unclaimed]
+        pool = _unique([*seen, *self._unclaimed])
+        candidates = [rx for rx in pool
                       if kind is object or (rx.frame is not None and isinstance(rx.pds, kind))]
         for rx in candidates[:4]:
             bad = []
@@ -472,11 +492,10 @@ class Peer:
                 ok = want_v(got) if callable(want_v) and not isinstance(want_v, type) \
                     else got == want_v
                 if not ok:
-                    bad.append(f"{name}={_fmt(got)} (expected {_fmt(want_v)})")
+                    bad.append(f"{name}={_fmt_like(got, want_v)} (expected {_fmt(want_v)})")
             if not bad and where is not None:
                 bad.append("the case's condition on it does not hold")
-            lines.append(f"  a {_kind_name(type(rx.pds))} arrived but " + "; ".join(bad)
-                         + f": {rx.describe()}")
+            lines.append(f"  got {rx.describe()}, but " + "; ".join(bad))
         others = [rx for rx in seen if rx not in candidates]
         if others:
             lines.append(f"  other packets in the window ({len(others)}): "

@@ -100,12 +100,12 @@ class DutSetup:
         Resource("generation", 0x014, generation=7),
     )
     # ---- timers (µs) and windows
-    rto_us: int = 40_000
+    rto_us: int = 60_000
     rto_backoff: int = 2
     max_retries: int = 3
     ack_timer_us: int = 20_000
     ack_every_bytes: int = 16384
-    close_idle_us: int = 100_000
+    close_idle_us: int = 150_000
     target_idle_us: int = 150_000
     close_req_time_us: int = 150_000
     clear_req_us: int = 30_000

@@ -211,4 +211,5 @@ def make_target(duts: list[str] | None, setup: DutSetup = WELL_KNOWN, **kw: Any)
     specs = [d for d in (duts or []) if d and d != "inprocess"]
     if not specs:
         return InProcessTarget(setup)
+    kw = {k: v for k, v in kw.items() if v is not None}
     return UdpTarget([DutSpec.parse(d) for d in specs], setup, **kw)

@@ -190,7 +190,7 @@ def response_in_ack(peer):
 
 
 @case("PDS-ACK-012", "2.3, 3.4",
-      "ack_psn_offset is signed: an ACK naming a PSN below its CACK (a late duplicate) "
+      "The ACK PSN offset is signed: an ACK naming a PSN below its CACK (a late duplicate) "
       "carries a negative offset")
 def negative_ack_offset(peer):
     pdc = opened(peer)
