@@ -128,11 +128,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         from uet.conformance.setup import DutSetup, SetupError
-        from uet.conformance.targets import DutSpec
+        from uet.conformance.targets import make_target
 
-        for d in args.dut:
-            if d != "inprocess":
-                DutSpec.parse(d)
+        make_target(args.dut, peer_ips=args.peer or None, peer_net=args.peer_net)
         if args.setup:
             DutSetup.load(args.setup)
     except (ValueError, SetupError) as exc:

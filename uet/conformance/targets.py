@@ -147,6 +147,13 @@ class UdpTarget:
         self.setup = setup
         self.peer_ips = peer_ips
         self.net = ipaddress.ip_network(peer_net)
+        for d in duts:
+            fam = ipaddress.ip_address(d.host).version
+            ips = peer_ips or [str(self.net.network_address)]
+            if any(ipaddress.ip_address(ip).version != fam for ip in ips):
+                have = ", ".join(ips) if peer_ips else peer_net
+                raise ValueError(f"{d}: the peer's addresses ({have}) are not IPv{fam}; give "
+                                 f"IPv{fam} ones with --peer IP")
         self._hosts = self.net.hosts()
         self.grace_us = grace_ms * 1000
         self.quiet_us = quiet_ms * 1000

@@ -23,6 +23,7 @@ from __future__ import annotations
 from uet.wire.constants import CpFlag, CtlType, NackCode, ReqFlag
 from uet.wire.records import PdsControl, PdsRequest, psn_add
 
+from .. import packets as P
 from ..registry import case
 from .common import DutFlow, require
 
@@ -302,3 +303,31 @@ def retx_clear_psn(peer):
             f"released, PSN {flow.psn(1)} is not)")
     require(peer, not rx.pds.flags & CpFlag.SYN, "SYN still set after the first ACK")
     flow.ack(flow.psn(2))
+
+
+@case("PDS-RTX-008", "3.6, 3.8",
+      "An ACK whose CACK lies beyond every PSN the device sent is ignored: nothing is "
+      "released, the packets are retransmitted by their RTO")
+def ack_beyond_next_psn(peer):
+    rto = peer.setup.rto_us
+    flow = DutFlow(peer, 2)
+    flow.begin()
+    flow.ack(psn_add(flow.psn(1), 10))
+    flow.expect_retx(flow.psn(0), timeout_us=rto * 1.5,
+                     what="the RTO retransmission despite the bogus ACK")
+    flow.ack(flow.psn(1))
+
+
+@case("PDS-RTX-009", "3.1, 3.6",
+      "An ACK from another source address than the PDC's peer is ignored: the packet "
+      "it names is retransmitted by its RTO")
+def ack_wrong_source(peer):
+    rto = peer.setup.rto_us
+    flow = DutFlow(peer, 2)
+    flow.begin()
+    flow.ack(flow.psn(0))
+    pkt = P.ack_cc(flow.psn(1), flow.psn(1), flow.my_id, flow.dut_id)
+    peer.send(pkt, src=peer.alt_ip, ev=flow.my_ev)
+    flow.expect_retx(flow.psn(1), timeout_us=rto * 1.5,
+                     what="the RTO retransmission despite the ACK from a foreign address")
+    flow.ack(flow.psn(1))

@@ -315,3 +315,73 @@ def zero_length_write(peer):
     pdc = opened(peer)
     response(pdc, pdc.send(peer.ses.write("rma", peer.scratch, b"")[0]), OK,
              ses__modified_length=0)
+
+
+@case("SES-OP-020", "4.7, 3.10",
+      "The packets of a multi-packet WRITE may arrive in any order over RUD: sent last "
+      "packet first, the message is placed byte for byte and completed once")
+def write_reversed(peer):
+    pdc = opened(peer)
+    data = unique(peer, 3 * MTU)
+    msg = peer.ses.write("rma", peer.scratch, data)
+    psns = [pdc.psn(1 + i) for i in range(3)]
+    for i in (2, 1):
+        pdc.send(msg[i], psn=psns[i], ar=True)
+        pdc.ack_of(psns[i], fields={"ses.opcode": not_(RspOpcode.RESPONSE)},
+                   what=f"the ACK of packet {i}, which does not complete the message")
+    response(pdc, pdc.send(msg[0], psn=psns[0]), OK, ses__modified_length=3 * MTU,
+             what="RESPONSE OK of the packet that completes the message")
+    for i in range(3):
+        check_bytes(peer, read_back(pdc, "rma", peer.scratch + i * MTU, MTU),
+                    data[i * MTU:(i + 1) * MTU], f"packet {i} of the reversed WRITE")
+
+
+@case("SES-OP-021", "4.7, 4.5",
+      "A multi-packet SEND arriving out of order lands in one posted receive: the "
+      "completing packet's RESPONSE says list EXPECTED and the whole length")
+def send_reversed(peer):
+    pdc = opened(peer)
+    msg = peer.ses.send("recv", unique(peer, 2 * MTU + 10))
+    p0, p1, p2 = pdc.psn(1), pdc.psn(2), pdc.psn(3)
+    pdc.send(msg[2], psn=p2, ar=True)
+    pdc.ack_of(p2, fields={"ses.opcode": not_(RspOpcode.RESPONSE)})
+    pdc.send(msg[0], psn=p0, ar=True)
+    pdc.ack_of(p0, fields={"ses.opcode": not_(RspOpcode.RESPONSE)})
+    response(pdc, pdc.send(msg[1], psn=p1), OK, ses__list=RspList.EXPECTED,
+             ses__modified_length=2 * MTU + 10)
+
+
+@case("SES-OP-022", "4.3, 4.4, 4.5",
+      "A FETCHING_ATOMIC with the medium header returns the old value in RSP_DATA_SMALL "
+      "(original_request_psn = the request's PSN)")
+def fetch_medium(peer):
+    pdc = opened(peer)
+    r = peer.setup.region("rma")
+    ext = UETAtomicExt(atomic_opcode=AtomicOpcode.SUM, atomic_datatype=U64,
+                       semantic_control=0, rsvd=0)
+    hdr = peer.ses.medium(SesOpcode.FETCHING_ATOMIC, index=r.index, key=r.key,
+                          offset=peer.scratch, length=8)
+    psn = pdc.send(hdr / ext / Raw(load=(3).to_bytes(8, "big")))
+    v0 = int.from_bytes(pdc.ack_of(psn, fields={"next_hdr": NextHeader.RSP_DATA_SMALL,
+                                                "ses.original_request_psn": psn}).data, "big")
+    psn = pdc.send(hdr / ext / Raw(load=(0).to_bytes(8, "big")))
+    v1 = int.from_bytes(pdc.ack_of(psn, fields={"next_hdr": NextHeader.RSP_DATA_SMALL}).data,
+                        "big")
+    require(peer, v1 == (v0 + 3) % (1 << 64), f"medium FETCHING SUM 3: {v0} -> {v1}")
+
+
+@case("SES-OP-023", "3.5, 4.5",
+      "A SEND retransmitted after its message completed (its ACK was lost) is not placed "
+      "again: the duplicate is acknowledged and the next SEND still finds a receive "
+      "(list EXPECTED)")
+def send_duplicate(peer):
+    pdc = peer.pdc()
+    pdc.auto_clear = False
+    msg = peer.ses.send("recv", unique(peer, 100))
+    psn = pdc.send(msg[0])
+    first = response(pdc, psn, OK, ses__list=RspList.EXPECTED)
+    pdc.send(msg[0], psn=psn, retx=True, syn=False)
+    response(pdc, psn, OK, ses__message_id=first.ses.message_id,
+             what="the stored RESPONSE for the duplicate SEND")
+    nxt = peer.ses.send("recv", unique(peer, 100))
+    response(pdc, pdc.send(nxt[0]), OK, ses__list=RspList.EXPECTED)
