@@ -15,7 +15,7 @@ import pytest
 _NET = 64 + os.getpid() % 150
 SERVE_HPC = f"127.89.{_NET}.1"
 SERVE_AI_BASE = f"127.89.{_NET}.2"
-PEER_NET = f"127.90.{_NET}.0/24"
+PEER_NET = f"127.{100 + _NET % 100}.0.0/22"
 
 
 def uet(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:

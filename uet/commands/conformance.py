@@ -37,10 +37,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="one pcapng of the whole run (an interface per case)")
     p.add_argument("--peer", action="append", default=[], metavar="IP",
                    help="UDP: source addresses of the test peer (default: a fresh pair of "
-                        "127.0.90.0/23 per case)")
-    p.add_argument("--peer-net", default="127.0.90.0/23", metavar="CIDR",
+                        "127.0.92.0/22 per case)")
+    p.add_argument("--peer-net", default="127.0.92.0/22", metavar="CIDR",
                    help="UDP: the network the per-case peer addresses come from (default "
-                        "127.0.90.0/23)")
+                        "127.0.92.0/22)")
     p.add_argument("--grace-ms", type=float, default=500.0,
                    help="UDP: wall-clock grace for expected packets (default 500)")
     p.add_argument("--quiet-ms", type=float, default=40.0,

@@ -37,9 +37,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="setup of the device under test (JSON, uet serve --setup-out)")
     g.addoption("--uet-peer", action="append", default=[], metavar="IP",
                 help="peer source addresses (default: a fresh pair per test from "
-                     "127.0.90.0/23 when the device is on loopback)")
-    g.addoption("--uet-peer-net", default="127.0.90.0/23", metavar="CIDR",
-                help="network of the per-test peer addresses (default 127.0.90.0/23)")
+                     "127.0.92.0/22 when the device is on loopback)")
+    g.addoption("--uet-peer-net", default="127.0.92.0/22", metavar="CIDR",
+                help="network of the per-test peer addresses (default 127.0.92.0/22)")
     g.addoption("--uet-grace-ms", type=float, default=500.0,
                 help="UDP: wall-clock grace added to positive expectations (default 500)")
     g.addoption("--uet-quiet-ms", type=float, default=40.0,

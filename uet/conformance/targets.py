@@ -5,7 +5,7 @@
   clock. ``endpoint_factory`` swaps in another :class:`~uet.fep.FabricEndpoint` class
   (fault-injection tests do).
 * :class:`UdpTarget`: one or more devices at ``udp:HOST:PORT[@profile]``, real sockets and
-  the real clock. Each case gets its own peer addresses (``127.0.90.0/23`` by default when
+  the real clock. Each case gets its own peer addresses (``127.0.92.0/22`` by default when
   the device is on loopback), so no state of one case reaches the next, and a per-run nonce
   in the peer's seed, so a second run against the same device opens different PDCs.
 """
@@ -138,7 +138,7 @@ class UdpTarget:
     kind = "udp"
 
     def __init__(self, duts: list[DutSpec], setup: DutSetup = WELL_KNOWN, *,
-                 peer_ips: list[str] | None = None, peer_net: str = "127.0.90.0/23",
+                 peer_ips: list[str] | None = None, peer_net: str = "127.0.92.0/22",
                  grace_ms: float = 500.0, quiet_ms: float = 40.0,
                  nonce: int | None = None) -> None:
         if not duts:
