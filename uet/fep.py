@@ -50,13 +50,13 @@ SINK_KEY = 0x5155_4E4B  # "QUNK"
 class DeliveryAudit:
     """Independent check that no request packet reaches the SES twice.
 
-    The PDS promises exactly-once delivery (RUD, ROD; RUDI answers duplicates from its
-    response cache; UUD promises nothing, so a datagram the network duplicated counts); this
-    counts any breach (``duplicates``) without trusting it. Standard-header packets are keyed by (source, initiator, job, message ID,
-    opcode) and the byte offset they cover (for READ requests: the slice they ask for). A
-    message leaves the in-progress table once all its bytes were seen and goes to a FIFO of
-    ``history`` finished keys, so a late copy of a finished message counts too. Medium and
-    small headers carry no message ID and are not audited. State is bounded by
+    The PDS promises exactly-once delivery (RUD, ROD; RUDI answers duplicates from its response
+    cache; UUD promises nothing, so a datagram the network duplicated counts); this counts any
+    breach (``duplicates``) without trusting it. Standard-header packets are keyed by (source,
+    initiator, job, message ID, opcode) and the byte offset they cover (for READ requests: the
+    slice they ask for). A message leaves the in-progress table once all its bytes were seen and
+    goes to a FIFO of ``history`` finished keys, so a late copy of a finished message counts
+    too. Medium and small headers carry no message ID and are not audited. State is bounded by
     ``max_messages`` + ``history``.
     """
 
