@@ -329,7 +329,7 @@ def test_ooo_loss_threshold_from_the_cc_window():
         max_window = 8 * 4096
 
     cc = Window(window_bytes=8 * 4096)  # cwnd 8 MTU: threshold min(12, 8) = 8 packets
-    s = Side(ip=A_IP, ooo_loss_threshold=-1, sack_dupthresh=0)
+    s = Side(ip=A_IP, ooo_loss_threshold=-1, rack=False)
     s.ep._sender_cc = lambda mode: cc
     for i in range(10):
         s.ep.submit(0, request(payload=bytes(100), msg_ref=i))

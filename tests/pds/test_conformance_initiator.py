@@ -230,9 +230,9 @@ def test_ref_3_7_response_in_ack_reaches_ses_once():
 
 
 def test_ref_3_8_sack_gap_retransmits_only_the_gap_after_three():
-    """ref 3.8: a PSN not SACKed while 3 later PSNs were is retransmitted alone, same PSN,
-    RETX|AR set; never go-back-N."""
-    s = initiator()
+    """ref 3.8: with sack_dupthresh = 3 (the count rule, RACK off), a PSN not SACKed while
+    3 later PSNs were is retransmitted alone, same PSN, RETX|AR set; never go-back-N."""
+    s = initiator(sack_dupthresh=3, rack=False)
     frames = send(s, 8)
     p0, sp = frames[0].pds.psn, frames[0].pds.spdcid
     # p0+1 lost; p0+2, p0+3 SACKed: only two later -> nothing yet
@@ -247,7 +247,7 @@ def test_ref_3_8_sack_gap_retransmits_only_the_gap_after_three():
 
 def test_ref_3_8_sack_threshold_is_configurable():
     """ref 3.8: sack_dupthresh = N (here 1)."""
-    s = initiator(sack_dupthresh=1)
+    s = initiator(sack_dupthresh=1, rack=False)
     frames = send(s, 3)
     p0, sp = frames[0].pds.psn, frames[0].pds.spdcid
     s.feed(ack(p0, psn_add(p0, 2), spdcid=TID, dpdcid=sp, bitmap=0b10))
@@ -360,7 +360,7 @@ def test_ref_3_8_ack_req_when_sacked_but_ack_missing():
 def test_ref_3_8_ooo_count_loss_inference():
     """ref 3.8 (htsim): with ooo_loss_threshold set, an ACK_CC whose ooo_count reaches it
     retransmits the un-SACKed PSNs below the highest SACKed one, once per recovery."""
-    s = initiator(ooo_loss_threshold=2, sack_dupthresh=0)
+    s = initiator(ooo_loss_threshold=2, rack=False)
     frames = send(s, 6)
     p0, sp = frames[0].pds.psn, frames[0].pds.spdcid
     a = ack(p0, psn_add(p0, 4), spdcid=TID, dpdcid=sp, bitmap=0b1010)  # p0+2, p0+4

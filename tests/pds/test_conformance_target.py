@@ -14,6 +14,7 @@ from pds_script import (
     Side,
     acks,
     cp,
+    cps,
     established_target,
     nack_codes,
     only,
@@ -432,6 +433,32 @@ def test_ref_3_9_idle_target_requests_close_then_closes_in_error():
     t.advance(100 * US + 300 * US)
     assert t.closed and t.closed[0].error and t.ep.counters["closed_in_error"] == 1
     assert nack_codes(t.feed(req(psn_add(S, 1), dpdcid=tid))) == [NackCode.CLOSING_IN_ERR]
+
+
+@pytest.mark.parametrize("missing", ["gap", "partial message", "rod buffer"])
+def test_ref_3_9_target_waits_longer_before_asking_to_close_while_packets_are_missing(missing):
+    """ref 3.9 (docs/pds.md "Close"): while the initiator evidently owes packets (a gap
+    below the highest PSN received, a message without its EOM packet, ROD packets waiting
+    for the gap) its RTO may be backed off beyond target_idle_ps: the target gives it a
+    Close_REQ_Time more before the CLOSE_REQ, so a live initiator is not closed in error,
+    and a vanished one still is, later. Nothing missing: CLOSE_REQ at target_idle_ps."""
+    cfg = dict(target_idle_ps=100 * US, close_req_time_ps=300 * US, rto_ps=1000 * US)
+    ptype = PdsType.ROD_REQ if missing == "rod buffer" else PdsType.RUD_REQ
+    t = Side(**cfg)
+    if missing == "partial message":
+        t.feed(req(S, syn=True, ar=True, eom=False))
+    else:
+        t.feed(req(S, syn=True, ar=True, ptype=ptype),
+               req(psn_add(S, 2), syn=True, ptype=ptype))
+    assert t.ep.pdcs()[0].awaiting_initiator()
+    assert cps(t.advance(399 * US), CtlType.CLOSE_REQ) == []
+    assert only(cps(t.advance(400 * US), CtlType.CLOSE_REQ))
+    assert not t.closed
+    # nothing missing: asked at the idle time
+    u = Side(**cfg)
+    u.feed(req(S, syn=True, ar=True, ptype=ptype))
+    assert not u.ep.pdcs()[0].awaiting_initiator()
+    assert only(cps(u.advance(100 * US), CtlType.CLOSE_REQ))
 
 
 # ---------------------------------------------------------------------------- ROD (3.10)

@@ -67,7 +67,7 @@ def test_log_hook_reports_pdc_lifecycle_retransmits_and_nacks():
     nack_tx = [f for _, k, f in log if k == "nack_tx"]
     assert all(f["code"] == "ROD_OOO" and "reorder buffer" in f["why"] for f in nack_tx)
     rt = [f for _, k, f in log if k == "retransmit"]
-    assert all(f["cause"].startswith(("nack.", "sack", "rto", "ack_req")) for f in rt)
+    assert all(f["cause"].startswith(("nack.", "rack", "rto", "ack_req")) for f in rt)
     assert a.ep.counters["nack_rx.ROD_OOO"] == b.ep.counters["nack_tx.ROD_OOO"] > 0
     assert sorted(e.msg_ref for e in a.acked) == list(range(10))
 

@@ -50,7 +50,9 @@ def _responder(ev, reject_rng=None):
 
 configs = st.fixed_dictionaries({
     "ack_type": st.sampled_from(["ack_cc", "ack_cc", "ack"]),
-    "sack_dupthresh": st.sampled_from([0, 1, 3, 3]),
+    "sack_dupthresh": st.sampled_from([0, 0, 1, 3]),
+    "rack": st.sampled_from([True, True, False]),
+    "rack_reo_wnd_ps": st.sampled_from([0, 0, 2 * US]),
     "ooo_loss_threshold": st.sampled_from([0, 0, 4]),
     "probe_after_ps": st.sampled_from([0, 150 * US]),
     "ar_every_packet": st.booleans(),
@@ -83,7 +85,7 @@ def test_exactly_once_heavy(seed, loss):
     rng = random.Random(seed * 1000 + int(loss * 100))
     msgs = [(rng.random() < 0.6, rng.choice(MODES), rng.randint(1, 12), rng.randint(0, 2000),
              rng.randint(0, 2000)) for _ in range(80)]
-    cfg = {"ack_type": "ack_cc", "sack_dupthresh": 3, "ooo_loss_threshold": 0,
+    cfg = {"ack_type": "ack_cc", "sack_dupthresh": 0, "rack": True, "ooo_loss_threshold": 0,
            "probe_after_ps": 150 * US if seed == 2 else 0, "ar_every_packet": False,
            "rod_buffer_packets": 0, "ack_every_bytes": 16384, "rto_adaptive": seed == 2}
     run_scenario(seed, loss, 0.02, 3, seed == 1, cfg, msgs)
@@ -96,7 +98,7 @@ def test_exactly_once_with_real_cms(algorithm, loss):
     rng = random.Random(int(loss * 100) + len(algorithm))
     msgs = [(rng.random() < 0.6, rng.choice(MODES), rng.randint(1, 12), rng.randint(0, 2000),
              rng.randint(0, 2000)) for _ in range(50)]
-    cfg = {"ack_type": "ack_cc", "sack_dupthresh": 3, "ooo_loss_threshold": 0,
+    cfg = {"ack_type": "ack_cc", "sack_dupthresh": 0, "rack": True, "ooo_loss_threshold": 0,
            "probe_after_ps": 0, "ar_every_packet": False, "rod_buffer_packets": 0,
            "ack_every_bytes": 16384, "rto_adaptive": True}
     cms = CmsConfig(ev_selector="oblivious", algorithm=algorithm, base_rtt_ps=10 * US,

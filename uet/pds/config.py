@@ -61,8 +61,16 @@ class PdsConfig:
     rto_backoff: int = 2
     #: retransmissions of one packet before the PDC closes in error
     max_retries: int = 5
-    #: a packet not SACKed while this many packets sent after it were is lost (0: off)
-    sack_dupthresh: int = 3
+    #: time-based loss detection from SACKs (RACK, RFC 8985 ideas): a packet is lost when a
+    #: packet sent after it arrived and that packet's RTT plus a reordering window passed
+    #: since it was sent; reorder tolerant, so sprayed packets are not resent spuriously
+    rack: bool = True
+    #: RACK reordering window (0: adaptive, from min_rtt / 4 up to the reordering seen)
+    rack_reo_wnd_ps: int = 0
+    #: a packet not SACKed while this many packets sent after it were is lost (0: off;
+    #: the classic 3-duplicate rule: sprayed packets arrive out of order by design, so it
+    #: resends packets that are merely on a slower path)
+    sack_dupthresh: int = 0
     #: loss inference from the ACK_CC ooo_count (ref. 3.8): enter recovery when ooo_count
     #: reaches this many packets (0: off; -1: htsim's SLEEK threshold from the CC window,
     #: max(min(1.5 cwnd, max window), 5 MTU) / MTU)
@@ -161,9 +169,9 @@ class PdsConfig:
         if self.ooo_loss_threshold < -1:
             raise PdsConfigError("pds.ooo_loss_threshold: allowed 0 (off), -1 (from the CC "
                                  f"window) or a packet count, got {self.ooo_loss_threshold}")
-        non_negative = ("max_retries", "sack_dupthresh", "probe_after_ps", "close_idle_ps",
-                        "target_idle_ps", "clear_req_ps", "rod_buffer_packets",
-                        "rod_buffer_bytes")
+        non_negative = ("max_retries", "sack_dupthresh", "rack_reo_wnd_ps", "probe_after_ps",
+                        "close_idle_ps", "target_idle_ps", "clear_req_ps",
+                        "rod_buffer_packets", "rod_buffer_bytes")
         for name in non_negative:
             if getattr(self, name) < 0:
                 raise PdsConfigError(f"pds.{name}: must be >= 0, got {getattr(self, name)}")

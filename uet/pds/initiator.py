@@ -7,13 +7,15 @@ outstanding); the first ACK gives the DPDCID and moves it to ESTABLISHED.
 A packet is *released* (its message told ``PacketAcked``) when an ACK names it (``ack_psn``,
 carrying its SES response if any) or its CACK covers it. A SACK bit only marks it *arrived*:
 its data is never sent again, and if its ACK is still missing when its RTO expires an ACK_REQ
-control packet asks for it (ref. 3.8). Lost packets are found from SACK gaps (``LossDetector``),
-NACKs, the optional ooo_count inference and the RTO; each is retransmitted alone, same PSN,
-RETX|AR set. Never go-back-N.
+control packet asks for it (ref. 3.8). Lost packets are found from SACK gaps (``Rack``,
+time-based and reorder tolerant; optionally ``LossDetector``, a packet count), NACKs, the
+optional ooo_count inference and the RTO; each is retransmitted alone, same PSN, RETX|AR
+set, lowest PSN first. Never go-back-N.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 
 from uet.cms.api import AckFeedback, NackFeedback
@@ -26,7 +28,7 @@ from uet.pds.events import (
     SendRequest,
 )
 from uet.pds.manager import INITIATOR, PdcBase
-from uet.pds.retransmit import RESOURCE_NACKS, LossDetector, RtoEstimator, nack_name
+from uet.pds.retransmit import RESOURCE_NACKS, LossDetector, Rack, RtoEstimator, nack_name
 from uet.wire.constants import (
     AckFlag,
     CcType,
@@ -49,14 +51,17 @@ ACK_P = int(AckFlag.P)
 ACK_M = int(AckFlag.M)
 ACK_RETX = int(AckFlag.RETX)
 TX_OVERHEAD = 64  # bytes charged per retained packet besides its payload
+SACK_BITS = 64  # PSNs an ACK_CC's SACK bitmap names above its base (CACK + 1)
 DEFAULT_RESPONSE = int(RspOpcode.DEFAULT_RESPONSE)
+TRIM_NACKS = frozenset({NackCode.TRIMMED, NackCode.TRIMMED_LASTHOP, NackCode.TRIMMED_ACK})
 
 
 class Tx:
     """One request packet (or the CLOSE) that holds a PSN and waits for its ACK."""
 
-    __slots__ = ("psn", "req", "nbytes", "cost", "send_time", "retries", "arrived", "seq",
-                 "ev", "retx_queued", "released", "ever_retx", "is_close", "inflight")
+    __slots__ = ("psn", "req", "nbytes", "cost", "send_time", "prev_send", "retries",
+                 "arrived", "seq", "ev", "retx_queued", "released", "ever_retx", "suspect",
+                 "is_close", "inflight")
 
     def __init__(self, psn: int, req: SendRequest | None, nbytes: int, cost: int) -> None:
         self.psn = psn
@@ -64,6 +69,7 @@ class Tx:
         self.nbytes = nbytes
         self.cost = cost
         self.send_time = 0
+        self.prev_send = 0  # send time of the transmission before the latest one
         self.retries = 0
         self.arrived = False  # SACKed: data reached the target, ACK still missing
         self.seq = 0  # transmission sequence number of the latest transmission
@@ -71,6 +77,7 @@ class Tx:
         self.retx_queued = False
         self.released = False
         self.ever_retx = False
+        self.suspect = False  # resent on a guess (RACK, RTO): the earlier copy may arrive
         self.is_close = req is None
         self.inflight = False  # counted in the PDC's in-flight bytes
 
@@ -83,7 +90,8 @@ class InitiatorPdc(PdcBase):
                  "seq", "detector", "rto", "rto_at", "cc", "fixed_ev", "ptype", "in_ring",
                  "last_progress", "next_probe", "probe_opaque", "idle_since",
                  "close_requested", "recovery_until", "last_clear_sent", "backlog",
-                 "credit_based", "known_arrived", "peer_rcvd", "peer_rcvd_raw")
+                 "credit_based", "known_arrived", "peer_rcvd", "peer_rcvd_raw", "rack",
+                 "rack_at", "last_tx", "last_ev", "retx_tie", "sack_reach")
 
     def __init__(self, ep, pdc_id: int, peer_ip: str, mode: DeliveryMode, key: tuple,
                  job_id: int, tc: int, start_psn: int, cc, now: int) -> None:
@@ -105,10 +113,21 @@ class InitiatorPdc(PdcBase):
         self.known_arrived = 0
         self.peer_rcvd = 0
         self.peer_rcvd_raw: int | None = None
-        self.retx: deque[Tx] = deque()
+        # retransmissions to send, lowest PSN first: (PSN - Start_PSN, tie, Tx); the key
+        # survives a NEW_START_PSN re-base (every PSN moves by the same delta)
+        self.retx: list[tuple[int, int, Tx]] = []
+        self.retx_tie = 0
+        # (transmission number, Tx) in transmission order, for the SACK loss detectors
         self.sent_order: deque[tuple[int, Tx]] = deque()
         self.seq = 0
         self.detector = LossDetector(cfg.sack_dupthresh)
+        self.rack = Rack(cfg.rack_reo_wnd_ps) if cfg.rack else None
+        self.rack_at: int | None = None
+        self.last_tx = now  # time of the latest data transmission
+        self.last_ev: int | None = None
+        # highest PSN whose arrival an ACK could have named (SACK bitmap reach): above
+        # it "not SACKed" says nothing, so RACK leaves those packets alone
+        self.sack_reach = start_psn
         self.rto = RtoEstimator(cfg)
         self.rto_at: int | None = None
         self.cc = cc
@@ -163,9 +182,9 @@ class InitiatorPdc(PdcBase):
         """Next request of this PDC: a retransmission first, else a new packet if allowed."""
         retx = self.retx
         while retx:
-            tx = retx[0]
+            tx = retx[0][2]
             if not tx.retx_queued or tx.released or tx.arrived:
-                retx.popleft()
+                heapq.heappop(retx)
                 if tx.retx_queued and self.credit_based and not tx.released:
                     self.backlog -= tx.nbytes
                     self.cc.on_backlog(now, self.backlog)
@@ -174,7 +193,7 @@ class InitiatorPdc(PdcBase):
             if not self.cc.can_send(now, tx.nbytes, self.cc_inflight(), True):
                 self._blocked_by_cc(now)
                 return None
-            retx.popleft()
+            heapq.heappop(retx)
             tx.retx_queued = False
             return self._send(now, tx, True)
         queue = self.queue
@@ -255,9 +274,15 @@ class InitiatorPdc(PdcBase):
             self.backlog -= nbytes
             self.cc.on_backlog(now, self.backlog)
         tx.ev = ev
+        if ev != self.last_ev:
+            if self.last_ev is not None and self.rack is not None:
+                self.rack.multipath = True
+            self.last_ev = ev
         seq = self.seq = self.seq + 1
         tx.seq = seq
-        self.sent_order.append((seq, tx))
+        self.last_tx = now
+        if self.rack is not None or self.detector.n:
+            self.sent_order.append((seq, tx))
         self.cc.on_send(now, nbytes, ev, retx)
         d = now + self.rto.rto_for(tx.retries)
         if self.rto_at is None or d < self.rto_at:
@@ -301,8 +326,12 @@ class InitiatorPdc(PdcBase):
             if tx.retx_queued:
                 return
             tx.retx_queued = True
+            tx.prev_send = tx.send_time  # the transmission this one repeats
+            # a NACK says that copy is gone; a guess (RACK, RTO, SACK count) may be wrong
+            tx.suspect = not cause.startswith("nack.")
             self._leave_flight(tx)
-            self.retx.append(tx)
+            self.retx_tie += 1
+            heapq.heappush(self.retx, (psn_diff(tx.psn, self.start_psn), self.retx_tie, tx))
             if self.credit_based:
                 self.backlog += tx.nbytes
                 self.cc.on_backlog(now, self.backlog)
@@ -391,19 +420,28 @@ class InitiatorPdc(PdcBase):
                 self._release(now, tx, newly)
         if psn_diff(cack, self.max_cack) >= 0:
             if cack != self.max_cack:
+                # beyond this PSN the previous ACK's SACK bitmap could not name arrivals:
+                # their news comes late, with the CACK
+                named = psn_add(self.max_cack, SACK_BITS) if type(ack) is PdsAckCc else cack
                 self.max_cack = cack
                 while outstanding:
                     psn = next(iter(outstanding))
                     if psn_diff(psn, cack) > 0:
                         break
-                    self._release(now, outstanding[psn], newly)
+                    self._release(now, outstanding[psn], newly, psn_diff(psn, named) <= 0)
             if type(ack) is PdsAckCc and ack.mpr:
                 self.peer_range = ack.mpr * 128
         is_cc = type(ack) is PdsAckCc
+        reach = psn_add(self.max_cack, 1)
         if is_cc:
             bm = ack.sack_bitmap
             if bm and outstanding:
-                self._apply_sack(ack.sack_base, bm, cack, newly)
+                self._apply_sack(now, ack.sack_base, bm, cack, newly)
+            top = psn_add(ack.sack_base, SACK_BITS - 1)
+            if psn_diff(top, reach) > 0:
+                reach = top
+        if psn_diff(reach, self.sack_reach) > 0:
+            self.sack_reach = reach
         self.known_arrived += newly[0]
         if is_cc and ack.cc_type == CcType.NSCC:
             self._peer_rcvd(ack.rcvd_bytes)
@@ -418,6 +456,8 @@ class InitiatorPdc(PdcBase):
         self.cc.on_ack(now, AckFeedback(frame.ev, bool(flags & ACK_M), newly[0], newly[1], rtt,
                                         self.cc_inflight(), ack if is_cc else None,
                                         bool(flags & ACK_RETX)))
+        if self.rack is not None and newly[1]:
+            self._rack_detect(now)
         if self.detector.n and newly[1]:
             self._detect_losses(now)
             held = outstanding.get(psn_add(self.max_cack, 1))
@@ -435,8 +475,9 @@ class InitiatorPdc(PdcBase):
             self.close_request(now)
         self._after_progress(now)
 
-    def _apply_sack(self, base: int, bm: int, cack: int, newly: list) -> None:
+    def _apply_sack(self, now: int, base: int, bm: int, cack: int, newly: list) -> None:
         outstanding = self.outstanding
+        rack = self.rack
         while bm:
             low = bm & -bm
             bm ^= low
@@ -450,8 +491,16 @@ class InitiatorPdc(PdcBase):
                 newly[0] += tx.nbytes
                 newly[1] += 1
                 self.detector.delivered(tx.seq)
+                if rack is not None:
+                    self._rack_delivered(now, tx)
 
-    def _release(self, now: int, tx: Tx, newly: list) -> None:
+    def _rack_delivered(self, now: int, tx: Tx, timely: bool = True) -> None:
+        # a packet still waiting for its retransmission was not resent: this is the original
+        resent = tx.suspect and not tx.retx_queued
+        if not self.rack.delivered(now, tx.seq, tx.send_time, tx.prev_send, resent, timely):
+            self.ep.counters["retx_spurious"] += 1
+
+    def _release(self, now: int, tx: Tx, newly: list, timely: bool = True) -> None:
         del self.outstanding[tx.psn]
         tx.released = True
         self._leave_flight(tx)
@@ -461,6 +510,8 @@ class InitiatorPdc(PdcBase):
             newly[0] += tx.nbytes
             newly[1] += 1
             self.detector.delivered(tx.seq)
+            if self.rack is not None and not tx.is_close:
+                self._rack_delivered(now, tx, timely)
         ep = self.ep
         ep.mgr.tx_mem -= tx.cost
         if tx.is_close:
@@ -481,6 +532,43 @@ class InitiatorPdc(PdcBase):
                 break
             so.popleft()
             self._queue_retx(now, tx, "sack")
+
+    def _rack_detect(self, now: int) -> None:
+        """RACK: resend every packet sent before the latest-sent arrived one whose time is
+        up (its send time + that packet's RTT + the reordering window); arm the PDC's
+        timer for the first one whose time is not up yet. Packets are judged in
+        transmission order, which is also send-time order, so the scan stops there."""
+        rack = self.rack
+        if not rack.seq:
+            return
+        so = self.sent_order
+        wnd = rack.rtt + rack.reo_wnd
+        reach = self.sack_reach
+        lost = []
+        while so:  # drop the stale head entries (arrived, released, resent or queued)
+            seq, tx = so[0]
+            if tx.seq != seq or tx.arrived or tx.released or tx.retx_queued:
+                so.popleft()
+                continue
+            break
+        for seq, tx in so:
+            if seq >= rack.seq:
+                break
+            if tx.seq != seq or tx.arrived or tx.released or tx.retx_queued:
+                continue
+            if psn_diff(tx.psn, reach) > 0:
+                continue  # beyond what the SACK bitmap could name: no news either way
+            due = tx.send_time + wnd
+            if due > now:
+                if self.rack_at is None or due < self.rack_at:
+                    self.rack_at = due
+                    self.ep.arm(self, due)
+                break
+            lost.append(tx)
+        for tx in lost:
+            self.cc.on_nack(now, NackFeedback(tx.ev, NackCode.RCVR_INFER_LOSS, tx.nbytes,
+                                              in_flight_bytes=self.cc_inflight()))
+            self._queue_retx(now, tx, "rack")
 
     def _ooo_inference(self, now: int, ack: PdsAckCc) -> None:
         """htsim-style loss recovery: retransmit un-SACKed PSNs below the highest SACKed."""
@@ -512,6 +600,8 @@ class InitiatorPdc(PdcBase):
             if self.has_data_work():
                 ep.activate(self)
             return
+        self.sent_order.clear()
+        self.rack_at = None
         if self.state != PdcState.ESTABLISHED:
             return
         if self.close_requested:
@@ -535,6 +625,11 @@ class InitiatorPdc(PdcBase):
             return
         action = nack_action(code)
         name = nack_name(code)
+        if code in TRIM_NACKS and tx.ever_retx and not nack.flags & ACK_RETX:
+            # the trimmed copy was the original, and it was resent since (RACK, RTO):
+            # resending again would only duplicate the retransmission in flight
+            ep.counters["nack_rx_stale_copy"] += 1
+            return
         if action == NackAction.RETRANSMIT:
             self.cc.on_nack(now, NackFeedback(frame.ev, code, tx.nbytes,
                                               bool(nack.flags & ACK_M), now - tx.send_time,
@@ -588,6 +683,8 @@ class InitiatorPdc(PdcBase):
             self.clear_requested(now, from_cp=True)
         elif ctl == CtlType.CLOSE_REQ:
             self.close_request(now)
+            if self.state == PdcState.ESTABLISHED and self.outstanding:
+                self._close_req_kick(now)
         elif ctl == CtlType.CREDIT:
             self.cc.on_credit(now, cp.payload)
             if self.has_data_work():
@@ -611,6 +708,22 @@ class InitiatorPdc(PdcBase):
         self.ep.mgr.unmap_initiator(self)
         if not self.outstanding and not self.queue and self.state == PdcState.ESTABLISHED:
             self.start_close(now)
+
+    def _close_req_kick(self, now: int) -> None:
+        """A CLOSE_REQ while packets are outstanding: the target thinks we are idle, so
+        what it misses is sitting in a backed-off RTO. Resend (or ACK_REQ) now every
+        packet last sent more than a base RTO ago, so the PDC finishes and closes within
+        the target's Close_REQ_Time (ref. 3.9: the initiator closes once all is ACKed)."""
+        base = self.rto.base
+        gap = False
+        for tx in list(self.outstanding.values()):
+            if tx.is_close:
+                continue
+            if not tx.retx_queued and now - tx.send_time > base \
+                    and not (tx.arrived and gap):
+                self._queue_retx(now, tx, "close_req")
+            if not tx.arrived:
+                gap = True
 
     # ================================================================== close
     def start_close(self, now: int) -> None:
@@ -670,12 +783,17 @@ class InitiatorPdc(PdcBase):
                 return None
             return self.linger_until
         nxt = None
+        if self.rack_at is not None and now >= self.rack_at:
+            self.rack_at = None
+            self._rack_detect(now)
         if self.rto_at is not None and now >= self.rto_at:
             self._check_rto(now)
             if self.state >= PdcState.CLOSED:
                 return self.linger_until
         if self.rto_at is not None:
             nxt = self.rto_at
+        if self.rack_at is not None:
+            nxt = self.rack_at if nxt is None else min(nxt, self.rack_at)
         cc = self.cc
         d = cc.next_deadline()
         if d is not None:
@@ -715,24 +833,39 @@ class InitiatorPdc(PdcBase):
         return nxt
 
     def _check_rto(self, now: int) -> None:
-        """Handle every packet whose RTO expired; recompute the earliest RTO deadline."""
+        """Handle every packet whose RTO expired; recompute the earliest RTO deadline.
+
+        Expiries that say nothing about the network neither resend nor count a retry: a
+        packet still waiting in the retransmit queue while the PDC keeps sending (its turn
+        comes; only a PDC that sent nothing for a whole RTO ages it), and a packet that
+        arrived while a packet below it has not (its ACK waits for that one: ROD holds it,
+        the CACK stops below the gap), which would otherwise get an ACK_REQ per RTO."""
         cfg = self.cfg
         rto = self.rto
         nxt = None
+        gap = False  # an outstanding packet below this one has not arrived
         for tx in list(self.outstanding.values()):
-            d = tx.send_time + rto.rto_for(tx.retries)
+            period = rto.rto_for(tx.retries)
+            d = tx.send_time + period
             if d <= now:
-                tx.retries += 1
-                if tx.retries > cfg.max_retries:
-                    self.close_in_error(
-                        now, f"retry limit ({cfg.max_retries}) reached for PSN {tx.psn}")
-                    return
-                if tx.retx_queued:  # still waiting to be resent (CC/credit): keep aging
-                    tx.send_time = now
+                waiting = tx.retx_queued and now - self.last_tx < period
+                if waiting or (tx.arrived and gap and not tx.is_close):
+                    tx.send_time = now  # its turn comes / its ACK waits for the gap
                 else:
-                    self.cc.on_timeout(now, tx.ev, tx.nbytes)
-                    self._queue_retx(now, tx, "rto")
+                    tx.retries += 1
+                    if tx.retries > cfg.max_retries:
+                        self.close_in_error(
+                            now, f"retry limit ({cfg.max_retries}) reached for PSN {tx.psn}")
+                        return
+                    if tx.retx_queued:  # the PDC sent nothing for an RTO: keep aging
+                        tx.send_time = now
+                    else:
+                        if not tx.arrived:
+                            self.cc.on_timeout(now, tx.ev, tx.nbytes)
+                        self._queue_retx(now, tx, "rto")
                 d = now + rto.rto_for(tx.retries)
+            if not tx.arrived:
+                gap = True
             if nxt is None or d < nxt:
                 nxt = d
         self.rto_at = nxt

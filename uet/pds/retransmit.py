@@ -1,11 +1,18 @@
-"""Retransmission helpers: the RTO estimator and the SACK ("dupack-like") loss detector.
+"""Retransmission helpers: the RTO estimator and the two loss detectors fed by SACKs.
 
 The initiator keeps, per packet, its send time and its transmission sequence number (a
-per-PDC counter that grows with every transmission, first or repeated). A packet is deemed
-lost when ``sack_dupthresh`` packets transmitted after it are known to have arrived (SACK bit,
-explicit ACK or CACK) while it has not; this is the "N later PSNs were SACKed" rule
-generalised to retransmissions (a retransmitted packet is judged against packets sent after
-its retransmission). Retransmissions keep their PSN and never go back N.
+per-PDC counter that grows with every transmission, first or repeated). Two detectors
+judge packets by transmission order, so both work for retransmissions too:
+
+* :class:`Rack` (time-based, RFC 8985 ideas): a packet is lost when a packet *sent after
+  it* is known to have arrived (SACK bit, explicit ACK or CACK) and more than that packet's
+  RTT plus a reordering window has passed since it was sent. The window adapts to the
+  reordering this PDC has seen, so sprayed packets that merely take a slower path are not
+  resent.
+* :class:`LossDetector` (count-based): ``sack_dupthresh`` packets transmitted after it
+  arrived while it has not (the classic "3 later PSNs were SACKed" rule).
+
+Retransmissions keep their PSN and never go back N.
 """
 
 from __future__ import annotations
@@ -63,6 +70,98 @@ class RtoEstimator:
         if retries == 0:
             return self.base
         return min(self.base * self.backoff ** retries, max(self.max_rto, self.base))
+
+
+class Rack:
+    """Time-based loss detection for one initiator PDC (RACK, after RFC 8985).
+
+    ``delivered`` is told of every packet newly known to have arrived; ``deadline`` says
+    when a packet still outstanding is deemed lost: ``send_time + rtt + reo_wnd``, if a
+    packet transmitted after it has arrived (``rtt`` is that packet's RTT as the sender saw
+    it, ACK coalescing included), else never.
+
+    The reordering window is ``fixed_wnd`` when set, else adaptive: at least min_rtt / 4
+    (RFC 8985), and at least the largest reordering skew seen in the last two buckets of
+    32 min RTTs. A skew sample is how much later than the RACK deadline a packet arrived
+    after a later-sent one (so a window this wide would have waited for it), the same for
+    the original of a retransmission that proved spurious, and, once the PDC sprays over
+    several EVs, its RTT minus the minimum RTT: packets on different paths reorder by up to
+    the spread of their queueing delays, which that bounds before any reordering is seen.
+    """
+
+    __slots__ = ("fixed_wnd", "seq", "rtt", "min_rtt", "multipath", "spurious", "_cur",
+                 "_prev", "_bucket_end")
+
+    BUCKET_RTTS = 32
+
+    def __init__(self, fixed_wnd: int = 0) -> None:
+        self.fixed_wnd = fixed_wnd
+        self.seq = 0  # transmission number of the latest-sent packet known delivered (0: none)
+        self.rtt = 0  # its RTT
+        self.min_rtt: int | None = None
+        self.multipath = False  # the PDC has used more than one EV
+        self.spurious = 0  # retransmissions found unnecessary (their original arrived)
+        self._cur = 0  # largest skew in the current bucket
+        self._prev = 0  # ... and in the previous one
+        self._bucket_end = 0
+
+    def _skew(self, now: int, sample: int) -> None:
+        if now >= self._bucket_end:
+            span = self.BUCKET_RTTS * (self.min_rtt or 1_000_000)
+            self._prev = self._cur if now < self._bucket_end + span else 0
+            self._cur = 0
+            self._bucket_end = now + span
+        if sample > self._cur:
+            self._cur = sample
+
+    def delivered(self, now: int, seq: int, send_time: int, prev_send: int,
+                  retransmitted: bool, timely: bool = True) -> bool:
+        """A packet (latest transmission ``seq`` at ``send_time``; the one before at
+        ``prev_send``) is newly known to have arrived. Returns False when it came too soon
+        for its retransmission: the earlier copy arrived, the retransmission was spurious.
+        ``timely=False``: the news is late (a CACK jump past what the SACK bitmap could
+        name), so its RTT says nothing about the paths and feeds no estimate."""
+        rtt = now - send_time
+        if not timely:
+            if seq > self.seq:
+                self.seq = seq
+                self.rtt = rtt
+            return True
+        if retransmitted and self.min_rtt is not None and rtt < self.min_rtt - (self.min_rtt >> 2):
+            self.spurious += 1
+            if self.seq:
+                self._skew(now, now - prev_send - self.rtt)
+            return False
+        if not retransmitted:
+            if self.min_rtt is None or rtt < self.min_rtt:
+                self.min_rtt = rtt
+            if self.multipath:
+                self._skew(now, rtt - self.min_rtt)
+        if seq > self.seq:
+            self.seq = seq
+            self.rtt = rtt
+        elif not retransmitted and self.seq:
+            self._skew(now, rtt - self.rtt)  # arrived after a packet sent later than it
+        return True
+
+    @property
+    def reo_wnd(self) -> int:
+        """The reordering window (ps)."""
+        if self.fixed_wnd:
+            return self.fixed_wnd
+        skew = self._cur if self._cur > self._prev else self._prev
+        base = self.min_rtt or 0
+        floor = base + (base >> 1) if self.multipath else base >> 2
+        if skew:  # the next reordering may be worse than the worst seen so far
+            skew += (skew >> 1) + (base >> 2)
+        return skew if skew > floor else floor
+
+    def deadline(self, seq: int, send_time: int) -> int | None:
+        """When the packet (transmission ``seq`` at ``send_time``) counts as lost, or None
+        while no packet sent after it is known to have arrived."""
+        if seq >= self.seq:
+            return None
+        return send_time + self.rtt + self.reo_wnd
 
 
 class LossDetector:

@@ -71,7 +71,7 @@ class TargetPdc(PdcBase):
                  "gtd", "pending", "clear_psn", "explicit", "co", "cack_held", "in_ack_ring",
                  "last_rx", "close_requested", "close_req_deadline", "close_req_next",
                  "close_req_count", "clear_req_at", "clear_req_count", "close_psn",
-                 "pending_until", "mpr", "rx_closed", "rejected")
+                 "pending_until", "mpr", "rx_closed", "rejected", "max_eom")
 
     def __init__(self, ep, pdc_id: int, peer_ip: str, mode: DeliveryMode, key: tuple,
                  peer_pdcid: int, start_psn: int, receiver, now: int) -> None:
@@ -105,6 +105,7 @@ class TargetPdc(PdcBase):
         self.mpr = cfg.mp_range // 128
         self.rx_closed = False
         self.rejected: set[int] = set()  # PSNs the SES refused: treated as not received
+        self.max_eom = True  # the highest PSN received ends a message (EOM)
 
     # ================================================================== receive: requests
     def rx_request(self, now: int, frame: Frame, pds: PdsRequest) -> None:
@@ -192,7 +193,10 @@ class TargetPdc(PdcBase):
         return None
 
     def _arrival(self, now: int, frame: Frame, in_order: bool, ooo_count: int) -> None:
-        """Congestion bookkeeping for one newly accepted packet (before any reordering)."""
+        """Bookkeeping for one newly accepted packet (before any reordering): whether the
+        highest PSN ends a message, the congestion state, counters."""
+        if frame.pds.psn == self.tracker.max_psn:
+            self.max_eom = getattr(frame.ses, "eom", True)
         receiver = self.receiver
         nbytes = len(frame.payload)
         receiver.on_data(now, nbytes, frame.ecn == 3, frame.pds.credit_target, in_order,
@@ -620,6 +624,11 @@ class TargetPdc(PdcBase):
             nxt = t if nxt is None else min(nxt, t)
         elif cfg.target_idle_ps:
             t = self.last_rx + cfg.target_idle_ps
+            if self.awaiting_initiator():
+                # the initiator still owes packets (a gap, a buffered ROD run, a message
+                # without its EOM): its backed-off RTO may exceed our idle time, so give it
+                # a Close_REQ_Time more before asking; a vanished initiator still ends
+                t += cfg.close_req_time_ps
             if now >= t:
                 if not self.pending and not self.explicit:
                     self.request_close(now, "idle")
@@ -639,6 +648,14 @@ class TargetPdc(PdcBase):
             if self.clear_req_at is not None:
                 nxt = self.clear_req_at if nxt is None else min(nxt, self.clear_req_at)
         return nxt
+
+    def awaiting_initiator(self) -> bool:
+        """Packets are known to be missing: a gap below the highest PSN received, ROD
+        packets waiting for it, or a message whose last packet has not arrived."""
+        tracker = self.tracker
+        if tracker.max_psn != tracker.cack_psn or not self.max_eom:
+            return True
+        return self.rob is not None and self.rob.items > 0
 
     def request_close(self, now: int, why: str) -> None:
         """Ask the initiator to close (CLOSE_REQ CP and REQ=2 in later ACKs)."""
