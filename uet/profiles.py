@@ -40,7 +40,7 @@ PROFILE_BITS: dict[FepCap, str] = {
 TAG_MATCHING = ("none", "exact", "wildcard")
 CC_ALGORITHMS = ("nscc", "rccc")
 CC_DEFAULTS = ("none", "nscc", "rccc", "nscc+rccc")
-EV_SELECTORS = ("fixed", "oblivious", "bitmap", "reps")
+EV_SELECTORS = ("fixed", "oblivious", "bitmap", "reps", "mixed")
 
 #: Operations that may travel over RUDI (idempotent ones, ref. 3.10).
 RUDI_OPCODES = frozenset({SesOpcode.WRITE, SesOpcode.READ, SesOpcode.NO_OP})
