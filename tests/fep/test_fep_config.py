@@ -57,7 +57,7 @@ def test_builtin_profiles_map_to_valid_configs(name):
     assert cfg.min_rto_ps == prof.pds["rto_min_us"] * US
     assert cfg.rto_ps == prof.pds["rto_initial_us"] * US
     assert cfg.msl_ps == prof.pds["msl_ms"] * MS
-    assert cfg.rto_adaptive and cfg.sack_dupthresh == 0
+    assert cfg.rto_adaptive and cfg.rack and cfg.sack_dupthresh == 0
     cms = cms_config_from_profile(name)
     assert cms.algorithm == prof.cc_default and cms.ev_selector == prof.cc_ev_selector
     assert cms.trimming == prof.trimming and cms.mtu_payload == prof.ses.mtu_payload
