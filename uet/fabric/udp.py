@@ -1,42 +1,63 @@
-"""Live mode: an end point on real UDP sockets, under the real clock.
+"""Live mode: the real end point on real UDP sockets, under the real clock.
 
-The same sans-IO :class:`~uet.fabric.endpoint.FrameEndpoint` runs unchanged: frames it
-transmits are cut after the UDP header and the UET bytes (``encode_uet`` form) are sent to
-``(dst_ip, 4793)``; datagrams received on ``(ip, 4793)`` are rebuilt into whole frames
-(``decode_uet`` + ``encode_frame``, with the sender's address, our address and the
-datagram's source port as EV) and handed to ``receive``.
+:class:`UdpNode` runs one end point — by default the real :class:`uet.fep.FabricEndpoint`
+(SES + PDS + CMS) — on ``(ip, 4793)``: the UET bytes of what it sends (``encode_uet``: no
+Ethernet, IP or UDP header, the kernel adds those) leave towards ``(dst_ip, 4793)`` from a
+socket bound to ``(ip, ev)``, so the EV rides in the UDP source port, with the frame's
+DSCP/ECN in the IP TOS byte; received datagrams are decoded (``decode_uet`` with the
+sender's address, the source port as EV and the received TOS byte) and handed to the end
+point. Sockets: :class:`uet.fabric.ev_sockets.EvSocketPool`, shared with ``uet serve``.
 
-EV choice: the EV must be the UDP source port, which a bound socket fixes. A node therefore
-keeps a pool of sockets, one bound to ``(ip, ev)`` per EV it uses (up to
-``max_ev_sockets``, default 256). When the pool is full or a port cannot be bound, the
-datagram goes out from the 4793 socket (counted as ``ev_fallback``): the EV is then lost on
-the wire. DSCP/ECN of received datagrams are not read (the rebuilt frame has DSCP 0,
-Not-ECT).
+``node.host`` is a :class:`LiveHost`: the operation API of the virtual fabric's
+:class:`uet.fabric.host.Host` (``register``, ``write``, ``read``, ``send``, ``post_recv``,
+``atomic`` ...) with timeouts in picoseconds of real time. Other end points with the
+fabric's ``FrameEndpoint`` shape (e.g. the traffic end point) plug in with
+``endpoint_factory``: their frames are cut after the UDP header and rebuilt on receipt.
 
-Run a responder from the shell: ``python -m uet.fabric.udp --ip 127.0.0.2 --duration 10``.
+Two processes: ``python -m uet.fabric.udp --ip 127.0.0.2`` serves (a sink region any
+peer may WRITE and READ); ``python -m uet.fabric.udp --ip 127.0.0.3 --write 127.0.0.2
+--bytes 65536`` writes a pattern there and reads it back. docs/fabric.md, "Live mode".
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import random
 import socket as _socket
 import sys
+import zlib
 from collections import Counter
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NamedTuple, Protocol
 
 import trio
 
 from uet.fabric.clock import MS, S
 from uet.fabric.endpoint import EndpointFactory, FrameEndpoint, HostContext
+from uet.fabric.ev_sockets import EvSocketPool
 from uet.fabric.eventlog import EventLog
+from uet.fabric.host import Host
 from uet.fabric.qos import QosConfig
-from uet.wire.codec import decode_uet, encode_frame, peek_flow
+from uet.wire.codec import decode_uet, encode_frame, encode_uet, get_dscp_ecn, peek_flow
 from uet.wire.constants import UET_UDP_PORT
-from uet.wire.errors import DecodeError
+from uet.wire.errors import DecodeError, EncodeError
 
-_RCVBUF = 8 << 20
+__all__ = ["DatagramLoop", "LIVE_ENDPOINT_OPTIONS", "LiveHost", "UdpNode", "udp_payload"]
+
+#: ``FabricEndpoint.factory`` options of live mode (``endpoint_options`` override them):
+#: wall-clock RTTs through Python are milliseconds where the profiles expect microseconds,
+#: so the RTO is fixed at 50 ms (a 100 us adaptive minimum would retransmit most packets
+#: spuriously), an idle PDC closes after 100 ms (not 1 ms: back-to-back operations share
+#: it) and congestion control is off (NSCC would read every RTT as congestion and slow
+#: transfers down 1.5-2x; the adaptive RTO retransmitted 660 packets of 6 MiB, measured
+#: on loopback); a 1 MiB sink region takes bulk WRITEs (``node.send``) and READs.
+LIVE_ENDPOINT_OPTIONS: dict[str, Any] = {
+    "sink_bytes": 1 << 20,
+    "pds_overrides": {"rto_adaptive": False, "rto_ps": 50 * MS, "close_idle_ps": 100 * MS},
+    "cms_overrides": {"algorithm": "none"},
+}
 
 
 def udp_payload(data: bytes) -> tuple[str, int, bytes]:
@@ -54,55 +75,69 @@ def udp_payload(data: bytes) -> tuple[str, int, bytes]:
         sport, bytes(data[l4 + 8:end])
 
 
-class UdpNode:
-    """One end point bound to ``(ip, port)``; use as ``async with UdpNode(...) as node``."""
+class Outgoing(NamedTuple):
+    """One datagram to send: destination, EV (source port), TOS byte, UET bytes."""
 
-    def __init__(self, endpoint_factory: EndpointFactory | None = None, *,
-                 ip: str = "127.0.0.1", port: int = UET_UDP_PORT,
-                 mac: str = "02:00:7f:00:00:01", qos: QosConfig | None = None,
-                 peers: dict[int, str] | None = None, max_ev_sockets: int = 256,
-                 eventlog: EventLog | None = None, seed: int = 0) -> None:
-        self.ip = ip
-        self.port = port
-        self.mac = mac
-        self.family = _socket.AF_INET6 if ":" in ip else _socket.AF_INET
-        self.log = eventlog or EventLog()
-        qos = qos or QosConfig()
-        log = self.log
-        ctx = HostContext(index=0, name=f"udp:{ip}", ip=ip, mac=mac, rate_bps=100 * 10**9,
-                          qos=qos, seed=seed,
-                          peers={i: (p, "02:ff:ff:ff:ff:ff") for i, p in (peers or {}).items()},
-                          log=lambda now, event, **f: log.emit(now, event, **f))
-        if endpoint_factory is None:
-            from uet.fabric.traffic_endpoint import factory
+    dst_ip: str
+    ev: int
+    tos: int
+    payload: bytes
 
-            endpoint_factory = factory(evs=8, rto_ps=50 * MS)
-        self.ep: FrameEndpoint = endpoint_factory(ctx)
-        self.max_ev_sockets = max_ev_sockets
-        self.counters: Counter[str] = Counter()
-        self._rx: Any = None
-        self._ev_socks: dict[int, Any] = {}
-        self._bad_evs: set[int] = set()
+
+class DatagramDriver(Protocol):
+    """What :class:`DatagramLoop` drives (sans-IO, time in ps): UDP payloads in and out."""
+
+    def datagram_in(self, now: int, payload: bytes, src_ip: str, ev: int,
+                    tos: int = 0) -> Any: ...
+
+    def datagrams_out(self, now: int) -> Iterable[Any]: ...
+
+    def next_deadline(self) -> int | None: ...
+
+    def handle_timer(self, now: int) -> None: ...
+
+
+class DatagramLoop:
+    """A :class:`DatagramDriver` on an :class:`EvSocketPool`, under the real clock.
+
+    Received datagrams go to ``driver.datagram_in`` at once; what ``driver.datagrams_out``
+    yields (objects with ``dst_ip``, ``ev``, ``tos``, ``payload``) leaves from a transmit
+    task after every change (a datagram in, a timer, :meth:`poke` after an application
+    call); timers run at ``driver.next_deadline()``. ``now`` is picoseconds since the loop
+    started. Use as ``async with DatagramLoop(driver, ip) as loop``.
+    """
+
+    def __init__(self, driver: DatagramDriver, ip: str, port: int = UET_UDP_PORT, *,
+                 max_ev_sockets: int = 256, counters: Counter[str] | None = None) -> None:
+        self.driver = driver
+        self.counters: Counter[str] = counters if counters is not None else Counter()
+        self.pool = EvSocketPool(ip, port, max_ev_sockets=max_ev_sockets,
+                                 counters=self.counters)
+        self._t0 = 0.0
+        self._tx_wanted = trio.Event()
         self._kick = trio.Event()
         self._waiters: list[tuple[Callable[[], bool], trio.Event]] = []
-        self._t0 = 0.0
         self._nursery_cm: Any = None
         self._nursery: trio.Nursery | None = None
 
-    # ---------------------------------------------------------------- lifecycle
+    @property
+    def now(self) -> int:
+        """Picoseconds since the loop started (real clock)."""
+        return int((trio.current_time() - self._t0) * S)
 
-    async def __aenter__(self) -> UdpNode:
-        self._rx = trio.socket.socket(self.family, _socket.SOCK_DGRAM)
-        self._rx.setsockopt(_socket.SOL_SOCKET, _socket.SO_RCVBUF, _RCVBUF)
-        await self._rx.bind((self.ip, self.port))
+    async def __aenter__(self) -> DatagramLoop:
+        self.pool.open()
         self._t0 = trio.current_time()
         self._nursery_cm = trio.open_nursery()
         self._nursery = await self._nursery_cm.__aenter__()
         self._nursery.start_soon(self._rx_loop)
+        self._nursery.start_soon(self._tx_loop)
         self._nursery.start_soon(self._timer_loop)
         return self
 
     async def __aexit__(self, *exc: Any) -> bool | None:
+        if exc[0] is None:
+            await self.flush()  # what the last event produced (e.g. the ACK of a CLOSE)
         self._nursery.cancel_scope.cancel()
         try:
             return await self._nursery_cm.__aexit__(*exc)
@@ -111,141 +146,421 @@ class UdpNode:
                 return False
             raise
         finally:
-            self._rx.close()
-            for s in self._ev_socks.values():
-                s.close()
-            self.log.close()
+            self.pool.close()
 
-    @property
-    def now(self) -> int:
-        """Picoseconds since the node started (real clock)."""
-        return int((trio.current_time() - self._t0) * S)
+    def poke(self) -> None:
+        """The driver changed (an application call): transmit, re-arm the timer, wake
+        waiters whose condition now holds."""
+        self._tx_wanted.set()
+        self._kick.set()
+        self._check_waiters()
 
-    # ---------------------------------------------------------------- acting
-
-    async def submit(self, fn: Callable[[Any, int], Any]) -> Any:
-        """Call ``fn(endpoint, now)`` and transmit what it produced."""
-        out = fn(self.ep, self.now)
-        await self._changed()
-        return out
-
-    async def send(self, dst: str, nbytes: int, timeout_s: float = 10.0) -> Any:
-        """Send a message (end points with ``send_message``) and wait for completion."""
-        msg = await self.submit(lambda ep, now: ep.send_message(now, dst, nbytes))
-        await self.wait_until(lambda: msg.done, timeout_s)
-        return msg
-
-    async def wait_until(self, pred: Callable[[], bool], timeout_s: float | None = None) -> bool:
-        """Wait (real time) until ``pred()`` holds; False on timeout."""
+    async def wait_until(self, pred: Callable[[], bool], timeout_ps: int | None = None) -> bool:
+        """Wait until ``pred()`` holds (checked after every change); False on timeout."""
         if pred():
             return True
         ev = trio.Event()
         item = (pred, ev)
         self._waiters.append(item)
         try:
-            with trio.move_on_after(math.inf if timeout_s is None else timeout_s):
+            with trio.move_on_after(math.inf if timeout_ps is None else timeout_ps / S):
                 await ev.wait()
         finally:
             if item in self._waiters:
                 self._waiters.remove(item)
         return pred()
 
-    # ---------------------------------------------------------------- internals
-
-    async def _changed(self) -> None:
-        await self._flush()
-        self._kick.set()
+    def _check_waiters(self) -> None:
         for pred, ev in list(self._waiters):
             if pred():
                 ev.set()
 
-    async def _sock_for(self, ev: int) -> Any:
-        s = self._ev_socks.get(ev)
-        if s is not None:
-            return s
-        if ev in self._bad_evs or len(self._ev_socks) >= self.max_ev_sockets or ev == self.port:
-            self.counters["ev_fallback"] += 1
-            return self._rx
-        s = trio.socket.socket(self.family, _socket.SOCK_DGRAM)
-        try:
-            await s.bind((self.ip, ev))
-        except OSError:
-            s.close()
-            self._bad_evs.add(ev)
-            self.counters["ev_fallback"] += 1
-            return self._rx
-        self._ev_socks[ev] = s
-        return s
+    async def flush(self) -> None:
+        """Send everything the driver has to send now (sending arms timers: the timer task
+        re-reads the deadline)."""
+        pool = self.pool
+        sent = False
+        for dg in self.driver.datagrams_out(self.now):
+            await pool.send(dg.payload, dg.dst_ip, dg.ev, dg.tos)
+            sent = True
+        if sent:
+            self._kick.set()
 
-    async def _flush(self) -> None:
-        ep = self.ep
+    async def _tx_loop(self) -> None:
         while True:
-            now = self.now
-            data = ep.pop_control(now)
-            if data is None:
-                data = ep.pop_data(now)
-            if data is None:
-                return
-            try:
-                dst, ev, payload = udp_payload(data)
-            except DecodeError:
-                self.counters["tx_undeliverable"] += 1
-                continue
-            sock = await self._sock_for(ev)
-            try:
-                await sock.sendto(payload, (dst, self.port))
-            except OSError:
-                self.counters["tx_error"] += 1
-                continue
-            self.counters["tx_datagrams"] += 1
-            self.counters["tx_bytes"] += len(payload)
+            await self._tx_wanted.wait()
+            self._tx_wanted = trio.Event()
+            await self.flush()
+            self._check_waiters()
 
     async def _rx_loop(self) -> None:
+        pool, driver = self.pool, self.driver
         while True:
-            data, addr = await self._rx.recvfrom(65536)
-            self.counters["rx_datagrams"] += 1
-            try:
-                frame = decode_uet(data, src_ip=addr[0], dst_ip=self.ip, ev=addr[1],
-                                   dst_mac=self.mac, udp_dport=self.port,
-                                   udp_checksum=self.family == _socket.AF_INET6)
-                raw = encode_frame(frame)
-            except DecodeError:
-                self.counters["rx_decode_errors"] += 1
-                continue
-            self.ep.receive(self.now, raw)
-            await self._changed()
+            payload, src, sport, tos = await pool.receive()
+            driver.datagram_in(self.now, payload, src, sport, tos)
+            self.poke()
 
     async def _timer_loop(self) -> None:
+        driver = self.driver
         while True:
-            d = self.ep.next_deadline()
+            d = driver.next_deadline()
             self._kick = trio.Event()
             at = math.inf if d is None else self._t0 + d / S
             with trio.move_on_at(at):
                 await self._kick.wait()
-            d = self.ep.next_deadline()
+            d = driver.next_deadline()
             now = self.now
             if d is not None and d <= now:
-                self.ep.handle_timer(now)
+                driver.handle_timer(now)
                 self.counters["timers"] += 1
-                await self._changed()
+                self.poke()
 
 
-async def _serve(ip: str, port: int, duration: float) -> None:
-    async with UdpNode(ip=ip, port=port) as node:
-        print(f"ready {ip}:{port}", flush=True)
-        await trio.sleep(duration)
-        print(dict(node.counters), getattr(node.ep, "stats", {}), flush=True)
+class EndpointDatagrams:
+    """A fabric end point as a :class:`DatagramDriver` (UDP payloads in and out).
+
+    End points with ``receive_frame`` / ``poll_frame`` (``FabricEndpoint``) exchange
+    records: no Ethernet/IP/UDP bytes are built. Others (the ``FrameEndpoint`` shape) get
+    whole frames rebuilt with ``encode_frame`` and give frames cut after the UDP header.
+    """
+
+    def __init__(self, ep: Any, ip: str, mac: str, port: int = UET_UDP_PORT,
+                 counters: Counter[str] | None = None) -> None:
+        self.ep = ep
+        self.ip = ip
+        self.mac = mac
+        self.port = port
+        self.v6 = ":" in ip
+        self.counters: Counter[str] = counters if counters is not None else Counter()
+        self.records = hasattr(ep, "receive_frame") and hasattr(ep, "poll_frame")
+
+    def datagram_in(self, now: int, payload: bytes, src_ip: str, ev: int,
+                    tos: int = 0) -> bool:
+        """One received UDP payload; False (counted) when it does not decode."""
+        try:
+            frame = decode_uet(payload, src_ip=src_ip, dst_ip=self.ip, ev=ev, dscp=tos >> 2,
+                               ecn=tos & 3, dst_mac=self.mac, udp_dport=self.port,
+                               udp_checksum=self.v6)
+            if not self.records:
+                raw = encode_frame(frame)
+        except (DecodeError, EncodeError) as exc:
+            self.counters["rx_decode_errors"] += 1
+            self.counters[f"rx_decode_error.{getattr(exc, 'header', 'frame')}"] += 1
+            return False
+        if self.records:
+            self.ep.receive_frame(now, frame)
+        else:
+            self.ep.receive(now, raw)
+        return True
+
+    def datagrams_out(self, now: int) -> list[Outgoing]:
+        """Everything the end point sends now, control class first."""
+        out: list[Outgoing] = []
+        ep = self.ep
+        while True:
+            if self.records:
+                frame = ep.poll_frame(now)
+                if frame is None:
+                    return out
+                try:
+                    out.append(Outgoing(frame.dst_ip, frame.ev,
+                                        (frame.dscp & 0x3F) << 2 | (frame.ecn & 3),
+                                        encode_uet(frame)))
+                except EncodeError:
+                    self.counters["tx_encode_errors"] += 1
+                continue
+            data = ep.pop_control(now)
+            if data is None:
+                data = ep.pop_data(now)
+            if data is None:
+                return out
+            try:
+                dst, ev, payload = udp_payload(data)
+                dscp, ecn = get_dscp_ecn(data)
+            except DecodeError:
+                self.counters["tx_undeliverable"] += 1
+                continue
+            out.append(Outgoing(dst, ev, dscp << 2 | ecn, payload))
+
+    def next_deadline(self) -> int | None:
+        return self.ep.next_deadline()
+
+    def handle_timer(self, now: int) -> None:
+        self.ep.handle_timer(now)
+
+
+class UdpNode:
+    """One end point on ``(ip, port)`` under the real clock: ``async with UdpNode(...) as
+    node``.
+
+    By default the end point is a :class:`uet.fep.FabricEndpoint` of ``profile`` (default
+    ``"ai-base"``) built with :data:`LIVE_ENDPOINT_OPTIONS` updated by ``endpoint_options``
+    (``sink_bytes``, ``pds_overrides``, ``cms_overrides``, ``job_id``, ``mode`` ...);
+    ``endpoint_factory(ctx)`` replaces it. ``peers`` maps host indices to the IPs of other
+    nodes (so operations may name a peer by index; this node is ``index``). ``node.host``
+    is the operation API (:class:`LiveHost`), ``node.ep`` the end point, ``node.counters``
+    the socket counters.
+
+    ``seed`` (None: a fresh one per node, as a restarted NIC would pick) seeds the end
+    point (start PSNs, PDC IDs, EVs) and, with the address, its SES initiator ID: a process
+    restarted at the same address must not look like its previous incarnation, whose
+    message IDs the peers still remember (they would drop the new messages as
+    duplicates). ``linger_ps``: on a clean exit, wait up to this long until the end point's
+    PDCs have closed (an initiator closes after ``close_idle_ps`` of idleness, then the CLOSE
+    handshake; a target when its peer closes), so that no peer is left retrying a CLOSE
+    to a node that is gone; 0 exits at once.
+    """
+
+    def __init__(self, endpoint_factory: EndpointFactory | None = None, *,
+                 ip: str = "127.0.0.1", port: int = UET_UDP_PORT, profile: Any = None,
+                 endpoint_options: Mapping[str, Any] | None = None,
+                 mac: str = "02:00:7f:00:00:01", qos: QosConfig | None = None,
+                 peers: Mapping[int, str] | None = None, index: int = 0,
+                 max_ev_sockets: int = 256, eventlog: EventLog | None = None,
+                 seed: int | None = None, rate_bps: int = 100 * 10**9,
+                 linger_ps: int = 1 * S) -> None:
+        try:
+            _socket.inet_pton(_socket.AF_INET6 if ":" in ip else _socket.AF_INET, ip)
+        except OSError:
+            raise ValueError(f"ip={ip!r}: not an IPv4 or IPv6 address") from None
+        if endpoint_factory is not None and (profile is not None or endpoint_options):
+            raise ValueError("UdpNode: give either endpoint_factory or profile / "
+                             "endpoint_options, not both")
+        if seed is None:
+            seed = random.SystemRandom().getrandbits(32)
+        self.ip = ip
+        self.port = port
+        self.mac = mac
+        self.index = index
+        self.seed = seed
+        self.linger_ps = linger_ps
+        self.name = f"udp:{ip}"
+        self.log = eventlog or EventLog()
+        log = self.log
+        self.peers: dict[int, str] = {index: ip, **{int(i): p for i, p in
+                                                    (peers or {}).items() if i != index}}
+        self._ip_index = {p: i for i, p in self.peers.items()}
+        ctx = HostContext(index=index, name=self.name, ip=ip, mac=mac, rate_bps=rate_bps,
+                          qos=qos or QosConfig(), seed=seed,
+                          peers={i: (p, "02:ff:ff:ff:ff:ff") for i, p in self.peers.items()},
+                          log=lambda now, event, **f: log.emit(now, event, **f))
+        if endpoint_factory is None:
+            from uet.fep import FabricEndpoint
+
+            opts = {**LIVE_ENDPOINT_OPTIONS,
+                    "initiator_id": zlib.crc32(f"{ip}#{seed}".encode()),
+                    **dict(endpoint_options or {})}
+            for key in ("pds_overrides", "cms_overrides"):
+                opts[key] = {**LIVE_ENDPOINT_OPTIONS[key], **dict(opts.get(key) or {})}
+            endpoint_factory = FabricEndpoint.factory(profile=profile or "ai-base", **opts)
+        self.ep: FrameEndpoint = endpoint_factory(ctx)
+        self.counters: Counter[str] = Counter()
+        self.driver = EndpointDatagrams(self.ep, ip, mac, port, self.counters)
+        self.loop = DatagramLoop(self.driver, ip, port, max_ev_sockets=max_ev_sockets,
+                                 counters=self.counters)
+        self.host = LiveHost(self)
+
+    # ---------------------------------------------------------------- lifecycle
+
+    async def __aenter__(self) -> UdpNode:
+        await self.loop.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        try:
+            if exc[0] is None and self.linger_ps:
+                await self.wait_until(lambda: not self.open_pdcs(), self.linger_ps)
+            return await self.loop.__aexit__(*exc)
+        finally:
+            self.log.close()
+
+    @property
+    def now(self) -> int:
+        """Picoseconds since the node started (real clock)."""
+        return self.loop.now
+
+    def open_pdcs(self) -> int:
+        """PDCs of the end point not closed yet (0 for end points without a PDS)."""
+        mgr = getattr(getattr(self.ep, "pds", None), "mgr", None)
+        return len(mgr.open_pdcs()) if mgr is not None else 0
+
+    @property
+    def ev_ports(self) -> list[int]:
+        """EVs that have a bound socket now."""
+        return self.loop.pool.ev_ports
+
+    # ---------------------------------------------------------------- acting
+
+    def submit(self, fn: Callable[[Any, int], Any]) -> Any:
+        """Call ``fn(endpoint, now)`` now, then let the node transmit; returns its result."""
+        out = fn(self.ep, self.now)
+        self.loop.poke()
+        return out
+
+    async def wait_until(self, pred: Callable[[], bool], timeout_ps: int | None = None) -> bool:
+        """Wait (real time) until ``pred()`` holds; False after ``timeout_ps``."""
+        return await self.loop.wait_until(pred, timeout_ps)
+
+    async def sleep(self, dt_ps: int) -> None:
+        """Sleep ``dt_ps`` picoseconds of real time."""
+        await trio.sleep(dt_ps / S)
+
+    def start_message(self, dst: Any, nbytes: int) -> Any:
+        """Start a bulk message (end points with ``send_message``: with the real end point
+        an RMA WRITE into the peer's sink region, which must hold ``nbytes``)."""
+        dst_ip = self.host_ip(dst)
+        return self.submit(lambda ep, now: ep.send_message(now, dst_ip, nbytes))
+
+    async def send(self, dst: Any, nbytes: int, timeout_ps: int | None = None) -> Any:
+        """Send a bulk message and wait for it; returns the message handle (``.done``,
+        ``.fct_ps``)."""
+        msg = self.start_message(dst, nbytes)
+        await self.wait_until(lambda: msg.done, timeout_ps)
+        return msg
+
+    # ---------------------------------------------------------------- what Host asks
+
+    def endpoint(self, index: int) -> Any:
+        """The end point (``index`` must be this node's)."""
+        if index != self.index:
+            raise ValueError(f"{self.name} is host {self.index}; it has no end point {index}")
+        return self.ep
+
+    def host_ip(self, host: Any) -> str:
+        """IP of a destination given as an IP, a peer index or a (Live)Host."""
+        if isinstance(host, Host):
+            return host.ip
+        if isinstance(host, str):
+            try:
+                _socket.inet_pton(_socket.AF_INET6 if ":" in host else _socket.AF_INET, host)
+            except OSError:
+                raise ValueError(f"{host!r} is not an IP address") from None
+            return host
+        if isinstance(host, bool) or not isinstance(host, int):
+            raise TypeError(f"a destination is an IP, a peer index or a Host, not "
+                            f"{type(host).__name__}")
+        ip = self.peers.get(host)
+        if ip is None:
+            raise ValueError(f"no peer {host}; peers: "
+                             + ", ".join(f"{i}={p}" for i, p in sorted(self.peers.items())))
+        return ip
+
+    def host_index(self, ip: str | None) -> int | None:
+        """Index of the peer with this IP (from ``peers``), or None."""
+        return self._ip_index.get(ip) if ip is not None else None
+
+    def __repr__(self) -> str:
+        return f"<UdpNode {self.ip}:{self.port} {type(self.ep).__name__}>"
+
+
+class LiveHost(Host):
+    """The operation API of :class:`uet.fabric.host.Host` on a :class:`UdpNode`.
+
+    Same methods and handles (``await node.host.write(dst, key, offset, data)``,
+    ``read``, ``send``, ``post_recv``, ``atomic`` ...); destinations are IPs, peer indices
+    or hosts; ``timeout_ps`` counts picoseconds of real time. Needs the real end point.
+    """
+
+    def __init__(self, node: UdpNode) -> None:  # noqa: D107 - no Fabric behind it
+        self.fab = node  # what Host calls: submit via _submit, wait_until, now, host_ip ...
+        self.node = node
+        self.index = node.index
+        self.name = node.name
+        self.ip = node.ip
+        self.timeout_ps: int | None = None
+
+    def _submit(self, fn: Callable[[Any, int], Any]) -> Any:
+        self.fep  # noqa: B018 - a clear TypeError before anything runs
+        return self.node.submit(fn)
+
+    def __repr__(self) -> str:
+        return f"<LiveHost {self.name}>"
+
+
+# ---------------------------------------------------------------------- command line
+
+
+def _pattern(n: int, seed: int | None) -> bytes:
+    return random.Random(seed or 0).randbytes(n)
+
+
+async def _run(args: argparse.Namespace) -> int:
+    from uet.fep import SINK_INDEX, SINK_KEY
+
+    opts: dict[str, Any] = {"sink_bytes": max(args.sink_bytes, args.bytes)}
+    async with UdpNode(ip=args.ip, port=args.port, profile=args.profile,
+                       endpoint_options=opts, seed=args.seed) as node:
+        print(f"ready udp:{args.ip}:{args.port}" if ":" not in args.ip
+              else f"ready udp:[{args.ip}]:{args.port}", flush=True)
+        rc = 0
+        if args.write:
+            host = node.host
+            data = _pattern(args.bytes, args.seed)
+            t0 = node.now
+            w = await host.write(args.write, SINK_KEY, 0, data, index=SINK_INDEX,
+                                 timeout_ps=int(args.timeout * S))
+            t1 = node.now
+            r = await host.read(args.write, SINK_KEY, 0, args.bytes, index=SINK_INDEX,
+                                timeout_ps=int(args.timeout * S))
+            t2 = node.now
+            same = r.data == data
+            rc = 0 if same else 1
+            report = {"write_bytes": w.modified_length, "write_ms": (t1 - t0) / MS,
+                      "read_ms": (t2 - t1) / MS, "equal": same}
+            print(json.dumps(report) if args.json else
+                  f"wrote {args.bytes} B to {args.write} in {report['write_ms']:.1f} ms, "
+                  f"read back in {report['read_ms']:.1f} ms: "
+                  f"{'equal' if same else 'DIFFERENT'}", flush=True)
+        else:
+            import signal
+
+            with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals, \
+                    trio.move_on_after(math.inf if args.duration is None else args.duration):
+                async for _sig in signals:
+                    break
+        stats = {**{f"udp.{k}": v for k, v in node.counters.items()},
+                 **getattr(node.ep, "stats", {})}
+        print(json.dumps({"counters": stats}) if args.json else
+              "counters: " + ", ".join(f"{k}={v}" for k, v in sorted(stats.items())),
+              flush=True)
+    return rc
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run a UDP responder with the fabric's traffic end point."""
+    """Run the real end point on UDP: serve a sink region, or WRITE then READ a peer's."""
     ap = argparse.ArgumentParser(prog="python -m uet.fabric.udp", description=main.__doc__)
-    ap.add_argument("--ip", default="127.0.0.2")
-    ap.add_argument("--port", type=int, default=UET_UDP_PORT)
-    ap.add_argument("--duration", type=float, default=10.0, help="seconds to serve")
+    ap.add_argument("--ip", default="127.0.0.2", help="address to bind (default 127.0.0.2)")
+    ap.add_argument("--port", type=int, default=UET_UDP_PORT,
+                    help=f"UDP port, ours and the peers' (default {UET_UDP_PORT})")
+    ap.add_argument("--profile", default="ai-base", help="ai-base, ai-full, hpc or a file")
+    ap.add_argument("--sink-bytes", type=int, default=1 << 20, metavar="N",
+                    help="size of the sink region peers may WRITE and READ (default 1 MiB)")
+    ap.add_argument("--duration", type=float, default=None, metavar="S",
+                    help="serve S seconds (default: until interrupted)")
+    ap.add_argument("--write", default=None, metavar="IP",
+                    help="client: WRITE --bytes into the sink of the node at IP, READ them "
+                         "back and compare (exit 1 if they differ)")
+    ap.add_argument("--bytes", type=int, default=65536, metavar="N",
+                    help="bytes to WRITE and READ with --write (default 65536)")
+    ap.add_argument("--timeout", type=float, default=10.0, metavar="S",
+                    help="seconds each operation may take with --write (default 10)")
+    ap.add_argument("--seed", type=int, default=None,
+                    help="seed of the end point (default: a fresh one per run)")
+    ap.add_argument("--json", action="store_true", help="results and counters as JSON")
     args = ap.parse_args(argv)
-    trio.run(_serve, args.ip, args.port, args.duration)
-    return 0
+    from uet.ses.errors import SesError
+
+    try:
+        return trio.run(_run, args)
+    except (ValueError, TimeoutError, SesError) as exc:  # TimeoutError before OSError
+        print(f"python -m uet.fabric.udp: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"python -m uet.fabric.udp: cannot use {args.ip}:{args.port}: "
+              f"{exc.strerror or exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover
