@@ -209,3 +209,135 @@ def test_sample_capture_is_up_to_date_and_decodes(capsys) -> None:
     kinds = {o["uet.pds.type"] for o in objs}
     assert kinds >= {2, 3, 4, 5, 6, 7, 8, 10, 11}
     assert objs[4]["uet.payload_len"] == 0 and objs[4]["ip.dsfield.dscp"] == 12  # trimmed
+
+
+# ---------------------------------------------------------------- frames cut by a snap length
+
+
+def _snapped_frames() -> list[bytes]:
+    write = Frame(pds=PdsRequest(flags=0x0C, psn=7, spdcid=3),
+                  ses=SesStandard(SesOpcode.WRITE, flags=3, request_length=4096, job_id=5),
+                  payload=bytes(range(256)) * 16, ev=4321)
+    write6 = Frame(pds=PdsRequest(psn=8, spdcid=3, dpdcid=9),
+                   ses=SesStandard(SesOpcode.WRITE, flags=2, payload_length=4096,
+                                   message_offset=4096, request_length=8192),
+                   payload=bytes(4096), src_ip="fd00::1", dst_ip="fd00::2", ev=99,
+                   udp_checksum=True)
+    ack = Frame(pds=PdsAck(cack_psn=7, spdcid=9, dpdcid=3), src_ip="10.0.0.2",
+                dst_ip="10.0.0.1", dscp=46)
+    cas = Frame(pds=PdsRequest(psn=9, spdcid=3, dpdcid=9),
+                ses=SesStandard(SesOpcode.ATOMIC, flags=3, request_length=8),
+                ext=CasExt(0x0D, 7, 0, 5, 6), payload=bytes(8))
+    return [encode_frame(f) for f in (write, write6, ack, cas)]
+
+
+def _write_snapped(path: Path, frames: list[bytes], snaplen: int) -> None:
+    with PcapngWriter.open(path) as w:
+        i = w.add_interface("tap0", snaplen=snaplen)
+        for k, data in enumerate(frames):
+            w.write_packet(i, k * 1000, data)
+
+
+def test_decode_snapped_capture_json(tmp_path, capsys) -> None:
+    """A 128-byte snap length: headers decode, the frame says it is truncated and how long
+    it was; only the compare-and-swap frame, whose extension header is cut, is an error."""
+    frames = _snapped_frames()
+    whole, cut = tmp_path / "whole.pcapng", tmp_path / "cut.pcapng"
+    _write_snapped(whole, frames, 0)
+    _write_snapped(cut, frames, 128)
+    assert main(["decode", "--json", str(whole)]) == 0
+    full = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert main(["decode", "--json", str(cut)]) == 0
+    objs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert not any("error" in o or "truncated" in o for o in full)
+    w, w6, ack, cas = objs
+    for got, ref, wire in ((w, full[0], frames[0]), (w6, full[1], frames[1])):
+        assert got.pop("truncated") is True
+        assert (got.pop("frame.len"), got.pop("frame.cap_len")) == (len(wire), 128)
+        assert got == ref  # every header field, and the payload length on the wire
+    assert w["uet.payload_len"] == 4096 and w["uet.ses.std.opcode"] == SesOpcode.WRITE
+    assert w6["ipv6.src"] == "fd00::1" and w6["uet.ses.std.message_offset"] == 4096
+    assert ack == full[2]  # shorter than the snap length: untouched
+    assert cas["truncated"] is True and cas["frame.len"] == len(frames[3])
+    assert cas["error"].startswith("ext at byte 98: compare-and-swap extension header")
+    assert "the capture kept 128 of 142 bytes" in cas["error"]
+
+
+def test_decode_snapped_capture_text(tmp_path, capsys) -> None:
+    frames = _snapped_frames()
+    path = tmp_path / "cut.pcapng"
+    _write_snapped(path, frames, 128)
+    assert main(["decode", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("1 10.0.0.1 -> 10.0.0.2 ev=4321 RUD_REQ psn=7 AR|SYN")
+    assert lines[0].endswith(f"len=4096 [truncated 128 of {len(frames[0])} bytes]")
+    assert lines[1].endswith(f"len=4096 [truncated 128 of {len(frames[1])} bytes]")
+    assert "truncated" not in lines[2] and " ACK " in lines[2]
+    assert lines[3].startswith("4 ERROR ext at byte 98") and lines[3].endswith(
+        "[truncated 128 of 142 bytes]")
+    # a cut header is an error at every layer, naming it
+    _write_snapped(path, frames[:1], 40)
+    assert main(["decode", str(path)]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith("1 ERROR udp at byte 34: UDP header needs 8 bytes, 6 captured")
+    _write_snapped(path, frames[:1], 50)
+    assert main(["decode", str(path)]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith("1 ERROR pds at byte 42") and "kept 50 of" in line
+    _write_snapped(path, frames[:1], 60)
+    assert main(["decode", str(path)]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith("1 ERROR ses at byte 54: SES REQ_STD header needs 44 bytes")
+
+
+def test_decode_headers_checks_lengths_against_the_wire() -> None:
+    """Lengths are checked against the original length: a frame whose IP length exceeds
+    even that is still an error; a checksum over captured bytes is still checked."""
+    from uet.wire.codec import decode_frame, decode_headers
+    from uet.wire.errors import BadChecksum, BadLength
+
+    data = _snapped_frames()[0]
+    got = decode_headers(data[:128], len(data))
+    assert got.truncated and (got.wire_len, got.cap_len, got.payload_len) == (
+        len(data), 128, 4096)
+    assert got.frame.payload == data[98:128]  # headers end at 14 + 20 + 8 + 12 + 44
+    assert got.frame.pds == decode_frame(data).pds and got.frame.ses == decode_frame(data).ses
+    same = decode_headers(data, len(data))
+    assert not same.truncated and same.frame == decode_frame(data)
+    try:
+        decode_headers(data[:128], len(data) - 1)
+    except BadLength as exc:
+        assert exc.header == "ipv4"
+    else:
+        raise AssertionError("IP total length beyond the wire length was accepted")
+    bad = bytearray(data[:128])
+    bad[24] ^= 0xFF
+    try:
+        decode_headers(bytes(bad), len(data))
+    except BadChecksum as exc:
+        assert exc.header == "ipv4"
+    else:
+        raise AssertionError("a bad IPv4 header checksum was accepted")
+
+
+async def test_decode_fabric_capture_with_snaplen(tmp_path, capsys) -> None:
+    """A real fabric run tapped with a 128-byte snap length (what experiments used to
+    capture): every frame decodes, the data frames are marked truncated."""
+    from uet.fabric.api import Fabric
+    from uet.fabric.clock import MS
+    from uet.fep import FabricEndpoint
+
+    path = tmp_path / "run.pcapng"
+    async with Fabric({"kind": "star", "hosts": 2}, seed=3,
+                      endpoint_factory=FabricEndpoint.factory(sink_bytes=1 << 16)) as fab:
+        fab.capture(path, ["h1"], snaplen=128)
+        msg = await fab.send(0, 1, 65536, timeout_ps=50 * MS)
+        assert msg.done
+    assert main(["decode", "--json", str(path)]) == 0
+    objs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert objs and not any("error" in o for o in objs)
+    data = [o for o in objs if o.get("uet.ses.std.opcode") == SesOpcode.WRITE]
+    assert len(data) == 16
+    assert all(o["truncated"] and o["frame.cap_len"] == 128 and o["uet.payload_len"] == 4096
+               for o in data)
+    assert sum(o["uet.payload_len"] for o in data) == 65536

@@ -4,6 +4,12 @@ Text mode prints one summary line per frame; ``--json`` prints one JSON object p
 (JSON lines) with ``"frame"`` (1-based) and the fields of :func:`uet.wire.fields.frame_fields`
 under their Wireshark-style names. A frame that does not decode gets an ``"error"`` key
 (text mode: ``ERROR ...``) and decoding goes on with the next frame.
+
+Frames a snap length cut (the capture's original length is larger than what it holds)
+are decoded as far as their headers go (:func:`uet.wire.codec.decode_headers`): JSON adds
+``"truncated": true``, ``"frame.len"`` (on the wire) and ``"frame.cap_len"`` (captured),
+``uet.payload_len`` is the payload length on the wire; text mode appends ``[truncated N of
+M bytes]`` (N captured of M). Only a cut header is an error.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import sys
 from typing import TextIO
 
 from uet.capture.pcapng import LINKTYPE_ETHERNET, CaptureError, read_capture
-from uet.wire.codec import decode_frame
+from uet.wire.codec import decode_headers
 from uet.wire.constants import (
     UET_DEFAULT_IP_PROTO,
     UET_UDP_PORT,
@@ -78,8 +84,9 @@ _RUDI_FLAGS = {0x20: "M", 0x10: "RETX"}
 _SES_FLAGS = {0x20: "DC", 0x10: "IE", 0x08: "REL", 0x04: "HD", 0x02: "EOM", 0x01: "SOM"}
 
 
-def summary(index: int, frame: Frame) -> str:
-    """One human-readable line for a decoded frame."""
+def summary(index: int, frame: Frame, payload_len: int | None = None) -> str:
+    """One human-readable line for a decoded frame (``payload_len``: the length on the
+    wire when the capture holds less of the payload)."""
     h = frame.pds
     parts = [str(index), frame.src_ip, "->", frame.dst_ip, f"ev={frame.ev}"]
     if frame.tss is not None:
@@ -129,7 +136,7 @@ def summary(index: int, frame: Frame) -> str:
         parts.append(f"amo={ext.atomic_opcode}/{ext.atomic_datatype}")
     elif isinstance(ext, RendezvousExt):
         parts.append(f"rndv eager={ext.eager_length}")
-    parts.append(f"len={len(frame.payload)}")
+    parts.append(f"len={len(frame.payload) if payload_len is None else payload_len}")
     return " ".join(parts)
 
 
@@ -143,12 +150,13 @@ def decode_capture(path: str, out: TextIO, *, as_json: bool = False, trailer_len
     failed = 0
     for cf in read_capture(path):
         err: str | None = None
-        frame = None
+        got = None
+        cut = cf.orig_len > len(cf.data)
         if cf.linktype != LINKTYPE_ETHERNET:
             err = f"unsupported link type {cf.linktype} (only Ethernet is decoded)"
         else:
             try:
-                frame = decode_frame(cf.data, trailer_len, udp_port=udp_port,
+                got = decode_headers(cf.data, cf.orig_len, trailer_len, udp_port=udp_port,
                                      ip_proto=ip_proto)
             except DecodeError as exc:
                 err = str(exc)
@@ -156,15 +164,23 @@ def decode_capture(path: str, out: TextIO, *, as_json: bool = False, trailer_len
             failed += 1
         if as_json:
             obj: dict = {"frame": cf.index}
-            if frame is not None:
-                obj.update(frame_fields(frame))
+            if got is not None:
+                obj.update(frame_fields(got.frame))
+                if cut:
+                    obj["uet.payload_len"] = got.payload_len
             else:
                 obj["error"] = err
+            if cut:
+                obj.update({"truncated": True, "frame.len": cf.orig_len,
+                            "frame.cap_len": len(cf.data)})
             out.write(json.dumps(obj) + "\n")
-        elif frame is not None:
-            out.write(summary(cf.index, frame) + "\n")
         else:
-            out.write(f"{cf.index} ERROR {err}\n")
+            tail = f" [truncated {len(cf.data)} of {cf.orig_len} bytes]" if cut else ""
+            if got is not None:
+                out.write(summary(cf.index, got.frame, got.payload_len if cut else None)
+                          + tail + "\n")
+            else:
+                out.write(f"{cf.index} ERROR {err}{tail}\n")
     return failed
 
 

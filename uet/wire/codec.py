@@ -11,6 +11,8 @@ Public API:
 * :func:`encode_frame` / :func:`decode_frame`: Ethernet / IPv4|IPv6 / UDP|entropy header /
   [TSS] / PDS / [SES [ext]] / payload / [trailer].
 * :func:`encode_uet` / :func:`decode_uet`: the UDP payload only (what a UDP socket carries).
+* :func:`decode_headers`: a frame a capture cut short (snap length): headers decoded,
+  lengths checked against the length on the wire, the payload as far as captured.
 * Switch helpers working on raw frames without a full decode: :func:`peek_flow`,
   :func:`uet_header_length`, :func:`get_dscp_ecn`, :func:`set_dscp_ecn`, :func:`mark_ce`,
   :func:`trim_frame`.
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import socket
 import struct
-from typing import Any
+from typing import Any, NamedTuple
 
 import uet.native as _native
 from uet.wire import rules
@@ -64,7 +66,8 @@ from uet.wire.records import (
 )
 
 __all__ = [
-    "encode_frame", "decode_frame", "encode_uet", "decode_uet", "peek_flow",
+    "encode_frame", "decode_frame", "decode_headers", "FrameHeaders", "encode_uet",
+    "decode_uet", "peek_flow",
     "uet_header_length", "get_dscp_ecn", "set_dscp_ecn", "mark_ce", "trim_frame",
     "ETH_HLEN", "ETHERTYPE_IPV4", "ETHERTYPE_IPV6",
 ]
@@ -801,10 +804,15 @@ def decode_uet(data: bytes | bytearray | memoryview, trailer_len: int = 0,
             from exc
 
 
-def _decode_l3(data: Any, udp_port: int | None,
-               ip_proto: int) -> tuple[int, int, bool, tuple]:
-    """Decode Ethernet/IP/UDP-or-entropy. Returns (uet_offset, l3_end, is_udp, info)."""
+def _decode_l3(data: Any, udp_port: int | None, ip_proto: int,
+               wire_len: int | None = None) -> tuple[int, int, bool, tuple]:
+    """Decode Ethernet/IP/UDP-or-entropy. Returns (uet_offset, l3_end, is_udp, info).
+
+    ``wire_len`` (a capture's original length, more than ``len(data)``): lengths are
+    checked against it, headers must still lie in ``data``, the UDP checksum (over bytes
+    not captured) is not verified; ``l3_end`` may then exceed ``len(data)``."""
     n = len(data)
+    nw = n if wire_len is None or wire_len < n else wire_len
     if n < ETH_HLEN:
         raise TruncatedHeader("ethernet", 0, f"Ethernet header needs 14 bytes, {n} given")
     dmac, smac, etype = _ETH.unpack_from(data, 0)
@@ -819,9 +827,9 @@ def _decode_l3(data: Any, udp_port: int | None,
             if vihl & 0xF < 5:
                 raise BadLength("ipv4", 14, f"IHL {vihl & 0xF} is below 5")
             raise Unsupported("ipv4", 14, "IPv4 options are not supported")
-        if tot < 20 or 14 + tot > n:
+        if tot < 20 or 14 + tot > nw:
             raise BadLength("ipv4", 16, f"IPv4 total length {tot} does not fit the "
-                            f"{n - 14} bytes after the Ethernet header")
+                            f"{nw - 14} bytes after the Ethernet header")
         if frag & 0x3FFF:
             raise Unsupported("ipv4", 20, "IPv4 fragments are not supported")
         if int.from_bytes(data[14:34], "big") % 0xFFFF:
@@ -836,9 +844,9 @@ def _decode_l3(data: Any, udp_port: int | None,
         if vtf >> 28 != 6:
             raise InconsistentHeader("ipv6", 14, f"IP version {vtf >> 28} under "
                                      "ethertype 0x86dd")
-        if 54 + plen > n:
+        if 54 + plen > nw:
             raise BadLength("ipv6", 18, f"IPv6 payload length {plen} does not fit the "
-                            f"{n - 54} bytes after the IPv6 header")
+                            f"{nw - 54} bytes after the IPv6 header")
         end = 54 + plen
         l4 = 54
         tc = vtf >> 20 & 0xFF
@@ -849,6 +857,8 @@ def _decode_l3(data: Any, udp_port: int | None,
     if proto == IPPROTO_UDP:
         if l4 + 8 > end:
             raise TruncatedHeader("udp", l4, f"UDP header needs 8 bytes, {end - l4} left")
+        if l4 + 8 > n:
+            raise TruncatedHeader("udp", l4, f"UDP header needs 8 bytes, {n - l4} captured")
         sport, dport, ulen, ucsum = _UDP.unpack_from(data, l4)
         if ulen != end - l4:
             raise BadLength("udp", l4 + 4, f"UDP length {ulen} but the IP payload is "
@@ -857,7 +867,9 @@ def _decode_l3(data: Any, udp_port: int | None,
             raise UnknownType("udp", l4 + 2, f"UDP destination port {dport} is not UET "
                               f"({udp_port})")
         if ucsum:
-            m = (_udp_pseudo_sum(src, dst, ulen) + _sum16(data[l4:end])) % 0xFFFF
+            # not checked when a capture cut the frame: it covers bytes we do not have
+            m = (_udp_pseudo_sum(src, dst, ulen) + _sum16(data[l4:end])) % 0xFFFF \
+                if end <= n else 0
             if m:
                 raise BadChecksum("udp", l4 + 6, "UDP checksum mismatch")
         elif v6:
@@ -869,6 +881,9 @@ def _decode_l3(data: Any, udp_port: int | None,
         if l4 + 4 > end:
             raise TruncatedHeader("entropy", l4, f"entropy header needs 4 bytes, "
                                   f"{end - l4} left")
+        if l4 + 4 > n:
+            raise TruncatedHeader("entropy", l4, f"entropy header needs 4 bytes, "
+                                  f"{n - l4} captured")
         ev = _H.unpack_from(data, l4)[0]
         info = (dmac, smac, src, dst, ev, dscp, ecn, hop, ipid, UET_UDP_PORT, False, "ip",
                 proto)
@@ -902,6 +917,63 @@ def decode_frame(data: bytes | bytearray | memoryview, trailer_len: int = 0, *,
         return Frame(pds, ses, ext, bytes(data[poff:pend]), _mac_to_text(smac),
                      _mac_to_text(dmac), _ip_to_text(src), _ip_to_text(dst), ev, dscp, ecn,
                      hop, ipid, dport, ucs, encap, proto, tss, bytes(data[pend:end]))
+    except DecodeError:
+        raise
+    except Exception as exc:  # the decoder must never leak anything else
+        raise DecodeError("frame", 0, f"undecodable input ({type(exc).__name__}: {exc})") \
+            from exc
+
+
+class FrameHeaders(NamedTuple):
+    """What :func:`decode_headers` found: the decoded ``frame`` (its ``payload`` and
+    ``trailer`` hold what was captured of them), the frame's length on the wire and in the
+    capture, and the payload length on the wire."""
+
+    frame: Frame
+    wire_len: int
+    cap_len: int
+    payload_len: int
+
+    @property
+    def truncated(self) -> bool:
+        """The capture holds less than the wire carried (a snap length cut it)."""
+        return self.cap_len < self.wire_len
+
+
+def decode_headers(data: bytes | bytearray | memoryview, orig_len: int | None = None,
+                   trailer_len: int = 0, *, udp_port: int | None = UET_UDP_PORT,
+                   ip_proto: int = UET_DEFAULT_IP_PROTO) -> FrameHeaders:
+    """Decode a captured frame that a snap length may have cut: ``orig_len`` is its length
+    on the wire (the pcap/pcapng original length; None or ``len(data)``: not cut, exactly
+    :func:`decode_frame`).
+
+    IP and UDP lengths are checked against the wire length; every header (Ethernet to the
+    SES extension) must lie in the captured bytes, else :class:`TruncatedHeader` names
+    the one that is cut; the UDP checksum, which covers bytes not captured, is not checked.
+    """
+    n = len(data)
+    if orig_len is None or orig_len <= n:
+        frame = decode_frame(data, trailer_len, udp_port=udp_port, ip_proto=ip_proto)
+        return FrameHeaders(frame, n, n, len(frame.payload))
+    try:
+        uoff, end, _udp, info = _decode_l3(data, udp_port, ip_proto, orig_len)
+        pend = end - trailer_len
+        if pend < uoff or trailer_len < 0:
+            raise BadLength("trailer", uoff, f"trailer of {trailer_len} bytes does not fit "
+                            f"in the {end - uoff} bytes of UET data")
+        cap_end = min(pend, n)
+        try:
+            tss, pds, ses, ext, poff = _decode_uet(data, uoff, cap_end)
+        except TruncatedHeader as exc:
+            if cap_end == pend:
+                raise
+            raise TruncatedHeader(exc.header, exc.offset, f"{exc.reason} (the capture "
+                                  f"kept {n} of {orig_len} bytes)") from None
+        (dmac, smac, src, dst, ev, dscp, ecn, hop, ipid, dport, ucs, encap, proto) = info
+        frame = Frame(pds, ses, ext, bytes(data[poff:cap_end]), _mac_to_text(smac),
+                      _mac_to_text(dmac), _ip_to_text(src), _ip_to_text(dst), ev, dscp, ecn,
+                      hop, ipid, dport, ucs, encap, proto, tss, bytes(data[pend:min(end, n)]))
+        return FrameHeaders(frame, orig_len, n, pend - poff)
     except DecodeError:
         raise
     except Exception as exc:  # the decoder must never leak anything else
