@@ -288,13 +288,18 @@ def test_snapped_frames_decode_and_compare_headers(tmp_path):
 
 
 def test_ipv6_snapped_frames_decode(tmp_path):
-    """IPv6 frames cut by a snap length: the UDP checksum is recomputed over the padding."""
+    """IPv6 frames cut by a snap length after their headers decode (the UDP checksum over
+    bytes not captured is not checked); cutting a header makes the frame undecodable."""
     src = [cf for cf in read_capture(CAPTURES / "headers.pcapng") if cf.data[12:14] ==
            b"\x86\xdd" and cf.data[20] == 17]
     assert src
-    a = _write(tmp_path / "v6.pcapng", src, snaplen=70)
+    a = _write(tmp_path / "v6.pcapng", src, snaplen=120)
     packets, _, _ = index_capture(a)
     assert all("error" not in p.fields and "uet.pds.type" in p.fields for p in packets)
+    assert any(p.fields.get("frame.cap_len") == 120 for p in packets)
+    cut = _write(tmp_path / "v6cut.pcapng", src, snaplen=70)
+    packets, _, _ = index_capture(cut)
+    assert all("the capture kept 70 of" in p.fields["error"] for p in packets)
 
 
 def _run_experiment(seed: int, path: Path) -> None:

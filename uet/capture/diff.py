@@ -36,7 +36,8 @@ Two match modes:
 
 Timestamps are not compared unless asked (``frame.time_relative_ns``, nanoseconds since the
 first frame of the capture). Payload bytes are compared through ``payload.crc32`` (frames cut
-by a snap length are padded for decoding and compare headers only).
+by a snap length compare headers only: ``uet.wire.codec.decode_headers``; a frame whose
+headers are cut is not decoded as UET).
 """
 
 from __future__ import annotations
@@ -49,8 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from uet.capture.pcapng import LINKTYPE_ETHERNET, CapturedFrame, CaptureError, read_capture
-from uet.native import udp_checksum_ipv6
-from uet.wire.codec import decode_frame
+from uet.wire.codec import decode_headers
 from uet.wire.constants import (
     UET_DEFAULT_IP_PROTO,
     UET_UDP_PORT,
@@ -306,14 +306,15 @@ class _Indexer:
             return Packet(cf.index, iface, ("other",), "other", ("other", iface, cf.linktype),
                           f"link type {cf.linktype} frame",
                           {"frame.len": cf.orig_len, "frame.bytes": data.hex()})
-        truncated = cf.orig_len > len(data)
         try:
-            frame = decode_frame(_padded(data, cf.orig_len) if truncated else data,
-                                 udp_port=self.udp_port, ip_proto=self.ip_proto)
+            got = decode_headers(data, cf.orig_len, udp_port=self.udp_port,
+                                 ip_proto=self.ip_proto)
         except DecodeError as exc:
             return self._not_uet(cf, str(exc))
+        frame = got.frame
         fields: dict[str, Value] = dict(frame_fields(frame))
-        if truncated:
+        if got.truncated:
+            fields["uet.payload_len"] = got.payload_len
             fields["frame.cap_len"] = len(data)
         else:
             fields["payload.crc32"] = zlib.crc32(frame.payload)
@@ -517,25 +518,6 @@ def _from_initiator(pds: Any) -> bool:
 def _drop_random(fields: dict[str, Value]) -> None:
     for name in _RANDOM_FIELDS:
         fields.pop(name, None)
-
-
-def _padded(data: bytes, orig_len: int) -> bytes:
-    """A frame cut by a snap length, padded with zeros to its wire length so its headers
-    decode; a UDP checksum (which the padding breaks) is recomputed over IPv6, cleared over
-    IPv4 (where zero means none)."""
-    buf = bytearray(data) + bytes(orig_len - len(data))
-    etype = int.from_bytes(buf[12:14], "big") if len(buf) >= 14 else 0
-    if etype == 0x0800 and len(buf) >= 42 and buf[23] == 17:
-        ihl = (buf[14] & 0x0F) * 4
-        buf[14 + ihl + 6:14 + ihl + 8] = b"\x00\x00"
-    elif etype == 0x86DD and len(buf) >= 62 and buf[20] == 17:
-        plen = int.from_bytes(buf[18:20], "big")
-        udp = bytearray(buf[54:54 + plen])
-        if len(udp) >= 8:
-            udp[6:8] = b"\x00\x00"
-            csum = udp_checksum_ipv6(bytes(buf[22:38]), bytes(buf[38:54]), bytes(udp))
-            buf[60:62] = csum.to_bytes(2, "big")
-    return bytes(buf)
 
 
 def _mac(b: bytes) -> str:
