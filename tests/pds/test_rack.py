@@ -13,7 +13,7 @@ from pds_harness import A_IP, US, request
 from pds_script import Side, ack, cp, cps, nack, only
 
 from uet.pds.retransmit import Rack
-from uet.wire.constants import CtlType, NackCode, NackFlag, ReqFlag
+from uet.wire.constants import AckFlag, CtlType, NackCode, NackFlag, ReqFlag
 from uet.wire.records import psn_add
 
 TID = 0x0999
@@ -115,6 +115,30 @@ def test_a_spurious_retransmission_is_counted_and_widens_the_window():
     rack = s.ep.pdcs()[0].rack
     late = 33 * US + 500_000 - 20 * US - 10 * US
     assert rack.reo_wnd == late + late // 2 + 2_500_000
+
+
+def test_an_ack_naming_the_resent_packet_without_retx_shows_the_original_arrived():
+    """The ACK that names a packet carries RETX when a retransmission triggered it: an ACK
+    naming a packet RACK resent, RETX clear, says its original arrived (late, not lost):
+    spurious, and the window widens to what would have waited for it. With RETX set it is
+    the retransmission that arrived: nothing to learn."""
+    s = initiator()
+    p1, p2 = send(s, 2, now=20 * US)
+    sack(s, 30 * US, p2, p2)
+    s.advance(33 * US)
+    assert resent(s) == [p1]
+    sack(s, 44 * US, p1, p1, p2)  # 11 us after the resend: timing alone says nothing
+    assert s.ep.counters["retx_spurious"] == 1
+    late = 44 * US - 20 * US - 10 * US
+    assert s.ep.pdcs()[0].rack.reo_wnd == late + late // 2 + 2_500_000
+    # a retransmission that is the copy that arrived (RETX set) teaches nothing
+    t = initiator()
+    q1, q2 = send(t, 2, now=20 * US)
+    sack(t, 30 * US, q2, q2)
+    t.advance(33 * US)
+    assert resent(t) == [q1]
+    sack(t, 44 * US, q1, q1, q2, flags=AckFlag.RETX)
+    assert t.ep.counters["retx_spurious"] == 0
 
 
 def test_packets_beyond_the_sack_bitmap_reach_are_left_alone():

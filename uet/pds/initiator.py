@@ -417,7 +417,8 @@ class InitiatorPdc(PdcBase):
                 ses = frame.ses
                 if ses is not None and tx.req is not None and ses.opcode != DEFAULT_RESPONSE:
                     events.append(ResponseReceived(tx.req.msg_ref, ses, frame.payload, ap))
-                self._release(now, tx, newly)
+                # named without RETX: the copy that arrived is not a retransmission
+                self._release(now, tx, newly, original=not flags & ACK_RETX)
         if psn_diff(cack, self.max_cack) >= 0:
             if cack != self.max_cack:
                 # beyond this PSN the previous ACK's SACK bitmap could not name arrivals:
@@ -494,13 +495,16 @@ class InitiatorPdc(PdcBase):
                 if rack is not None:
                     self._rack_delivered(now, tx)
 
-    def _rack_delivered(self, now: int, tx: Tx, timely: bool = True) -> None:
+    def _rack_delivered(self, now: int, tx: Tx, timely: bool = True,
+                        original: bool = False) -> None:
         # a packet still waiting for its retransmission was not resent: this is the original
         resent = tx.suspect and not tx.retx_queued
-        if not self.rack.delivered(now, tx.seq, tx.send_time, tx.prev_send, resent, timely):
+        if not self.rack.delivered(now, tx.seq, tx.send_time, tx.prev_send, resent, timely,
+                                   original):
             self.ep.counters["retx_spurious"] += 1
 
-    def _release(self, now: int, tx: Tx, newly: list, timely: bool = True) -> None:
+    def _release(self, now: int, tx: Tx, newly: list, timely: bool = True,
+                 original: bool = False) -> None:
         del self.outstanding[tx.psn]
         tx.released = True
         self._leave_flight(tx)
@@ -511,7 +515,7 @@ class InitiatorPdc(PdcBase):
             newly[1] += 1
             self.detector.delivered(tx.seq)
             if self.rack is not None and not tx.is_close:
-                self._rack_delivered(now, tx, timely)
+                self._rack_delivered(now, tx, timely, original)
         ep = self.ep
         ep.mgr.tx_mem -= tx.cost
         if tx.is_close:

@@ -115,10 +115,12 @@ class Rack:
             self._cur = sample
 
     def delivered(self, now: int, seq: int, send_time: int, prev_send: int,
-                  retransmitted: bool, timely: bool = True) -> bool:
+                  retransmitted: bool, timely: bool = True, original: bool = False) -> bool:
         """A packet (latest transmission ``seq`` at ``send_time``; the one before at
-        ``prev_send``) is newly known to have arrived. Returns False when it came too soon
-        for its retransmission: the earlier copy arrived, the retransmission was spurious.
+        ``prev_send``) is newly known to have arrived. Returns False when the earlier copy
+        of a retransmitted packet arrived, i.e. the retransmission was spurious: the ACK
+        says so (``original``: it names the packet without the RETX flag), or it came too
+        soon for the retransmission (under 3/4 of min_rtt after it, RFC 8985).
         ``timely=False``: the news is late (a CACK jump past what the SACK bitmap could
         name), so its RTT says nothing about the paths and feeds no estimate."""
         rtt = now - send_time
@@ -127,7 +129,8 @@ class Rack:
                 self.seq = seq
                 self.rtt = rtt
             return True
-        if retransmitted and self.min_rtt is not None and rtt < self.min_rtt - (self.min_rtt >> 2):
+        if retransmitted and (original or self.min_rtt is not None
+                              and rtt < self.min_rtt - (self.min_rtt >> 2)):
             self.spurious += 1
             if self.seq:
                 self._skew(now, now - prev_send - self.rtt)
