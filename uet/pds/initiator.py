@@ -429,19 +429,23 @@ class InitiatorPdc(PdcBase):
                     psn = next(iter(outstanding))
                     if psn_diff(psn, cack) > 0:
                         break
-                    self._release(now, outstanding[psn], newly, psn_diff(psn, named) <= 0)
+                    # serial "psn <= named" without a call: this loop runs per packet
+                    self._release(now, outstanding[psn], newly,
+                                  (named - psn) & 0xFFFFFFFF < 0x80000000)
             if type(ack) is PdsAckCc and ack.mpr:
                 self.peer_range = ack.mpr * 128
         is_cc = type(ack) is PdsAckCc
-        reach = psn_add(self.max_cack, 1)
         if is_cc:
+            base = ack.sack_base
             bm = ack.sack_bitmap
             if bm and outstanding:
-                self._apply_sack(now, ack.sack_base, bm, cack, newly)
-            top = psn_add(ack.sack_base, SACK_BITS - 1)
-            if psn_diff(top, reach) > 0:
-                reach = top
-        if psn_diff(reach, self.sack_reach) > 0:
+                self._apply_sack(now, base, bm, cack, newly)
+            reach = (base + SACK_BITS - 1) & 0xFFFFFFFF
+            if (self.max_cack - reach) & 0xFFFFFFFF < 0x80000000:
+                reach = (self.max_cack + 1) & 0xFFFFFFFF
+        else:
+            reach = (self.max_cack + 1) & 0xFFFFFFFF
+        if 0 < (reach - self.sack_reach) & 0xFFFFFFFF < 0x80000000:
             self.sack_reach = reach
         self.known_arrived += newly[0]
         if is_cc and ack.cc_type == CcType.NSCC:
@@ -492,8 +496,10 @@ class InitiatorPdc(PdcBase):
                 newly[0] += tx.nbytes
                 newly[1] += 1
                 self.detector.delivered(tx.seq)
-                if rack is not None:
-                    self._rack_delivered(now, tx)
+                if rack is not None and not rack.delivered(
+                        now, tx.seq, tx.send_time, tx.prev_send,
+                        tx.suspect and not tx.retx_queued):
+                    self.ep.counters["retx_spurious"] += 1
 
     def _rack_delivered(self, now: int, tx: Tx, timely: bool = True,
                         original: bool = False) -> None:

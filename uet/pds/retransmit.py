@@ -129,22 +129,25 @@ class Rack:
                 self.seq = seq
                 self.rtt = rtt
             return True
-        if retransmitted and (original or self.min_rtt is not None
-                              and rtt < self.min_rtt - (self.min_rtt >> 2)):
+        min_rtt = self.min_rtt
+        if retransmitted and (original or min_rtt is not None
+                              and rtt < min_rtt - (min_rtt >> 2)):
             self.spurious += 1
             if self.seq:
                 self._skew(now, now - prev_send - self.rtt)
             return False
+        # skew samples: _skew only when one can matter (a new maximum or a bucket ended)
         if not retransmitted:
-            if self.min_rtt is None or rtt < self.min_rtt:
-                self.min_rtt = rtt
-            if self.multipath:
-                self._skew(now, rtt - self.min_rtt)
+            if min_rtt is None or rtt < min_rtt:
+                self.min_rtt = min_rtt = rtt
+            if self.multipath and (rtt - min_rtt > self._cur or now >= self._bucket_end):
+                self._skew(now, rtt - min_rtt)
         if seq > self.seq:
             self.seq = seq
             self.rtt = rtt
-        elif not retransmitted and self.seq:
-            self._skew(now, rtt - self.rtt)  # arrived after a packet sent later than it
+        elif (not retransmitted and self.seq  # arrived after a packet sent later than it
+              and (rtt - self.rtt > self._cur or now >= self._bucket_end)):
+            self._skew(now, rtt - self.rtt)
         return True
 
     @property
