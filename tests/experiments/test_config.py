@@ -54,7 +54,8 @@ def test_default_experiment_is_the_documented_one() -> None:
     assert cfg["topology"]["trimming"] is True
     assert cfg["transport"]["profile"] == "ai-base" and cfg["transport"]["mode"] == "RUD"
     cms = cfg["transport"]["cms"]
-    assert (cms["ev_selector"], cms["ev_count"], cms["algorithm"]) == ("reps", 128, "nscc")
+    # "profile" resolves to AI Base's own choice (profiles/ai-base.toml: mixed)
+    assert (cms["ev_selector"], cms["ev_count"], cms["algorithm"]) == ("mixed", 128, "nscc")
     assert cfg["traffic"]["pattern"] == "permutation" and cfg["traffic"]["size"] == 1 << 20
     assert cfg["impairments"][0]["loss"] == 0.001
     assert cfg["capture"]["ifaces"] and cfg["capture"]["links"]
@@ -73,7 +74,11 @@ def test_every_key_gets_its_default() -> None:
             if spec.when is None and spec.type not in ("table", "bool_or_table"):
                 assert key in cfg[name], f"{name}.{key}"
     assert cfg["impairments"] == []
-    assert cfg["transport"]["cms"]["ev_selector"] == "oblivious"
+    # unset CMS choices follow the profile (AI Base by default)
+    assert cfg["transport"]["cms"]["ev_selector"] == "mixed"
+    assert cfg["transport"]["cms"]["algorithm"] == "nscc"
+    hpc = parse_config("[transport]\nprofile = 'hpc'\n[transport.cms]\nalgorithm = 'rccc'\n")
+    assert hpc["transport"]["cms"]["algorithm"] == "rccc"
     assert "leaves" not in cfg["topology"]  # applies to leaf_spine only
 
 
@@ -161,7 +166,7 @@ def test_unknown_section_and_inapplicable_key() -> None:
 def test_enum_and_size_errors_list_allowed_values() -> None:
     err = _error("[transport.cms]\nev_selector = 'spray'\n")
     assert err.path == "transport.cms.ev_selector" and err.line == 2
-    assert err.allowed == "one of fixed, oblivious, bitmap, reps, mixed"
+    assert err.allowed == "one of fixed, oblivious, bitmap, reps, mixed, profile"
     err = _error("[traffic]\nsize = '12 parsecs'\n")
     assert err.path == "traffic.size" and "1MiB" in err.allowed
     err = _error("[transport.cms]\nev_count = 100\n")

@@ -559,6 +559,12 @@ def _check_transport(cfg: dict[str, Any], src: Source) -> None:
         raise src.error(("transport", "mode"), "UUD carries only single-packet datagrams "
                         "(DATAGRAM_SEND); experiment messages are RMA WRITEs",
                         allowed=", ".join(m for m in modes if m != "UUD"))
+    # "profile" stands for the profile's own choice; resolve it here so that the run, its
+    # results.json and every later step see the concrete value.
+    if tr["cms"]["ev_selector"] == "profile":
+        tr["cms"]["ev_selector"] = profile.cc_ev_selector
+    if tr["cms"]["algorithm"] == "profile":
+        tr["cms"]["algorithm"] = profile.cc_default
     algo = tr["cms"]["algorithm"]
     if algo != "none":
         missing = [a for a in algo.split("+") if a not in profile.cc_algorithms]

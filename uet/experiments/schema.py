@@ -243,14 +243,15 @@ TRANSPORT = Table("transport", "The UET end points: profile and delivery mode "
 CMS = Table("transport.cms", "Congestion management (uet.cms.api.CmsConfig); "
             "link_rate_bps and base_rtt_ps default to values derived from the topology, "
             "trimming to topology.trimming.", {
-    "ev_selector": _K("enum", "oblivious", "how each packet's entropy value (path) is "
+    "ev_selector": _K("enum", "profile", "how each packet's entropy value (path) is "
                       "chosen: fixed (per-flow ECMP), oblivious (sprayed), bitmap, reps, "
-                      "mixed (htsim's default: recycle, else bitmap)",
-                      EV_SELECTORS),
+                      "mixed (htsim's default: recycle, else bitmap); profile: the "
+                      "profile's cms.ev_selector",
+                      EV_SELECTORS + ("profile",)),
     "ev_count": _K("int", 128, "entropy values a PDC sprays over", lo=1, hi=65536,
                    power_of_two=True),
-    "algorithm": _K("enum", "nscc", "congestion control (must be allowed by the profile)",
-                    CC_ALGORITHMS),
+    "algorithm": _K("enum", "profile", "congestion control (must be allowed by the "
+                    "profile); profile: the profile's cms.default", CC_ALGORITHMS + ("profile",)),
 }, open="cms", open_doc="any other CmsConfig field (see docs/cms.md), e.g. "
    "max_window_bytes, target_qdelay_ps, reps_buffer_size", nested=True)
 
