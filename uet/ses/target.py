@@ -192,14 +192,10 @@ class Target:
     # ------------------------------------------------------------------ one-sided
 
     def _write(self, src: str, req: Req, payload: bytes, mode: DeliveryMode) -> TargetReply:
-        key = self._key(src, req)
-        if key is not None and self.reassembly.finished(key):
-            return self._dup()
-        res = self._resolve(req)
-        if isinstance(res, Rc):
-            return self._error(key, req, res)
-        if req.ie:
-            return self._error(key, req, Rc.INITIATOR_ERR)
+        admitted = self._admit(src, req)
+        if isinstance(admitted, TargetReply):
+            return admitted
+        key, res = admitted
         end = req.message_offset + len(payload)
         if end > req.request_length or (key is None and end != req.request_length):
             return self._error(key, req, Rc.TOO_LONG)
@@ -261,14 +257,10 @@ class Target:
         return self._rsp(req, Rc.OK, n) if req.eom else _NONE
 
     def _atomic(self, src: str, req: Req, ext: Any, payload: bytes, psn: int) -> TargetReply:
-        key = self._key(src, req)
-        if key is not None and self.reassembly.finished(key):
-            return self._dup()
-        res = self._resolve(req)
-        if isinstance(res, Rc):
-            return self._error(key, req, res)
-        if req.ie:
-            return self._error(key, req, Rc.INITIATOR_ERR)
+        admitted = self._admit(src, req)
+        if isinstance(admitted, TargetReply):
+            return admitted
+        key, res = admitted
         mr = res.regions.get(req.memory_key)
         if mr is None:
             return self._error(key, req, Rc.BAD_MKEY)
@@ -326,12 +318,10 @@ class Target:
     # ------------------------------------------------------------------ two-sided
 
     def _send(self, src: str, req: Req, payload: bytes, mode: DeliveryMode) -> TargetReply:
-        key = self._key(src, req)
-        if key is not None and self.reassembly.finished(key):
-            return self._dup()
-        res = self._resolve(req)
-        if isinstance(res, Rc):
-            return self._error(key, req, res)
+        admitted = self._admit(src, req, check_ie=False)  # IE aborts a started message
+        if isinstance(admitted, TargetReply):
+            return admitted
+        key, res = admitted
         end = req.message_offset + len(payload)
         if end > req.request_length or (key is None and end != req.request_length):
             return self._error(key, req, Rc.TOO_LONG)
@@ -416,14 +406,10 @@ class Target:
 
     def _rendezvous(self, src: str, req: Req, ext: Any, payload: bytes,
                     mode: DeliveryMode) -> TargetReply:
-        key = self._key(src, req)
-        if key is not None and self.reassembly.finished(key):
-            return self._dup()
-        res = self._resolve(req)
-        if isinstance(res, Rc):
-            return self._error(key, req, res)
-        if req.ie:
-            return self._error(key, req, Rc.INITIATOR_ERR)
+        admitted = self._admit(src, req)
+        if isinstance(admitted, TargetReply):
+            return admitted
+        key, res = admitted
         if (not isinstance(ext, RendezvousExt) or not (req.som and req.eom)
                 or len(payload) != ext.eager_length or ext.eager_length > req.request_length):
             return self._error(key, req, Rc.UNSUPPORTED_SIZE)
@@ -449,14 +435,10 @@ class Target:
 
     def _tagged_atomic(self, src: str, req: Req, ext: Any, payload: bytes,
                        psn: int) -> TargetReply:
-        key = self._key(src, req)
-        if key is not None and self.reassembly.finished(key):
-            return self._dup()
-        res = self._resolve(req)
-        if isinstance(res, Rc):
-            return self._error(key, req, res)
-        if req.ie:
-            return self._error(key, req, Rc.INITIATOR_ERR)
+        admitted = self._admit(src, req)
+        if isinstance(admitted, TargetReply):
+            return admitted
+        key, res = admitted
         bad = self._atomic_check(req, ext, payload)
         if bad is not None:
             return self._error(key, req, bad)
@@ -538,6 +520,21 @@ class Target:
                                        join_token(msg.init_token, token), mode, on_done)
 
     # ------------------------------------------------------------------ helpers
+
+    def _admit(self, src: str, req: Req, *, check_ie: bool = True
+               ) -> tuple[MessageKey | None, Resource] | TargetReply:
+        """The checks every message-carrying request passes first: a late copy of a
+        finished message is a duplicate; the resource must resolve; an initiator error
+        (IE) ends the message. Returns (reassembly key, resource) or the reply to send."""
+        key = self._key(src, req)
+        if key is not None and self.reassembly.finished(key):
+            return self._dup()
+        res = self._resolve(req)
+        if isinstance(res, Rc):
+            return self._error(key, req, res)
+        if check_ie and req.ie:
+            return self._error(key, req, Rc.INITIATOR_ERR)
+        return key, res
 
     def _resolve(self, req: Req) -> Resource | Rc:
         return self.ep.resources.resolve(req.job_id, req.pid_on_fep, req.resource_index,
