@@ -33,3 +33,9 @@ def impl(request: pytest.FixtureRequest) -> ModuleType:
 def both() -> tuple[ModuleType, ModuleType]:
     """``(pure, fast)`` for side-by-side comparisons."""
     return native.pure, fast_module()
+
+
+@pytest.fixture(scope="session")
+def fast_impl() -> ModuleType:
+    """``uet.native.fast`` alone (its extra, C-only functions)."""
+    return fast_module()

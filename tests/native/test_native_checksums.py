@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import array
+import platform
+import random
 import shutil
 import struct
 import subprocess
@@ -78,6 +80,66 @@ def test_verifies_to_zero(impl: ModuleType, data: bytes) -> None:
 def test_chaining(impl: ModuleType, a: bytes, b: bytes) -> None:
     a = a + b"\0" * (len(a) % 2)  # chaining needs an even-length first chunk
     assert impl.internet_checksum(a + b) == impl.internet_checksum(b, impl.ones_sum(a))
+
+
+# The C one's-complement sum has a portable path and, on x86-64, SSE2 and AVX2 paths (64- and
+# 128-byte blocks, then 32-byte steps, then the portable code for the rest): every path must
+# agree with the pure-Python sum at every length, start offset and initial value.
+PATH_LENGTHS = sorted(
+    {n + d for n in (0, 16, 32, 64, 96, 128, 160, 256, 4096, 9000) for d in (-1, 0, 1, 2, 31)
+     if n + d >= 0}
+)  # fmt: skip
+
+
+def _path_sums(fast: ModuleType) -> list:
+    return [fast.ones_sum, fast.ones_sum_portable, fast.ones_sum_sse2, fast.ones_sum_avx2]
+
+
+def test_every_sum_path_matches_pure(both: tuple[ModuleType, ModuleType]) -> None:
+    pure, fast = both
+    rng = random.Random(1071)
+    lengths = PATH_LENGTHS + [rng.randrange(0, 9001) for _ in range(300)]
+    for n in lengths:
+        offset = rng.randrange(0, 4)  # odd and even start addresses
+        data = memoryview(rng.randbytes(n + offset))[offset:]
+        initial = rng.choice((0, 1, 0xFFFF, 0xFFFFFFFF, rng.randrange(1 << 32)))
+        want = pure.ones_sum(data, initial)
+        for func in _path_sums(fast):
+            assert func(data, initial) == want, (func.__name__, n, offset, initial)
+        assert fast.internet_checksum(data, initial) == ~want & 0xFFFF
+
+
+@pytest.mark.parametrize("fill", [0x00, 0xFF, 0x80])
+def test_every_sum_path_extremes(both: tuple[ModuleType, ModuleType], fill: int) -> None:
+    """All-zero data sums to 0 (not 0xFFFF), all-ones data carries in every lane."""
+    pure, fast = both
+    for n in PATH_LENGTHS + [70001]:
+        for offset in (0, 1):
+            data = memoryview(bytes([fill]) * (n + offset))[offset:]
+            want = pure.ones_sum(data)
+            assert want == model_ones_sum(bytes(data))
+            for func in _path_sums(fast):
+                assert func(data) == want, (func.__name__, n, offset)
+                assert func(bytearray(data), 0xFFFFFFFF) == pure.ones_sum(data, 0xFFFFFFFF)
+
+
+def test_sum_path_variants_check_arguments(fast_impl: ModuleType) -> None:
+    for func in _path_sums(fast_impl):
+        with pytest.raises(TypeError):
+            func("text")
+        with pytest.raises(ValueError, match="initial"):
+            func(b"ab", 1 << 32)
+
+
+def test_checksum_impl(impl: ModuleType) -> None:
+    name = impl.checksum_impl()
+    if impl.IMPLEMENTATION == "python":
+        assert name == "python"
+    elif platform.machine() in ("x86_64", "AMD64"):
+        flags = Path("/proc/cpuinfo").read_text().split() if Path("/proc/cpuinfo").exists() else []
+        assert name == ("avx2" if "avx2" in flags else "sse2")
+    else:
+        assert name == "portable"
 
 
 def test_buffer_types(impl: ModuleType) -> None:

@@ -20,6 +20,7 @@ API = [
     "udp_checksum_ipv4",
     "udp_checksum_ipv6",
     "checksum_adjust",
+    "checksum_impl",
     "crc32c",
     "crc32c_impl",
     "PsnTracker",
@@ -58,11 +59,13 @@ def test_selected_implementation() -> None:
 def test_default_is_native_without_warning() -> None:
     proc = _run(
         "import warnings; warnings.simplefilter('error');"
-        "import uet.native as n; print(n.IMPLEMENTATION, n.crc32c_impl())"
+        "import uet.native as n;"
+        "print(n.IMPLEMENTATION, n.crc32c_impl(), n.checksum_impl())"
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split()[0] == "native"
     assert proc.stdout.split()[1] in ("sse4.2", "slicing8")
+    assert proc.stdout.split()[2] in ("avx2", "sse2", "portable")
 
 
 def test_env_forces_pure_without_warning() -> None:
@@ -70,11 +73,11 @@ def test_env_forces_pure_without_warning() -> None:
         "import warnings; warnings.simplefilter('error');"
         "import uet.native as n;"
         "assert n.fast is not None and n.PsnTracker is n.pure.PsnTracker;"
-        "print(n.IMPLEMENTATION, n.crc32c_impl())",
+        "print(n.IMPLEMENTATION, n.crc32c_impl(), n.checksum_impl())",
         UET_PURE_PYTHON="1",
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["python", "python"]
+    assert proc.stdout.split() == ["python", "python", "python"]
 
 
 def test_missing_extension_falls_back_with_one_warning() -> None:

@@ -18,7 +18,9 @@
   floor for any native tracker operation.
 * ``codec_udp_csum_*``: ``encode_frame`` + ``decode_frame`` of an IPv6 4 KiB data frame (UDP
   checksum mandatory) with the codec's native sums vs its pure-Python ones.
-* ``crc32c_gbps`` etc.: CRC-32C and checksum throughput on 64 KiB buffers.
+* ``crc32c_gbps`` etc.: CRC-32C and checksum throughput on 64 KiB buffers;
+  ``checksum_path`` is the one's-complement sum's code path in use (``avx2``, ``sse2``,
+  ``portable``), ``ones_sum_<path>_gbps`` each path forced.
 * ``<impl>_ns_<op>``: nanoseconds per call of single operations (details).
 
 The mix is timed in chunks of 256 packets, each the best of several runs with the two
@@ -349,6 +351,10 @@ def run(quick: bool) -> dict:
     result["crc32c_slicing8_gbps"] = gbps(fast.crc32c_slicing8, max(1, loops // 4))
     result["crc32c_python_gbps"] = gbps(pure.crc32c, 1)
     result["internet_checksum_gbps"] = gbps(fast.internet_checksum, loops)
+    result["checksum_path"] = fast.checksum_impl()
+    for path in ("portable", "sse2", "avx2"):
+        result[f"ones_sum_{path}_gbps"] = gbps(getattr(fast, f"ones_sum_{path}"), loops)
+    result["ones_sum_python_gbps"] = gbps(pure.ones_sum, max(1, loops // 20))
 
     for mod in (pure, fast):
         for name, value in _per_op(mod, per_n, repeat, psns, start).items():

@@ -54,6 +54,7 @@ ipv4_header_checksum = _impl.ipv4_header_checksum
 udp_checksum_ipv4 = _impl.udp_checksum_ipv4
 udp_checksum_ipv6 = _impl.udp_checksum_ipv6
 checksum_adjust = _impl.checksum_adjust
+checksum_impl = _impl.checksum_impl
 crc32c = _impl.crc32c
 crc32c_impl = _impl.crc32c_impl
 PsnTracker = _impl.PsnTracker
@@ -69,6 +70,7 @@ __all__ = [
     "PsnWindowError",
     "ReorderBuffer",
     "checksum_adjust",
+    "checksum_impl",
     "crc32c",
     "crc32c_impl",
     "fast",

@@ -38,6 +38,7 @@ __all__ = [
     "PsnWindowError",
     "ReorderBuffer",
     "checksum_adjust",
+    "checksum_impl",
     "crc32c",
     "crc32c_impl",
     "crc32c_slicing8",
@@ -45,6 +46,9 @@ __all__ = [
     "internet_checksum",
     "ipv4_header_checksum",
     "ones_sum",
+    "ones_sum_avx2",
+    "ones_sum_portable",
+    "ones_sum_sse2",
     "udp_checksum_ipv4",
     "udp_checksum_ipv6",
 ]
@@ -97,6 +101,40 @@ def internet_checksum(data: BytesLike, initial: int = 0) -> int:
         return _internet_checksum(buf, len(buf), initial)
     except _CONVERSION_ERRORS:
         return pure.internet_checksum(data, initial)
+
+
+_CHECKSUM_PATHS = {
+    lib.UETN_CSUM_PORTABLE: "portable",
+    lib.UETN_CSUM_SSE2: "sse2",
+    lib.UETN_CSUM_AVX2: "avx2",
+}
+
+
+def checksum_impl() -> str:
+    """Which path the one's-complement sums use: ``"avx2"``, ``"sse2"`` (x86-64) or
+    ``"portable"``; chosen at import, the best the CPU has."""
+    return _CHECKSUM_PATHS[lib.uetn_checksum_path()]
+
+
+def _sum_variant(path: int, name: str):  # type: ignore[no-untyped-def]
+    func = lib.uetn_ones_sum_path
+
+    def variant(data: BytesLike, initial: int = 0) -> int:
+        try:
+            buf, n = _buf(data)
+            return func(path, buf, n, initial)
+        except _CONVERSION_ERRORS:
+            return pure.ones_sum(data, initial)
+
+    variant.__name__ = variant.__qualname__ = name
+    return variant
+
+
+#: ``ones_sum`` through one code path whatever the CPU (for tests and benchmarks); a path
+#: the CPU lacks falls back to the best below it (AVX2 -> SSE2 -> portable).
+ones_sum_portable = _sum_variant(lib.UETN_CSUM_PORTABLE, "ones_sum_portable")
+ones_sum_sse2 = _sum_variant(lib.UETN_CSUM_SSE2, "ones_sum_sse2")
+ones_sum_avx2 = _sum_variant(lib.UETN_CSUM_AVX2, "ones_sum_avx2")
 
 
 def ipv4_header_checksum(hdr: BytesLike) -> int:

@@ -39,6 +39,7 @@ __all__ = [
     "PsnWindowError",
     "ReorderBuffer",
     "checksum_adjust",
+    "checksum_impl",
     "crc32c",
     "crc32c_impl",
     "internet_checksum",
@@ -180,6 +181,11 @@ def checksum_adjust(csum: int, old16: int, new16: int) -> int:
     total = (total & 0xFFFF) + (total >> 16)
     total = (total & 0xFFFF) + (total >> 16)
     return ~total & 0xFFFF
+
+
+def checksum_impl() -> str:
+    """Which code path the one's-complement sums use: ``"python"`` here."""
+    return "python"
 
 
 # --------------------------------------------------------------------------- CRC-32C

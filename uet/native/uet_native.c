@@ -1,7 +1,7 @@
 /*
  * uet_native: C fast path of uet.native.  See uet_native.h and docs/native.md.
- * Portable C99 with GCC/Clang builtins; the SSE4.2 CRC-32C path is x86-64 only and chosen at
- * run time.
+ * Portable C99 with GCC/Clang builtins; on x86-64 the checksum has SSE2 and AVX2 paths and
+ * CRC-32C an SSE4.2 one, the best the CPU has being chosen at run time (uetn_init).
  */
 #include "uet_native.h"
 
@@ -9,10 +9,10 @@
 #include <string.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define UETN_HAVE_SSE42_PATH 1
-#include <nmmintrin.h>
+#define UETN_HAVE_X86_PATHS 1 /* SSE2 checksum, AVX2 checksum, SSE4.2 CRC-32C */
+#include <immintrin.h>
 #else
-#define UETN_HAVE_SSE42_PATH 0
+#define UETN_HAVE_X86_PATHS 0
 #endif
 
 /* ================================================================== checksums */
@@ -35,10 +35,14 @@ static inline uint32_t fold16(uint64_t s)
     return (uint32_t)s;
 }
 
-/* One's-complement sum of p[0..n) as big-endian 16-bit words, folded to 16 bits.
- * Words are loaded in host order (RFC 1071 2(B): the sum is byte-order independent up to a
- * final swap); 32-bit halves go into two 64-bit accumulators. */
-static uint32_t sum_be(const unsigned char *p, size_t n)
+/* The checksum paths.  Every path adds the data as host-order words into 64-bit lanes
+ * (32-bit halves, so a lane takes 2^31 additions before it could overflow) and returns a
+ * partial sum congruent, modulo 0xFFFF, to the sum of p's host-order 16-bit words, and 0 only
+ * if every byte is 0 (RFC 1071 2(B): the sum is byte-order independent up to a final swap).
+ * Since 2^16 = 1 (mod 0xFFFF), 32- and 64-bit words can be added instead of 16-bit ones. */
+
+/* Portable: 16-byte blocks, 64-bit loads, two accumulators; any tail zero-padded. */
+static uint64_t psum_portable(const unsigned char *p, size_t n)
 {
     uint64_t total = 0;
     while (n >= 16) {
@@ -62,11 +66,142 @@ static uint32_t sum_be(const unsigned char *p, size_t n)
         uint64_t w0 = load64(tail), w1 = load64(tail + 8);
         total += (w0 & 0xFFFFFFFFu) + (w1 & 0xFFFFFFFFu) + (w0 >> 32) + (w1 >> 32);
     }
+    return total;
+}
+
+#if UETN_HAVE_X86_PATHS
+/* SSE2 (every x86-64 CPU has it): 64-byte blocks in four 128-bit registers, the low and high
+ * 32-bit halves of each 64-bit lane into separate accumulators; the rest goes to the
+ * portable code (it starts at an even offset, so word boundaries are kept). */
+static uint64_t psum_sse2(const unsigned char *p, size_t n)
+{
+    uint64_t total = 0;
+    const __m128i lo32 = _mm_set1_epi64x(0xFFFFFFFF);
+    while (n >= 64) {
+        size_t blocks = n / 64; /* 2 additions of < 2^32 per lane and block */
+        if (blocks > ((size_t)1 << 29))
+            blocks = (size_t)1 << 29;
+        __m128i a0 = _mm_setzero_si128(), b0 = a0, a1 = a0, b1 = a0;
+        for (size_t i = 0; i < blocks; i++, p += 64) {
+            __m128i v0 = _mm_loadu_si128((const __m128i *)p);
+            __m128i v1 = _mm_loadu_si128((const __m128i *)(p + 16));
+            __m128i v2 = _mm_loadu_si128((const __m128i *)(p + 32));
+            __m128i v3 = _mm_loadu_si128((const __m128i *)(p + 48));
+            a0 = _mm_add_epi64(a0, _mm_and_si128(v0, lo32));
+            b0 = _mm_add_epi64(b0, _mm_srli_epi64(v0, 32));
+            a1 = _mm_add_epi64(a1, _mm_and_si128(v1, lo32));
+            b1 = _mm_add_epi64(b1, _mm_srli_epi64(v1, 32));
+            a0 = _mm_add_epi64(a0, _mm_and_si128(v2, lo32));
+            b0 = _mm_add_epi64(b0, _mm_srli_epi64(v2, 32));
+            a1 = _mm_add_epi64(a1, _mm_and_si128(v3, lo32));
+            b1 = _mm_add_epi64(b1, _mm_srli_epi64(v3, 32));
+        }
+        n -= blocks * 64;
+        uint64_t lanes[8];
+        _mm_storeu_si128((__m128i *)lanes, a0);
+        _mm_storeu_si128((__m128i *)(lanes + 2), b0);
+        _mm_storeu_si128((__m128i *)(lanes + 4), a1);
+        _mm_storeu_si128((__m128i *)(lanes + 6), b1);
+        for (int i = 0; i < 8; i++)
+            total += fold16(lanes[i]);
+    }
+    return total + psum_portable(p, n);
+}
+
+/* AVX2: the same with 256-bit registers, 128-byte blocks. */
+__attribute__((target("avx2"))) static uint64_t psum_avx2(const unsigned char *p, size_t n)
+{
+    uint64_t total = 0;
+    const __m256i lo32 = _mm256_set1_epi64x(0xFFFFFFFF);
+    while (n >= 128) {
+        size_t blocks = n / 128; /* 2 additions of < 2^32 per lane and block */
+        if (blocks > ((size_t)1 << 29))
+            blocks = (size_t)1 << 29;
+        __m256i a0 = _mm256_setzero_si256(), b0 = a0, a1 = a0, b1 = a0;
+        for (size_t i = 0; i < blocks; i++, p += 128) {
+            __m256i v0 = _mm256_loadu_si256((const __m256i *)p);
+            __m256i v1 = _mm256_loadu_si256((const __m256i *)(p + 32));
+            __m256i v2 = _mm256_loadu_si256((const __m256i *)(p + 64));
+            __m256i v3 = _mm256_loadu_si256((const __m256i *)(p + 96));
+            a0 = _mm256_add_epi64(a0, _mm256_and_si256(v0, lo32));
+            b0 = _mm256_add_epi64(b0, _mm256_srli_epi64(v0, 32));
+            a1 = _mm256_add_epi64(a1, _mm256_and_si256(v1, lo32));
+            b1 = _mm256_add_epi64(b1, _mm256_srli_epi64(v1, 32));
+            a0 = _mm256_add_epi64(a0, _mm256_and_si256(v2, lo32));
+            b0 = _mm256_add_epi64(b0, _mm256_srli_epi64(v2, 32));
+            a1 = _mm256_add_epi64(a1, _mm256_and_si256(v3, lo32));
+            b1 = _mm256_add_epi64(b1, _mm256_srli_epi64(v3, 32));
+        }
+        n -= blocks * 128;
+        uint64_t lanes[16];
+        _mm256_storeu_si256((__m256i *)lanes, a0);
+        _mm256_storeu_si256((__m256i *)(lanes + 4), b0);
+        _mm256_storeu_si256((__m256i *)(lanes + 8), a1);
+        _mm256_storeu_si256((__m256i *)(lanes + 12), b1);
+        for (int i = 0; i < 16; i++)
+            total += fold16(lanes[i]);
+    }
+    if (n >= 32) { /* what is left of a 128-byte block, 32 bytes at a time */
+        __m256i a = _mm256_setzero_si256(), b = a;
+        for (; n >= 32; n -= 32, p += 32) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)p);
+            a = _mm256_add_epi64(a, _mm256_and_si256(v, lo32));
+            b = _mm256_add_epi64(b, _mm256_srli_epi64(v, 32));
+        }
+        uint64_t lanes[8];
+        _mm256_storeu_si256((__m256i *)lanes, a);
+        _mm256_storeu_si256((__m256i *)(lanes + 4), b);
+        for (int i = 0; i < 8; i++)
+            total += lanes[i]; /* at most 3 additions of < 2^32 each */
+    }
+    /* clean upper register halves: legacy-SSE code run later (ours, libc's, Python's) would
+     * otherwise pay for merging them (GCC does not always emit this for target("avx2")) */
+    _mm256_zeroupper();
+    return total + psum_portable(p, n);
+}
+#endif
+
+/* The path uetn_init chose (the best the CPU has). */
+static int csum_path = UETN_CSUM_PORTABLE;
+
+static uint64_t psum_path(int path, const unsigned char *p, size_t n)
+{
+#if UETN_HAVE_X86_PATHS
+    if (path >= UETN_CSUM_AVX2 && csum_path >= UETN_CSUM_AVX2)
+        return psum_avx2(p, n);
+    if (path >= UETN_CSUM_SSE2)
+        return psum_sse2(p, n);
+#else
+    (void)path;
+#endif
+    return psum_portable(p, n);
+}
+
+/* Host-order partial sum -> folded 16-bit sum of big-endian words. */
+static inline uint32_t finish_be(uint64_t total)
+{
     uint32_t s = fold16(total);
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     s = ((s & 0xFFu) << 8) | (s >> 8);
 #endif
     return s;
+}
+
+/* One's-complement sum of p[0..n) as big-endian 16-bit words, folded to 16 bits. */
+static uint32_t sum_be(const unsigned char *p, size_t n)
+{
+    return finish_be(psum_path(csum_path, p, n));
+}
+
+int uetn_checksum_path(void)
+{
+    return csum_path;
+}
+
+uint32_t uetn_ones_sum_path(int path, const char *data, size_t len, uint32_t initial)
+{
+    uint32_t s = finish_be(psum_path(path, (const unsigned char *)data, len));
+    return fold16((uint64_t)s + initial);
 }
 
 uint32_t uetn_ones_sum(const char *data, size_t len, uint32_t initial)
@@ -191,7 +326,7 @@ static uint32_t crc_slicing8(uint32_t c, const unsigned char *p, size_t n)
     return c;
 }
 
-#if UETN_HAVE_SSE42_PATH
+#if UETN_HAVE_X86_PATHS
 __attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t c, const unsigned char *p,
                                                           size_t n)
 {
@@ -224,11 +359,13 @@ void uetn_init(void)
 {
     if (!crc_ready)
         crc_init_tables();
-#if UETN_HAVE_SSE42_PATH
+#if UETN_HAVE_X86_PATHS
     __builtin_cpu_init();
     crc_sse42 = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+    csum_path = __builtin_cpu_supports("avx2") ? UETN_CSUM_AVX2 : UETN_CSUM_SSE2;
 #else
     crc_sse42 = 0;
+    csum_path = UETN_CSUM_PORTABLE;
 #endif
 }
 
@@ -246,7 +383,7 @@ uint32_t uetn_crc32c_slicing8(const char *data, size_t len, uint32_t crc)
 
 uint32_t uetn_crc32c_sse42(const char *data, size_t len, uint32_t crc)
 {
-#if UETN_HAVE_SSE42_PATH
+#if UETN_HAVE_X86_PATHS
     if (crc_sse42)
         return ~crc_hw(~crc, (const unsigned char *)data, len);
 #endif
@@ -255,7 +392,7 @@ uint32_t uetn_crc32c_sse42(const char *data, size_t len, uint32_t crc)
 
 uint32_t uetn_crc32c(const char *data, size_t len, uint32_t crc)
 {
-#if UETN_HAVE_SSE42_PATH
+#if UETN_HAVE_X86_PATHS
     if (crc_sse42)
         return ~crc_hw(~crc, (const unsigned char *)data, len);
 #endif

@@ -35,6 +35,13 @@ int32_t uetn_udp_checksum_ipv4(const char *src, size_t src_len, const char *dst,
                                size_t dst_len, const char *udp, size_t udp_len);
 int32_t uetn_udp_checksum_ipv6(const char *src, size_t src_len, const char *dst,
                                size_t dst_len, const char *udp, size_t udp_len);
+/* Checksum code paths: the best the CPU has is chosen by uetn_init. */
+#define UETN_CSUM_PORTABLE 0 /* 64-bit words, any CPU */
+#define UETN_CSUM_SSE2 1     /* x86-64 */
+#define UETN_CSUM_AVX2 2     /* x86-64 with AVX2 */
+int uetn_checksum_path(void);
+/* uetn_ones_sum through the given path (a path the CPU lacks falls back to the best below). */
+uint32_t uetn_ones_sum_path(int path, const char *data, size_t len, uint32_t initial);
 /* RFC 1624 eqn. 3, or UETN_ERR_RANGE if an argument exceeds 0xFFFF. */
 int32_t uetn_checksum_adjust(uint32_t csum, uint32_t old16, uint32_t new16);
 
