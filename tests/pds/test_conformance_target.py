@@ -540,3 +540,32 @@ def test_ref_3_8_ses_reject_nacks_and_redelivers():
     a = only(acks(t.feed(req(psn_add(S, 1), syn=True, retx=True)))).pds
     assert a.cack_psn == psn_add(S, 2)
     assert [e.psn for e in t.delivered] == [S, psn_add(S, 1), psn_add(S, 2), psn_add(S, 1)]
+
+
+def test_ref_3_6_each_ar_packet_gets_its_own_ack_when_several_arrive_before_a_poll():
+    """ref 3.6: AR asks for the ACK of that packet (ACK_PSN names it). Three AR packets
+    received before the end point is polled (a burst read from one socket) still get three
+    ACKs, naming each PSN in arrival order; a packet whose response ACK names it is not
+    named twice."""
+    t, tid = established_target()
+    out = t.feed(*(req(psn_add(S, i), dpdcid=tid, ar=True) for i in (1, 2, 3)))
+    assert [a.pds.ack_psn for a in acks(out)] == [psn_add(S, i) for i in (1, 2, 3)]
+    assert acks(out)[-1].pds.cack_psn == psn_add(S, 3)
+    assert t.ep.counters["ack_ar_coalesced"] == 0
+
+    g = Side(responder=gtd_responder)
+    out = g.feed(req(S, syn=True, ar=True), req(psn_add(S, 1), syn=True, ar=True))
+    named = [a.pds.ack_psn for a in acks(out)]
+    assert sorted(named) == [S, psn_add(S, 1)]
+    assert all(a.ses is not None and a.ses.opcode == RspOpcode.RESPONSE for a in acks(out))
+
+
+def test_ref_3_6_owed_ar_acks_are_bounded():
+    """More AR packets before one poll than the coalescer keeps (16 owed): the rest are
+    covered by the cumulative ACK and counted, the state stays bounded."""
+    t, tid = established_target()
+    out = t.feed(*(req(psn_add(S, i), dpdcid=tid, ar=True) for i in range(1, 41)))
+    named = [a.pds.ack_psn for a in acks(out)]
+    assert named == [psn_add(S, i) for i in range(1, 17)] + [psn_add(S, 40)]
+    assert t.ep.counters["ack_ar_coalesced"] == 40 - 17
+    assert acks(out)[-1].pds.cack_psn == psn_add(S, 40)

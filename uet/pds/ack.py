@@ -10,6 +10,8 @@ so a flow that ends with reordered packets is acknowledged without waiting for a
 
 from __future__ import annotations
 
+from collections import deque
+
 from uet.wire.constants import AckFlag, NextHeader, PdsType, ReturnCode, RspOpcode
 from uet.wire.records import (
     PdsAck,
@@ -69,19 +71,35 @@ def clamp_offset(psn: int, base: int) -> int:
 class AckCoalescer:
     """Pending-ACK state of one target PDC (the "triggering" packet and the counters)."""
 
-    __slots__ = ("psn", "ev", "flags", "nbytes", "now", "due")
+    __slots__ = ("psn", "ev", "flags", "ar", "nbytes", "now", "due", "owed")
+
+    #: AR packets whose own ACK can wait for the next poll; beyond this they are coalesced
+    MAX_OWED = 16
 
     def __init__(self) -> None:
         self.psn: int | None = None  # PSN that triggers the pending coalesced ACK
         self.ev = 0
         self.flags = 0  # ACK flags (M, RETX) of the triggering packet
+        self.ar = False  # the triggering packet asked for its ACK (AR)
         self.nbytes = 0  # payload bytes accepted since the last ACK
         self.now = False  # an ACK must go at the next poll
         self.due: int | None = None  # receiver ACK timer deadline
+        # (psn, ev, flags) of earlier AR packets that arrived before the poll that would
+        # have sent their ACK: each still gets an ACK naming it (ref 3.6), oldest first
+        self.owed: deque[tuple[int, int, int]] = deque()
+
+    def owe(self, psn: int, ev: int, flags: int) -> bool:
+        """Remember that ``psn`` (an AR packet) is owed its own ACK; False when full."""
+        if len(self.owed) >= self.MAX_OWED:
+            return False
+        self.owed.append((psn, ev, flags))
+        return True
 
     def clear(self) -> None:
+        """The pending coalesced ACK went out (owed per-packet ACKs stay)."""
         self.psn = None
         self.flags = 0
+        self.ar = False
         self.nbytes = 0
         self.now = False
         self.due = None

@@ -203,7 +203,7 @@ class PdsEndpoint:
                 if frame is None:
                     pdc.in_ack_ring = False
                     continue
-                if pdc.explicit or pdc.co.now:
+                if pdc.explicit or pdc.co.now or pdc.co.owed:
                     ring.append(pdc)
                 else:
                     pdc.in_ack_ring = False

@@ -223,10 +223,17 @@ class TargetPdc(PdcBase):
         """Coalescing decision for one accepted packet."""
         co = self.co
         ce = frame.ecn == 3
+        ar = flags & AR
         if not co.flags & ACK_M:  # keep a CE trigger's PSN/EV for path attribution
+            if ar and co.ar and co.psn != psn:
+                # two AR packets before one poll: the first still gets an ACK naming it
+                self._owe(co.psn, co.ev, co.flags)
             co.psn = psn
             co.ev = frame.ev
             co.flags = (ACK_M if ce else 0) | (ACK_RETX if flags & RETX else 0)
+            co.ar = ar != 0
+        elif ar and co.psn != psn:
+            self._owe(psn, frame.ev, (ACK_M if ce else 0) | (ACK_RETX if flags & RETX else 0))
         co.nbytes += len(frame.payload)
         if flags & IMMEDIATE or ce or co.nbytes >= self.cfg.ack_every_bytes:
             if not co.now:
@@ -235,6 +242,10 @@ class TargetPdc(PdcBase):
         elif co.due is None:
             co.due = now + self.cfg.ack_timer_ps
             self.ep.arm(self, co.due)
+
+    def _owe(self, psn: int, ev: int, flags: int) -> None:
+        if not self.co.owe(psn, ev, flags):
+            self.ep.counters["ack_ar_coalesced"] += 1
 
     def _duplicate(self, now: int, frame: Frame, pds, psn: int, r) -> None:
         """A PSN seen before: stored ACK/response, plain ACK, default response or NACK."""
@@ -268,7 +279,9 @@ class TargetPdc(PdcBase):
         elif self.rob is not None and psn in self.rob:
             # buffered ROD packet: report it (SACK) without acknowledging it explicitly
             co = self.co
-            co.psn, co.ev, co.flags = psn, frame.ev, aflags
+            if co.ar and co.psn != psn:
+                self._owe(co.psn, co.ev, co.flags)
+            co.psn, co.ev, co.flags, co.ar = psn, frame.ev, aflags, False
             if not co.now:
                 co.now = True
                 ep.want_ack(self)
@@ -409,9 +422,18 @@ class TargetPdc(PdcBase):
         if self.explicit:
             psn, ses, data, ev, flags, probe, sack_base = self.explicit.popleft()
             frame = self.make_ack(now, psn, flags, ev, ses, data, probe, sack_base)
-            if probe is None and (co.psn == psn or not co.now):
-                co.clear()  # this ACK reported everything the coalesced one would have
+            if probe is None:
+                if co.psn == psn or not co.now:
+                    co.clear()  # this ACK reported everything the coalesced one would have
+                if co.owed:
+                    self._named(psn)
             return frame
+        while co.owed:
+            psn, ev, flags = co.owed.popleft()
+            if not (psn in self.pending or psn in self.gtd or psn in self.rejected
+                    or (self.rob is not None and psn in self.rob)):
+                return self.make_ack(now, psn, flags, ev, None, b"")
+            # not done yet or answered with its response: that ACK names it
         if co.now and co.psn is not None:
             psn = co.psn
             if (psn in self.pending or psn in self.gtd or psn in self.rejected
@@ -422,6 +444,14 @@ class TargetPdc(PdcBase):
             return frame
         co.now = False
         return None
+
+    def _named(self, psn: int) -> None:
+        """An explicit ACK named ``psn``: it is no longer owed one."""
+        owed = self.co.owed
+        for i, item in enumerate(owed):
+            if item[0] == psn:
+                del owed[i]
+                return
 
     def make_ack(self, now: int, ack_psn: int | None, flags: int, ev: int, ses, data: bytes,
                  probe: int | None = None, sack_base: int | None = None) -> Frame:
@@ -699,4 +729,5 @@ class TargetPdc(PdcBase):
         self.pending.clear()
         self.rejected.clear()
         self.co.clear()
+        self.co.owed.clear()
         self.clear_req_at = None
