@@ -63,6 +63,17 @@ int64_t uetn_tracker_apply_ack(uetn_tracker *t, uint32_t cack, uint32_t sack_bas
                                uint64_t bitmap, uint32_t *out, size_t cap);
 int64_t uetn_tracker_mark_many(uetn_tracker *t, const uint32_t *psns, size_t n);
 
+uint64_t uetn_tracker_key(const uetn_tracker *t);
+uint32_t *uetn_tracker_outbuf(uetn_tracker *t);
+int uetn_tk_mark(uint64_t key);
+int uetn_tk_classify(uint64_t key);
+int uetn_tk_is_received(uint64_t key);
+int64_t uetn_tk_on_packet(uint64_t key);
+uint64_t uetn_tk_sack_bitmap(uint64_t key);
+int64_t uetn_tk_cack(uint64_t key);
+uint64_t uetn_tk_ack_bitmap(uint64_t key);
+int64_t uetn_tk_apply_ack(uint64_t key, uint32_t sack_base, uint64_t bitmap);
+
 typedef struct uetn_rob {
     uint32_t next_psn;
     uint32_t items;
@@ -91,6 +102,7 @@ int64_t uetn_rob_reset(uetn_rob *r, uint32_t next_psn);
 #define UETN_ERR_WINDOW ...
 #define UETN_ERR_CAPACITY ...
 #define UETN_ERR_NOMEM ...
+#define UETN_ERR_KEY ...
 #define UETN_OOO_SATURATED ...
 #define UETN_CSUM_PORTABLE ...
 #define UETN_CSUM_SSE2 ...

@@ -464,6 +464,61 @@ static inline void raise_max(uetn_tracker *t, uint32_t psn)
         t->max_psn = psn;
 }
 
+/* ------------------------------------------------------------------ tracker registry
+ * Every tracker has a slot; its key (slot << 32) ORed with a PSN names both in one 64-bit
+ * argument, so the per-packet functions take a single integer (a one-argument cffi function
+ * is the cheapest call Python can make).  All access happens with the GIL held (the cffi
+ * wrappers keep it), so the registry needs no lock. */
+#define UETN_MAX_SLOTS 0x7FFFFFFFu /* keys stay below 2^63 */
+
+static uetn_tracker **reg;      /* slot -> tracker, or NULL for a free slot */
+static uint32_t *reg_free;      /* free slots (a stack); room for every slot */
+static uint32_t reg_len;        /* slots handed out so far (free or in use) */
+static uint32_t reg_cap;
+static uint32_t reg_nfree;
+
+static int reg_add(uetn_tracker *t)
+{
+    uint32_t slot;
+    if (reg_nfree) {
+        slot = reg_free[--reg_nfree];
+    } else {
+        if (reg_len == reg_cap) {
+            if (reg_cap >= UETN_MAX_SLOTS)
+                return UETN_ERR_NOMEM;
+            uint32_t cap = reg_cap ? reg_cap * 2u : 64u;
+            if (cap > UETN_MAX_SLOTS)
+                cap = UETN_MAX_SLOTS;
+            uetn_tracker **r = realloc(reg, (size_t)cap * sizeof *r);
+            if (!r)
+                return UETN_ERR_NOMEM;
+            reg = r;
+            uint32_t *f = realloc(reg_free, (size_t)cap * sizeof *f);
+            if (!f)
+                return UETN_ERR_NOMEM; /* reg is bigger than needed: harmless */
+            reg_free = f;
+            reg_cap = cap;
+        }
+        slot = reg_len++;
+    }
+    reg[slot] = t;
+    t->slot = slot;
+    return 0;
+}
+
+static void reg_remove(uetn_tracker *t)
+{
+    reg[t->slot] = NULL;
+    reg_free[reg_nfree++] = t->slot; /* cannot overflow: one entry per slot */
+}
+
+/* The tracker a key names, or NULL. */
+static inline uetn_tracker *key_tracker(uint64_t key)
+{
+    uint64_t slot = key >> 32;
+    return slot < reg_len ? reg[slot] : NULL;
+}
+
 uetn_tracker *uetn_tracker_new(uint32_t start_psn, uint32_t window)
 {
     if (window < 128u || window > 65536u)
@@ -475,7 +530,8 @@ uetn_tracker *uetn_tracker_new(uint32_t start_psn, uint32_t window)
     if (!t)
         return NULL;
     t->bits = calloc(size / 64u, sizeof(uint64_t));
-    if (!t->bits) {
+    if (!t->bits || reg_add(t)) {
+        free(t->bits);
         free(t);
         return NULL;
     }
@@ -489,9 +545,26 @@ uetn_tracker *uetn_tracker_new(uint32_t start_psn, uint32_t window)
 void uetn_tracker_free(uetn_tracker *t)
 {
     if (t) {
+        reg_remove(t);
+        free(t->out);
         free(t->bits);
         free(t);
     }
+}
+
+uint64_t uetn_tracker_key(const uetn_tracker *t)
+{
+    return (uint64_t)t->slot << 32;
+}
+
+uint32_t *uetn_tracker_outbuf(uetn_tracker *t)
+{
+    if (!t->out) {
+        t->out = malloc(((size_t)t->window + 64u) * sizeof *t->out);
+        if (t->out)
+            t->out_cap = t->window + 64u;
+    }
+    return t->out;
 }
 
 void uetn_tracker_reset(uetn_tracker *t, uint32_t start_psn)
@@ -678,6 +751,62 @@ int64_t uetn_tracker_apply_ack(uetn_tracker *t, uint32_t cack, uint32_t sack_bas
         return k;
     int64_t k2 = uetn_tracker_mark_bitmap(t, sack_base, bitmap, out + k, cap - (size_t)k);
     return k2 < 0 ? k2 : k + k2;
+}
+
+/* ------------------------------------------------------------------ by key
+ * The same operations named by a key (uetn_tracker_key(t) | psn); UETN_ERR_KEY (or 0 for the
+ * bitmaps) if the key names no tracker. */
+
+int uetn_tk_mark(uint64_t key)
+{
+    uetn_tracker *t = key_tracker(key);
+    return t ? uetn_tracker_mark(t, (uint32_t)key) : UETN_ERR_KEY;
+}
+
+int uetn_tk_classify(uint64_t key)
+{
+    uetn_tracker *t = key_tracker(key);
+    return t ? uetn_tracker_classify(t, (uint32_t)key) : UETN_ERR_KEY;
+}
+
+int uetn_tk_is_received(uint64_t key)
+{
+    uetn_tracker *t = key_tracker(key);
+    return t ? uetn_tracker_is_received(t, (uint32_t)key) : UETN_ERR_KEY;
+}
+
+int64_t uetn_tk_on_packet(uint64_t key)
+{
+    uetn_tracker *t = key_tracker(key);
+    return t ? uetn_tracker_on_packet(t, (uint32_t)key) : UETN_ERR_KEY;
+}
+
+uint64_t uetn_tk_sack_bitmap(uint64_t key)
+{
+    uetn_tracker *t = key_tracker(key);
+    return t ? uetn_tracker_sack_bitmap(t, (uint32_t)key) : 0;
+}
+
+int64_t uetn_tk_cack(uint64_t key)
+{
+    uetn_tracker *t = key_tracker(key);
+    return t ? (int64_t)(uint32_t)(t->base - 1u) : UETN_ERR_KEY;
+}
+
+uint64_t uetn_tk_ack_bitmap(uint64_t key)
+{
+    uetn_tracker *t = key_tracker(key);
+    return t ? uetn_tracker_ack_bitmap(t) : 0;
+}
+
+int64_t uetn_tk_apply_ack(uint64_t key, uint32_t sack_base, uint64_t bitmap)
+{
+    uetn_tracker *t = key_tracker(key);
+    if (!t)
+        return UETN_ERR_KEY;
+    if (!t->out)
+        return UETN_ERR_CAPACITY;
+    return uetn_tracker_apply_ack(t, (uint32_t)key, sack_base, bitmap, t->out, t->out_cap);
 }
 
 int64_t uetn_tracker_mark_many(uetn_tracker *t, const uint32_t *psns, size_t n)

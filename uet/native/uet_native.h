@@ -21,6 +21,7 @@
 #define UETN_ERR_WINDOW (-7)    /* PSN at or beyond the tracker window */
 #define UETN_ERR_CAPACITY (-8)  /* output array too small */
 #define UETN_ERR_NOMEM (-9)     /* allocation failed */
+#define UETN_ERR_KEY (-10)      /* the key names no tracker */
 
 /* ------------------------------------------------------------------ checksums (RFC 1071) */
 /* Folded, uncomplemented one's-complement sum of data (big-endian 16-bit words, odd byte
@@ -65,6 +66,9 @@ typedef struct uetn_tracker {
     uint32_t ring_mask;      /* ring size in bits - 1 (a power of two >= window) */
     uint32_t nwords;         /* ring size in 64-bit words */
     uint64_t *bits;          /* ring bit (head + i) & ring_mask: PSN base + i received */
+    uint32_t slot;           /* registry slot: the key is slot << 32 */
+    uint32_t out_cap;        /* window + 64 once out is allocated */
+    uint32_t *out;           /* bulk results (uetn_tracker_outbuf), NULL until first needed */
 } uetn_tracker;
 
 #define UETN_MARK_NEW 0
@@ -74,6 +78,11 @@ typedef struct uetn_tracker {
 
 uetn_tracker *uetn_tracker_new(uint32_t start_psn, uint32_t window); /* NULL: bad window/OOM */
 void uetn_tracker_free(uetn_tracker *t);
+/* The tracker's key: slot << 32.  (key | psn) names the tracker and a PSN in one argument. */
+uint64_t uetn_tracker_key(const uetn_tracker *t);
+/* The tracker's own uint32_t[window + 64] for bulk results (allocated on the first call;
+ * NULL if that fails). */
+uint32_t *uetn_tracker_outbuf(uetn_tracker *t);
 void uetn_tracker_reset(uetn_tracker *t, uint32_t start_psn);
 int uetn_tracker_mark(uetn_tracker *t, uint32_t psn);
 int uetn_tracker_is_received(const uetn_tracker *t, uint32_t psn);
@@ -106,6 +115,19 @@ int64_t uetn_tracker_apply_ack(uetn_tracker *t, uint32_t cack, uint32_t sack_bas
                                uint64_t bitmap, uint32_t *out, size_t cap);
 /* mark() each of psns[0..n) in order; returns how many were NEW. */
 int64_t uetn_tracker_mark_many(uetn_tracker *t, const uint32_t *psns, size_t n);
+
+/* The per-packet operations by key (uetn_tracker_key(t) | psn): one integer argument.
+ * UETN_ERR_KEY (0 for the bitmaps) if the key names no tracker. */
+int uetn_tk_mark(uint64_t key);
+int uetn_tk_classify(uint64_t key);
+int uetn_tk_is_received(uint64_t key);
+int64_t uetn_tk_on_packet(uint64_t key);
+uint64_t uetn_tk_sack_bitmap(uint64_t key);   /* psn = the bitmap's base */
+int64_t uetn_tk_cack(uint64_t key);           /* cack_psn (the PSN bits are ignored) */
+uint64_t uetn_tk_ack_bitmap(uint64_t key);    /* the SACK bitmap from cack_psn + 1 */
+/* apply_ack with psn = cack, written to the tracker's outbuf (UETN_ERR_CAPACITY if it was
+ * not allocated yet). */
+int64_t uetn_tk_apply_ack(uint64_t key, uint32_t sack_base, uint64_t bitmap);
 
 /* ------------------------------------------------------------------ ROD reorder buffer */
 /* Items are opaque handles chosen here (small integers, reused once released); the Python
