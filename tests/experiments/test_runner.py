@@ -258,7 +258,7 @@ ifaces = ["h3"]
 def test_set_reaches_the_run_and_bad_keys_are_refused(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = uet(["run", "--set", "traffic.sizee=1"], capsys)
-    assert code == 2 and "traffic.sizee" in err and "unknown key" in err
+    assert code == 2 and "traffic.sizee" in err and "unknown key in [traffic]" in err
     code, _, err = uet(["run", "--set", "transport.cms.ev_selector=spray"], capsys)
     assert code == 2 and "one of fixed, oblivious" in err
     code, _, err = uet(["run", "--set", "transport.mode=UUD", "--set",

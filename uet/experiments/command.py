@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from uet.experiments.config import ConfigError, load_config
 from uet.experiments.executor import RunFn, make_executor
@@ -86,10 +87,10 @@ def run(args: argparse.Namespace, run_experiment: RunFn | None = None,
             from uet.experiments.traffic import build_workload
 
             p = save_cm(build_workload(config), args.write_cm)
-            console.print(f"wrote {p}")
+            console.print(f"wrote {escape(str(p))}")
             return 0
     except ConfigError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         return 2
     fn = run_experiment or _runner()
     if fn is None:
@@ -101,7 +102,7 @@ def run(args: argparse.Namespace, run_experiment: RunFn | None = None,
     from uet.experiments.report import print_summary
 
     print_summary(results, console)
-    console.print(f"results: {out / 'results.json'}")
+    console.print(f"results: {escape(str(out / 'results.json'))}")
     return 0 if results["run"]["completed"] else 1
 
 
@@ -112,7 +113,7 @@ def _run_sweep(args: argparse.Namespace, sets: list[str], run_experiment: RunFn 
     axes, points = expand(args.experiment, sets, args.sweeps)
     if args.check:
         for p in points:
-            console.print(f"{p.index:3d} {p.name}")
+            console.print(f"{p.index:3d} {escape(p.name)}")
         return 0
     fn = run_experiment or _runner()
     if fn is None:
@@ -137,7 +138,7 @@ def _run_sweep(args: argparse.Namespace, sets: list[str], run_experiment: RunFn 
     console.width = max(width, need)
     console.print(table)
     console.width = width
-    console.print(f"sweep: {out / 'sweep.json'}, {out / 'sweep.csv'}")
+    console.print(escape(f"sweep: {out / 'sweep.json'}, {out / 'sweep.csv'}"))
     return 0 if all(r["completed"] and not r["error"] for r in rows) else 1
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from uet.experiments.results import write_results
@@ -61,7 +62,7 @@ def summary_table(results: Mapping[str, Any]) -> Table:
                   "exactly once" if not dups else "the PDS delivered copies")
     failed = [f for f in results["flows"] if f.get("error")]
     if failed:
-        table.add_row("failed messages", f"[red]{len(failed):,}", failed[0]["error"])
+        table.add_row("failed messages", f"[red]{len(failed):,}", escape(failed[0]["error"]))
     coll = results.get("collective")
     if coll:
         what = f"{coll['ranks']} ranks"

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from uet.experiments.config import (
@@ -223,8 +224,8 @@ def sweep_table(rows: Sequence[dict[str, Any]], keys: Sequence[str],
         table.add_column(LABELS.get(c, c), justify="right", no_wrap=True)
     for r in rows:
         if r.get("error"):
-            cells = [f"[red]{r['error'][:60]}"] + [""] * (len(columns) - 1)
+            cells = [f"[red]{escape(r['error'][:60])}"] + [""] * (len(columns) - 1)
         else:
             cells = [_fmt(r["summary"].get(c)) for c in columns]
-        table.add_row(str(r["point"]), *(_fmt(r.get(k)) for k in keys), *cells)
+        table.add_row(str(r["point"]), *(escape(_fmt(r.get(k))) for k in keys), *cells)
     return table
