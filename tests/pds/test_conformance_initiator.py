@@ -494,3 +494,35 @@ def test_ref_4_7_read_data_as_requests_in_the_return_direction():
     t.feed(f)
     ev = only(t.delivered)
     assert ev.ses is rsp and len(ev.payload) == 2000
+
+
+def test_ref_3_7_clear_req_for_an_unacked_psn_asks_for_its_ack():
+    """ref 3.7 / 3.8: a CLEAR_REQ naming a PSN whose ACK never came says the target holds
+    that packet and its response (the ACK was lost). The initiator asks for the ACK at once
+    (ACK_REQ, in the SYN form while the DPDCID is unknown) instead of waiting for its
+    backed-off RTO; the data is not resent, and CLEAR_REQs repeated within a base RTO do
+    not multiply the ACK_REQs."""
+    s = initiator(rto_ps=1 * MS, close_idle_ps=0)
+    first = send(s, 1)[0].pds
+    p0, sp = first.psn, first.spdcid
+    from uet.wire.records import Frame
+
+    def clear_req() -> list:
+        cp = PdsControl(ctl_type=CtlType.CLEAR_REQ, psn=p0, spdcid=TID, dpdcid=sp, payload=p0)
+        return s.feed(Frame(pds=cp, src_ip=B_IP, dst_ip=A_IP))
+
+    s.now = 500 * US  # within the first RTO: the ACK may still be on its way
+    assert cps(clear_req(), CtlType.ACK_REQ) == []
+    s.now = 1500 * US  # after the RTO fired
+    s.advance(1500 * US)
+    assert [f.pds.psn for f in s.data()] == [p0]  # the RTO resent it (nothing SACKed it)
+    s.now = 4 * MS
+    reqs = [f.pds for f in cps(clear_req(), CtlType.ACK_REQ)]
+    assert [c.psn for c in reqs] == [p0] and all(c.syn for c in reqs)
+    assert s.ep.counters["retx.clear_req"] == 1
+    s.now = 4 * MS + 500 * US
+    assert cps(clear_req(), CtlType.ACK_REQ) == []
+    assert s.data() == []
+    # the stored ACK with the response comes back: the PDC is established, p0 released
+    s.feed(ack(p0, p0, spdcid=TID, dpdcid=sp))
+    assert s.ep.pdc(sp).state == PdcState.ESTABLISHED and [x.msg_ref for x in s.acked] == [0]

@@ -89,7 +89,7 @@ class InitiatorPdc(PdcBase):
                  "peer_range", "queue", "outstanding", "inflight_bytes", "retx", "sent_order",
                  "seq", "detector", "rto", "rto_at", "cc", "fixed_ev", "ptype", "in_ring",
                  "last_progress", "next_probe", "probe_opaque", "idle_since",
-                 "close_requested", "recovery_until", "last_clear_sent", "backlog",
+                 "close_requested", "recovery_until", "last_clear_sent", "clear_kick_at", "backlog",
                  "credit_based", "known_arrived", "peer_rcvd", "peer_rcvd_raw", "rack",
                  "rack_at", "last_tx", "last_ev", "retx_tie", "sack_reach")
 
@@ -147,6 +147,7 @@ class InitiatorPdc(PdcBase):
         self.close_requested = False
         self.recovery_until: int | None = None
         self.last_clear_sent: int | None = None
+        self.clear_kick_at: int | None = None
 
     # ================================================================== sending
     def submit(self, now: int, req: SendRequest) -> None:
@@ -690,6 +691,7 @@ class InitiatorPdc(PdcBase):
             return
         ctl = cp.ctl_type
         if ctl == CtlType.CLEAR_REQ:
+            self._clear_req_kick(now, cp.payload)
             self.clear_requested(now, from_cp=True)
         elif ctl == CtlType.CLOSE_REQ:
             self.close_request(now)
@@ -709,6 +711,23 @@ class InitiatorPdc(PdcBase):
             return  # the next request carries the clear PSN, or it was just sent
         self.last_clear_sent = clear
         self.send_cp(now, CtlType.CLEAR, 0, 0, clear)
+
+    def _clear_req_kick(self, now: int, psn: int) -> None:
+        """A CLEAR_REQ naming a PSN we still wait on: the target holds that packet and its
+        response, so its ACK was lost. Ask for it (ACK_REQ) now rather than after a
+        backed-off RTO; at most once per base RTO, since CLEAR_REQs repeat."""
+        tx = self.outstanding.get(psn)
+        if tx is None or tx.is_close or tx.retx_queued:
+            return
+        base = self.rto.base
+        if now - tx.send_time <= base:
+            return
+        if self.clear_kick_at is not None and now - self.clear_kick_at <= base:
+            return
+        self.clear_kick_at = now
+        self.send_cp(now, CtlType.ACK_REQ, psn)
+        self.ep.counters["retx.clear_req"] += 1
+        self.ep.log(now, "retransmit", pdc_id=self.pdc_id, psn=psn, cause="clear_req")
 
     def close_request(self, now: int) -> None:
         """The target asked for a close (CLOSE_REQ or ACK REQ=2)."""
