@@ -134,6 +134,28 @@ def test_apply_ack_bad_arguments(impl: ModuleType, args: tuple, message: str) ->
     assert (t.cack_psn, t.received_count) == (M32, 0)
 
 
+def test_apply_ack_without_sack_bits(impl: ModuleType) -> None:
+    """A zero bitmap is a cumulative ACK (the C wrapper's one-argument path): the same
+    results, errors and argument checks as any other apply_ack."""
+    t = impl.PsnTracker(M32 - 1, 128)
+    assert t.apply_ack(1, 2, 0) == [M32 - 1, M32, 0, 1]
+    assert t.apply_ack(1, 2, 0) == []
+    assert t.apply_ack(M32 - 5, 0, 0) == []  # stale
+    with pytest.raises(PsnWindowError, match="PSN 130 is at or beyond the window end"):
+        t.apply_ack(130, 131, 0)
+    with pytest.raises(ValueError, match="sack_base must be in"):
+        t.apply_ack(3, 1 << 32, 0)
+    with pytest.raises(ValueError, match="sack_base must be in"):
+        t.apply_ack(3, -1, 0)
+    with pytest.raises(TypeError, match="sack_base must be an int"):
+        t.apply_ack(3, 4.0, 0)
+    with pytest.raises(TypeError, match="bitmap must be an int"):
+        t.apply_ack(3, 4, 0.0)
+    assert (t.cack_psn, t.received_count) == (1, 4)
+    assert t.apply_ack(3, 4, False) == [2, 3]  # bool is an int
+    assert t.apply_ack(4, True, 0) == [4]
+
+
 def test_combined_bad_psn(impl: ModuleType) -> None:
     t = impl.PsnTracker(0)
     for call in (t.on_packet, t.classify, t.ack_state):

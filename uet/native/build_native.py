@@ -72,6 +72,7 @@ int64_t uetn_tk_on_packet(uint64_t key);
 uint64_t uetn_tk_sack_bitmap(uint64_t key);
 int64_t uetn_tk_cack(uint64_t key);
 uint64_t uetn_tk_ack_bitmap(uint64_t key);
+int64_t uetn_tk_mark_cumulative(uint64_t key);
 int64_t uetn_tk_apply_ack(uint64_t key, uint32_t sack_base, uint64_t bitmap);
 
 typedef struct uetn_rob {

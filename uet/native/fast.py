@@ -229,9 +229,11 @@ _k_on_packet = lib.uetn_tk_on_packet
 _k_sack_bitmap = lib.uetn_tk_sack_bitmap
 _k_cack = lib.uetn_tk_cack
 _k_ack_bitmap = lib.uetn_tk_ack_bitmap
+_k_mark_cumulative = lib.uetn_tk_mark_cumulative
 _k_apply_ack = lib.uetn_tk_apply_ack
 _OOO_SATURATED = lib.UETN_OOO_SATURATED
 _NULL = ffi.NULL
+_ZERO = 0  # `x is _ZERO`: x is the int 0 (not False, 0.0 or an int subclass)
 
 
 def _u32(value: int, name: str) -> int:
@@ -373,15 +375,26 @@ class PsnTracker:
 
         Raises ``PsnWindowError`` (a ``ValueError``) if ``psn`` is beyond the window.
         """
-        check_u32(psn, "psn")
-        t = self._t
-        out = self._outbuf()
-        n = _t_mark_cumulative(t, psn, out, self._cap)
-        if n < 0:
-            if n == lib.UETN_ERR_WINDOW:
-                raise window_error(psn, t.base, t.window)
-            raise RuntimeError(f"uetn_tracker_mark_cumulative failed ({n})")
-        return self._view[:n].tolist() if n else []
+        if self._out is None:
+            self._outbuf()
+        if psn.__class__ is not int or psn > PSN_MASK:
+            psn = _u32(psn, "psn")
+        try:
+            n = _k_mark_cumulative(self._k | psn)
+        except OverflowError:
+            _u32(psn, "psn")
+            raise
+        return self._bulk_result(n, psn)
+
+    def _bulk_result(self, n: int, psn: int) -> list[int]:
+        """The list of the ``n`` PSNs a bulk C call wrote, or its error (``psn``: the CACK)."""
+        if n > 0:
+            return self._view[:n].tolist()
+        if n == 0:
+            return []
+        if n == lib.UETN_ERR_WINDOW:
+            raise window_error(psn, self._t.base, self._t.window)
+        raise RuntimeError(f"uetn_tracker bulk operation failed ({n})")
 
     def mark_bitmap(self, base: int, bitmap: int) -> list[int]:
         """Mark the PSNs a 64-bit SACK bitmap reports; returns the newly marked."""
@@ -446,17 +459,17 @@ class PsnTracker:
             pure.check_ack_args(cack, sack_base, bitmap)
             cack = int(cack)
         try:
-            n = _k_apply_ack(self._k | cack, sack_base, bitmap)
+            if bitmap is _ZERO and sack_base.__class__ is int and 0 <= sack_base <= PSN_MASK:
+                # no SACK bits: a cumulative ACK, through the one-argument call
+                n = _k_mark_cumulative(self._k | cack)
+            else:
+                n = _k_apply_ack(self._k | cack, sack_base, bitmap)
         except _CONVERSION_ERRORS:
             pure.check_ack_args(cack, sack_base, bitmap)
             raise
         if n > 0:
             return self._view[:n].tolist()
-        if n == 0:
-            return []
-        if n == lib.UETN_ERR_WINDOW:
-            raise window_error(cack, self._t.base, self._t.window)
-        raise RuntimeError(f"uetn_tk_apply_ack failed ({n})")
+        return self._bulk_result(n, cack)
 
     def mark_many(self, psns: Iterable[int]) -> int:
         """``mark`` each PSN of ``psns`` in order; returns how many were NEW."""

@@ -70,89 +70,91 @@ static uint64_t psum_portable(const unsigned char *p, size_t n)
 }
 
 #if UETN_HAVE_X86_PATHS
-/* SSE2 (every x86-64 CPU has it): 64-byte blocks in four 128-bit registers, the low and high
- * 32-bit halves of each 64-bit lane into separate accumulators; the rest goes to the
- * portable code (it starts at an even offset, so word boundaries are kept). */
+/* The vector paths add 16-bit words exactly: each word is biased to a signed one (xor 0x8000,
+ * i.e. minus 32768) so that pmaddwd with ones adds adjacent pairs into 32-bit lanes (three
+ * instructions per vector); the bias is added back per round (32768 per word).  A lane takes
+ * at most 2^14 pair sums (|sum| <= 65536) per round, far from 2^31.  The rest (under one
+ * vector) goes to the portable code, starting at an even offset so word boundaries are
+ * kept. */
+#define VEC_ROUND_BLOCKS 16384u
+
+/* Exact sum of the words behind lanes (signed 32-bit pair sums) of `words` biased words. */
+static inline uint64_t unbias(const int32_t *lanes, int count, size_t words)
+{
+    int64_t s = 0;
+    for (int i = 0; i < count; i++)
+        s += lanes[i];
+    return (uint64_t)(s + (int64_t)words * 32768); /* the exact sum: >= 0, < 2^36 */
+}
+
+/* SSE2 (every x86-64 CPU has it): 64-byte blocks in four 128-bit accumulators. */
 static uint64_t psum_sse2(const unsigned char *p, size_t n)
 {
     uint64_t total = 0;
-    const __m128i lo32 = _mm_set1_epi64x(0xFFFFFFFF);
+    const __m128i bias = _mm_set1_epi16((short)0x8000), ones = _mm_set1_epi16(1);
     while (n >= 64) {
-        size_t blocks = n / 64; /* 2 additions of < 2^32 per lane and block */
-        if (blocks > ((size_t)1 << 29))
-            blocks = (size_t)1 << 29;
-        __m128i a0 = _mm_setzero_si128(), b0 = a0, a1 = a0, b1 = a0;
+        size_t blocks = n / 64;
+        if (blocks > VEC_ROUND_BLOCKS)
+            blocks = VEC_ROUND_BLOCKS;
+        __m128i a0 = _mm_setzero_si128(), a1 = a0, a2 = a0, a3 = a0;
         for (size_t i = 0; i < blocks; i++, p += 64) {
             __m128i v0 = _mm_loadu_si128((const __m128i *)p);
             __m128i v1 = _mm_loadu_si128((const __m128i *)(p + 16));
             __m128i v2 = _mm_loadu_si128((const __m128i *)(p + 32));
             __m128i v3 = _mm_loadu_si128((const __m128i *)(p + 48));
-            a0 = _mm_add_epi64(a0, _mm_and_si128(v0, lo32));
-            b0 = _mm_add_epi64(b0, _mm_srli_epi64(v0, 32));
-            a1 = _mm_add_epi64(a1, _mm_and_si128(v1, lo32));
-            b1 = _mm_add_epi64(b1, _mm_srli_epi64(v1, 32));
-            a0 = _mm_add_epi64(a0, _mm_and_si128(v2, lo32));
-            b0 = _mm_add_epi64(b0, _mm_srli_epi64(v2, 32));
-            a1 = _mm_add_epi64(a1, _mm_and_si128(v3, lo32));
-            b1 = _mm_add_epi64(b1, _mm_srli_epi64(v3, 32));
+            a0 = _mm_add_epi32(a0, _mm_madd_epi16(_mm_xor_si128(v0, bias), ones));
+            a1 = _mm_add_epi32(a1, _mm_madd_epi16(_mm_xor_si128(v1, bias), ones));
+            a2 = _mm_add_epi32(a2, _mm_madd_epi16(_mm_xor_si128(v2, bias), ones));
+            a3 = _mm_add_epi32(a3, _mm_madd_epi16(_mm_xor_si128(v3, bias), ones));
         }
         n -= blocks * 64;
-        uint64_t lanes[8];
+        int32_t lanes[16];
         _mm_storeu_si128((__m128i *)lanes, a0);
-        _mm_storeu_si128((__m128i *)(lanes + 2), b0);
         _mm_storeu_si128((__m128i *)(lanes + 4), a1);
-        _mm_storeu_si128((__m128i *)(lanes + 6), b1);
-        for (int i = 0; i < 8; i++)
-            total += fold16(lanes[i]);
+        _mm_storeu_si128((__m128i *)(lanes + 8), a2);
+        _mm_storeu_si128((__m128i *)(lanes + 12), a3);
+        total += fold16(unbias(lanes, 16, blocks * 32));
     }
     return total + psum_portable(p, n);
 }
 
-/* AVX2: the same with 256-bit registers, 128-byte blocks. */
+/* AVX2: 128-byte blocks in four 256-bit accumulators, then 32 bytes at a time. */
 __attribute__((target("avx2"))) static uint64_t psum_avx2(const unsigned char *p, size_t n)
 {
     uint64_t total = 0;
-    const __m256i lo32 = _mm256_set1_epi64x(0xFFFFFFFF);
+    const __m256i bias = _mm256_set1_epi16((short)0x8000), ones = _mm256_set1_epi16(1);
+    int32_t lanes[32];
     while (n >= 128) {
-        size_t blocks = n / 128; /* 2 additions of < 2^32 per lane and block */
-        if (blocks > ((size_t)1 << 29))
-            blocks = (size_t)1 << 29;
-        __m256i a0 = _mm256_setzero_si256(), b0 = a0, a1 = a0, b1 = a0;
+        size_t blocks = n / 128;
+        if (blocks > VEC_ROUND_BLOCKS)
+            blocks = VEC_ROUND_BLOCKS;
+        __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
         for (size_t i = 0; i < blocks; i++, p += 128) {
             __m256i v0 = _mm256_loadu_si256((const __m256i *)p);
             __m256i v1 = _mm256_loadu_si256((const __m256i *)(p + 32));
             __m256i v2 = _mm256_loadu_si256((const __m256i *)(p + 64));
             __m256i v3 = _mm256_loadu_si256((const __m256i *)(p + 96));
-            a0 = _mm256_add_epi64(a0, _mm256_and_si256(v0, lo32));
-            b0 = _mm256_add_epi64(b0, _mm256_srli_epi64(v0, 32));
-            a1 = _mm256_add_epi64(a1, _mm256_and_si256(v1, lo32));
-            b1 = _mm256_add_epi64(b1, _mm256_srli_epi64(v1, 32));
-            a0 = _mm256_add_epi64(a0, _mm256_and_si256(v2, lo32));
-            b0 = _mm256_add_epi64(b0, _mm256_srli_epi64(v2, 32));
-            a1 = _mm256_add_epi64(a1, _mm256_and_si256(v3, lo32));
-            b1 = _mm256_add_epi64(b1, _mm256_srli_epi64(v3, 32));
+            a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_xor_si256(v0, bias), ones));
+            a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(_mm256_xor_si256(v1, bias), ones));
+            a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(_mm256_xor_si256(v2, bias), ones));
+            a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(_mm256_xor_si256(v3, bias), ones));
         }
         n -= blocks * 128;
-        uint64_t lanes[16];
         _mm256_storeu_si256((__m256i *)lanes, a0);
-        _mm256_storeu_si256((__m256i *)(lanes + 4), b0);
         _mm256_storeu_si256((__m256i *)(lanes + 8), a1);
-        _mm256_storeu_si256((__m256i *)(lanes + 12), b1);
-        for (int i = 0; i < 16; i++)
-            total += fold16(lanes[i]);
+        _mm256_storeu_si256((__m256i *)(lanes + 16), a2);
+        _mm256_storeu_si256((__m256i *)(lanes + 24), a3);
+        total += fold16(unbias(lanes, 32, blocks * 64));
     }
     if (n >= 32) { /* what is left of a 128-byte block, 32 bytes at a time */
-        __m256i a = _mm256_setzero_si256(), b = a;
-        for (; n >= 32; n -= 32, p += 32) {
+        __m256i a = _mm256_setzero_si256();
+        size_t words = 0;
+        for (; n >= 32; n -= 32, p += 32, words += 16) {
             __m256i v = _mm256_loadu_si256((const __m256i *)p);
-            a = _mm256_add_epi64(a, _mm256_and_si256(v, lo32));
-            b = _mm256_add_epi64(b, _mm256_srli_epi64(v, 32));
+            a = _mm256_add_epi32(a, _mm256_madd_epi16(_mm256_xor_si256(v, bias), ones));
         }
-        uint64_t lanes[8];
         _mm256_storeu_si256((__m256i *)lanes, a);
-        _mm256_storeu_si256((__m256i *)(lanes + 4), b);
-        for (int i = 0; i < 8; i++)
-            total += lanes[i]; /* at most 3 additions of < 2^32 each */
+        total += fold16(unbias(lanes, 8, words));
     }
     /* clean upper register halves: legacy-SSE code run later (ours, libc's, Python's) would
      * otherwise pay for merging them (GCC does not always emit this for target("avx2")) */
@@ -797,6 +799,16 @@ uint64_t uetn_tk_ack_bitmap(uint64_t key)
 {
     uetn_tracker *t = key_tracker(key);
     return t ? uetn_tracker_ack_bitmap(t) : 0;
+}
+
+int64_t uetn_tk_mark_cumulative(uint64_t key)
+{
+    uetn_tracker *t = key_tracker(key);
+    if (!t)
+        return UETN_ERR_KEY;
+    if (!t->out)
+        return UETN_ERR_CAPACITY;
+    return uetn_tracker_mark_cumulative(t, (uint32_t)key, t->out, t->out_cap);
 }
 
 int64_t uetn_tk_apply_ack(uint64_t key, uint32_t sack_base, uint64_t bitmap)

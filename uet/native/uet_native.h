@@ -125,6 +125,9 @@ int64_t uetn_tk_on_packet(uint64_t key);
 uint64_t uetn_tk_sack_bitmap(uint64_t key);   /* psn = the bitmap's base */
 int64_t uetn_tk_cack(uint64_t key);           /* cack_psn (the PSN bits are ignored) */
 uint64_t uetn_tk_ack_bitmap(uint64_t key);    /* the SACK bitmap from cack_psn + 1 */
+/* mark_cumulative(psn), written to the tracker's outbuf (UETN_ERR_CAPACITY if it was not
+ * allocated yet): also apply_ack of an ACK without SACK bits. */
+int64_t uetn_tk_mark_cumulative(uint64_t key);
 /* apply_ack with psn = cack, written to the tracker's outbuf (UETN_ERR_CAPACITY if it was
  * not allocated yet). */
 int64_t uetn_tk_apply_ack(uint64_t key, uint32_t sack_base, uint64_t bitmap);
