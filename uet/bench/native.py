@@ -13,9 +13,14 @@
   ``cack_psn``, ``sack_bitmap``, ``mark_cumulative``, ``mark_bitmap``).
 * ``<impl>_tracker_ns_per_packet[_elementary]``: tracker nanoseconds per data packet;
   ``mix_ns_per_packet_*``: the whole mix per packet, and ``..._native_for_target`` what the
-  native side may spend for ``ratio`` >= 20 (``ratio_target``).
-* ``native_ns_cffi_call``: one direct cffi call (tracker pointer + one PSN, no wrapper), the
-  floor for any native tracker operation.
+  native side may spend for ``ratio`` >= 20 (``ratio_target``); ``..._native_direct_calls``
+  and ``ratio_direct_calls``: the native mix with the Python wrappers taken out (direct cffi
+  calls on pre-checked arguments, C results not turned into Python objects), a diagnostic of
+  what the wrappers cost.
+* ``native_ns_cffi_call``: one direct cffi call with one integer argument (a tracker key ORed
+  with a PSN, no wrapper), the floor for the native per-packet tracker operations;
+  ``native_ns_cffi_call_two_args``: the same with a tracker pointer and a PSN (two arguments
+  go through an argument tuple: what a checksum call with a buffer and its length pays).
 * ``codec_udp_csum_*``: ``encode_frame`` + ``decode_frame`` of an IPv6 4 KiB data frame (UDP
   checksum mandatory) with the codec's native sums vs its pure-Python ones.
 * ``crc32c_gbps`` etc.: CRC-32C and checksum throughput on 64 KiB buffers;
@@ -124,6 +129,38 @@ def _elementary(mod: ModuleType, groups: list[tuple], start: int) -> Callable[[]
     return run
 
 
+def _direct(fast: ModuleType, groups: list[tuple], start: int) -> Callable[[], None]:
+    """The native mix with the Python wrappers taken out: the same C work through direct cffi
+    calls on pre-checked arguments, results left as C returns them (a diagnostic: what the
+    calls and the C code cost, without argument checks, result objects and wrapper frames)."""
+    lib = fast.lib
+
+    def run() -> None:
+        rx = fast.PsnTracker(start, _WINDOW)
+        tx = fast.PsnTracker(start, _WINDOW)
+        tx._outbuf()
+        rk, tk, view = rx._k, tx._k, tx._view
+        checksum, on_packet = lib.uetn_internet_checksum, lib.uetn_tk_on_packet
+        cack_of, bitmap_of = lib.uetn_tk_cack, lib.uetn_tk_ack_bitmap
+        cumulative, apply_ack = lib.uetn_tk_mark_cumulative, lib.uetn_tk_apply_ack
+        for p0, s0, p1, s1, p2, s2, p3, s3 in groups:
+            checksum(p0, _PACKET, 0)
+            on_packet(rk | s0)
+            checksum(p1, _PACKET, 0)
+            on_packet(rk | s1)
+            checksum(p2, _PACKET, 0)
+            on_packet(rk | s2)
+            checksum(p3, _PACKET, 0)
+            on_packet(rk | s3)
+            cack, bitmap = cack_of(rk), bitmap_of(rk)
+            base = (cack + 1) & _M32
+            n = apply_ack(tk | cack, base, bitmap) if bitmap else cumulative(tk | cack)
+            if n > 0:
+                view[:n].tolist()
+
+    return run
+
+
 def _chunk_funcs(mod: ModuleType, part: list[tuple], base: int,
                  payloads: list[bytes]) -> dict[str, Callable[[], None]]:
     """The timed variants of one chunk of the workload, for one implementation."""
@@ -227,16 +264,22 @@ def _per_op(mod: ModuleType, n: int, repeat: int, psns: list[int], start: int) -
     return out
 
 
-def _cffi_floor(fast: ModuleType, n: int, repeat: int) -> float:
-    """ns per direct cffi call with a tracker pointer and one PSN (no Python wrapper)."""
+def _cffi_floor(fast: ModuleType, n: int, repeat: int) -> tuple[float, float]:
+    """ns per direct cffi call (no Python wrapper): the one-integer call the tracker methods
+    use (key | PSN), and a two-argument call (tracker pointer, PSN) for comparison."""
     tracker = fast.PsnTracker(0, _WINDOW)
-    func, ptr = fast.lib.uetn_tracker_classify, tracker._t
+    by_key, key = fast.lib.uetn_tk_classify, tracker._k | 5
+    by_ptr, ptr = fast.lib.uetn_tracker_classify, tracker._t
 
-    def loop() -> None:
+    def one() -> None:
         for _ in range(n):
-            func(ptr, 5)
+            by_key(key)
 
-    return _best_ns(loop, repeat) / n
+    def two() -> None:
+        for _ in range(n):
+            by_ptr(ptr, 5)
+
+    return _best_ns(one, repeat) / n, _best_ns(two, repeat) / n
 
 
 @contextmanager
@@ -297,6 +340,7 @@ def run(quick: bool) -> dict:
     chunk = 64
     kinds = ("mix", "target_side", "checksum", "tracker", "tracker_target", "elementary")
     times: dict[str, dict[str, float]] = {k: {"python": 0.0, "native": 0.0} for k in kinds}
+    direct = 0.0
     for first in range(0, len(groups), chunk):
         part = groups[first:first + chunk]
         base = (start + 4 * first) & _M32
@@ -310,6 +354,8 @@ def run(quick: bool) -> dict:
                     best[key] = min(best[key], _best_ns(funcs[key][name], 1))
             for key in best:
                 times[name][key] += best[key]
+        run_direct = _direct(fast, part, base)
+        direct += min(_best_ns(run_direct, 1) for _ in range(repeat))
 
     def ratio(kind: str) -> float:
         return times[kind]["python"] / times[kind]["native"]
@@ -327,13 +373,17 @@ def run(quick: bool) -> dict:
     result["mix_ns_per_packet_python"] = times["mix"]["python"] / packets
     result["mix_ns_per_packet_native"] = times["mix"]["native"] / packets
     result["mix_ns_per_packet_native_for_target"] = times["mix"]["python"] / packets / 20.0
+    result["mix_ns_per_packet_native_direct_calls"] = direct / packets
+    result["ratio_direct_calls"] = times["mix"]["python"] / direct
     for key in ("native", "python"):
         result[f"{key}_tracker_ns_per_packet"] = times["tracker"][key] / packets
         result[f"{key}_tracker_ns_per_packet_elementary"] = times["elementary"][key] / packets
         result[f"{key}_checksum_ns_per_packet"] = times["checksum"][key] / packets
 
     per_n = 5000 if quick else 20000
-    result["native_ns_cffi_call"] = _cffi_floor(fast, per_n, repeat)
+    result["native_ns_cffi_call"], result["native_ns_cffi_call_two_args"] = _cffi_floor(
+        fast, per_n, repeat
+    )
     result.update(_codec(fast, quick, repeat))
 
     big = random.Random(3).randbytes(64 * 1024)
