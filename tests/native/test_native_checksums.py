@@ -86,8 +86,8 @@ def test_chaining(impl: ModuleType, a: bytes, b: bytes) -> None:
 # 128-byte blocks, then 32-byte steps, then the portable code for the rest): every path must
 # agree with the pure-Python sum at every length, start offset and initial value.
 PATH_LENGTHS = sorted(
-    {n + d for n in (0, 16, 32, 64, 96, 128, 160, 256, 4096, 9000) for d in (-1, 0, 1, 2, 31)
-     if n + d >= 0}
+    {n + d for n in (0, 16, 32, 64, 96, 128, 160, 256, 384, 512, 4096, 9000)
+     for d in (-1, 0, 1, 2, 31, 33, 127) if n + d >= 0}
 )  # fmt: skip
 
 
@@ -123,6 +123,21 @@ def test_every_sum_path_extremes(both: tuple[ModuleType, ModuleType], fill: int)
                 assert func(bytearray(data), 0xFFFFFFFF) == pure.ones_sum(data, 0xFFFFFFFF)
 
 
+@pytest.mark.parametrize("fill", [0x00, 0xFF, 0x7F, 0x80])
+def test_every_sum_path_over_several_rounds(both: tuple[ModuleType, ModuleType], fill: int) -> None:
+    """Buffers longer than a vector round (1 MiB SSE2, 2 MiB AVX2) with the extreme words
+    (biased to -32768 or 32767 in every lane), so the 32-bit lanes are at their limits."""
+    pure, fast = both
+    rng = random.Random(fill)
+    data = bytearray([fill]) * (5 * 1024 * 1024 + 77)
+    for i in rng.sample(range(len(data)), 50):
+        data[i] = rng.randrange(256)
+    for view in (memoryview(data), memoryview(data)[1:], memoryview(bytes([fill]) * (4 << 20))):
+        want = pure.ones_sum(view)
+        for func in _path_sums(fast):
+            assert func(view) == want, func.__name__
+
+
 def test_sum_path_variants_check_arguments(fast_impl: ModuleType) -> None:
     for func in _path_sums(fast_impl):
         with pytest.raises(TypeError):
@@ -136,7 +151,8 @@ def test_checksum_impl(impl: ModuleType) -> None:
     if impl.IMPLEMENTATION == "python":
         assert name == "python"
     elif platform.machine() in ("x86_64", "AMD64"):
-        flags = Path("/proc/cpuinfo").read_text().split() if Path("/proc/cpuinfo").exists() else []
+        cpuinfo = Path("/proc/cpuinfo")
+        flags = set(cpuinfo.read_text().split()) if cpuinfo.exists() else set()
         assert name == ("avx2" if "avx2" in flags else "sse2")
     else:
         assert name == "portable"
