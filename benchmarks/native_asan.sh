@@ -52,7 +52,8 @@ echo "== native tests under ASan"
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:strict_string_checks=1 LD_PRELOAD="$PRELOAD" \
     "$PY" -m pytest -q -p no:cacheprovider tests/native "$@"
 
-echo "== leak check of the C allocations (trackers incl. the combined operations, reorder buffers)"
+echo "== leak check of the C allocations (trackers and their registry slots and output buffers,"
+echo "   the combined operations, reorder buffers)"
 LEAKS="$TMP/leaks.txt"
 ASAN_OPTIONS=detect_leaks=1 LD_PRELOAD="$PRELOAD" "$PY" - >"$TMP/leakrun.txt" 2>"$LEAKS" <<'EOF' || true
 import gc
@@ -70,6 +71,12 @@ for i in range(2000):
     t.mark_many([(s + k) & M for k in range(0, 300, 3)])
     a = fast.PsnTracker(s, 128 + i % 7 * 1000)
     a.apply_ack((s + 3) & M, s, (1 << 64) - 1)
+    a.apply_ack((s + 9) & M, (s + 10) & M, 0)  # no SACK bits: the cumulative call
+    a.mark_cumulative((s + 11) & M)
+    a.missing(8, (s + 40) & M)
+    fast.ones_sum_portable(bytes(i % 300), i)
+    fast.ones_sum_sse2(bytes(i % 300), i)
+    fast.ones_sum_avx2(bytes(i % 300), i)
     try:
         a.apply_ack((s + 65600) & M, 0, 1)  # beyond the window
     except ValueError:
