@@ -526,3 +526,26 @@ def test_ref_3_7_clear_req_for_an_unacked_psn_asks_for_its_ack():
     # the stored ACK with the response comes back: the PDC is established, p0 released
     s.feed(ack(p0, p0, spdcid=TID, dpdcid=sp))
     assert s.ep.pdc(sp).state == PdcState.ESTABLISHED and [x.msg_ref for x in s.acked] == [0]
+
+
+def test_ref_3_8_nack_is_an_rtt_sample_and_a_shrunk_rto_moves_the_timer():
+    """ref 3.8 (adaptive RTO): a NACK of a packet sent once is a round-trip sample (Karn),
+    so a PDC whose first packets were all trimmed learns its RTT; and when the first sample
+    shrinks the RTO from the initial 5 ms, packets sent under the old RTO expire by the new
+    one (the timer moves) rather than 5 ms after they left."""
+    s = initiator(rto_adaptive=True, rto_ps=5 * MS, min_rto_ps=100 * US)
+    frames = send(s, 3)
+    p0, sp = frames[0].pds.psn, frames[0].pds.spdcid
+    assert s.ep.next_deadline() == 5 * MS
+    s.now = 12 * US
+    out = s.feed(nack(NackCode.TRIMMED, p0, spdcid=TID, dpdcid=sp))
+    assert out == [] and [f.pds.psn for f in s.data()] == [p0]  # trim: resent at once
+    assert s.ep.next_deadline() == 100 * US  # srtt 12 us + 4 x 6 us, floored at min_rto
+    s.advance(100 * US)
+    assert [f.pds.psn for f in s.data()] == [psn_add(p0, 1), psn_add(p0, 2)]
+    assert s.ep.counters["retx.rto"] == 2
+    # a NACK of a retransmitted copy is not a sample (Karn): the RTO stays
+    base = s.ep.pdc(sp).rto.base
+    s.now = 150 * US
+    s.feed(nack(NackCode.TRIMMED, psn_add(p0, 1), spdcid=TID, dpdcid=sp, flags=AckFlag.RETX))
+    assert s.ep.pdc(sp).rto.base == base

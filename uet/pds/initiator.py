@@ -380,6 +380,19 @@ class InitiatorPdc(PdcBase):
             self.rto_at = d
             self.ep.arm(self, d)
 
+    def _rtt_sample(self, now: int, rtt: int) -> None:
+        """Feed the RTO estimator; when the RTO shrinks (the first samples replace the
+        initial 5 ms), packets sent under the old one expire sooner: move the timer."""
+        rto = self.rto
+        before = rto.base
+        rto.sample(rtt)
+        if rto.base < before and self.outstanding:
+            oldest = next(iter(self.outstanding.values()))
+            d = max(now, oldest.send_time + rto.rto_for(oldest.retries))
+            if self.rto_at is None or d < self.rto_at:
+                self.rto_at = d
+                self.ep.arm(self, d)
+
     # ================================================================== ACKs
     def rx_ack(self, now: int, frame: Frame, ack) -> None:
         """ACK / ACK_CC for this PDC."""
@@ -458,7 +471,7 @@ class InitiatorPdc(PdcBase):
         if newly[1]:
             self.last_progress = now
         if rtt is not None:
-            self.rto.sample(rtt)
+            self._rtt_sample(now, rtt)
         self.cc.on_ack(now, AckFeedback(frame.ev, bool(flags & ACK_M), newly[0], newly[1], rtt,
                                         self.cc_inflight(), ack if is_cc else None,
                                         bool(flags & ACK_RETX)))
@@ -641,6 +654,10 @@ class InitiatorPdc(PdcBase):
             # resending again would only duplicate the retransmission in flight
             ep.counters["nack_rx_stale_copy"] += 1
             return
+        if not tx.ever_retx and not nack.flags & ACK_RETX:
+            # a NACK of a packet sent once is a round trip too (Karn): without it a PDC
+            # whose first packets were all trimmed (incast) kept the 5 ms initial RTO
+            self._rtt_sample(now, now - tx.send_time)
         if action == NackAction.RETRANSMIT:
             self.cc.on_nack(now, NackFeedback(frame.ev, code, tx.nbytes,
                                               bool(nack.flags & ACK_M), now - tx.send_time,
