@@ -215,6 +215,9 @@ def test_cross_checks() -> None:
     assert err.path == "transport.pds.mp_range" and err.line == 2
     err = _error("[traffic]\npattern = 'allreduce_butterfly'\nhosts = [0, 1, 2]\n")
     assert err.path == "traffic.hosts" and "power-of-two" in err.allowed
+    for pattern in ("allreduce_ring", "allreduce_halving_doubling"):
+        err = _error(f"[traffic]\npattern = '{pattern}'\nhosts = [0, 1, 2, 3]\nsize = 3\n")
+        assert err.path == "traffic.size" and err.allowed == "at least 4 bytes (one per rank)"
     err = _error("[traffic]\npattern = 'permutation'\npairs = [[0, 1], [2, 1]]\n")
     assert "not a permutation" in str(err)
     err = _error("[traffic]\npattern = 'single'\nsrc = 3\ndst = 3\n")

@@ -645,6 +645,10 @@ def _check_traffic(cfg: dict[str, Any], src: Source) -> None:
     if pattern in ("incast", "outcast") and tr["degree"] > len(hosts) - 1:
         raise src.error(("traffic", "degree"), f"{tr['degree']} > {len(hosts) - 1} other "
                         "hosts", allowed=f"0..{len(hosts) - 1}")
+    if pattern in ("allreduce_ring", "allreduce_halving_doubling") and tr["size"] < len(hosts):
+        raise src.error(("traffic", "size"), f"{tr['size']} B is smaller than the "
+                        f"{len(hosts)} chunks of a {len(hosts)}-rank {pattern}",
+                        allowed=f"at least {len(hosts)} bytes (one per rank)")
     butterfly = pattern in ("allreduce_butterfly", "allreduce_halving_doubling")
     if butterfly and len(hosts) & (len(hosts) - 1):
         raise src.error(("traffic", "hosts"), f"{len(hosts)} ranks",
