@@ -549,3 +549,21 @@ def test_ref_3_8_nack_is_an_rtt_sample_and_a_shrunk_rto_moves_the_timer():
     s.now = 150 * US
     s.feed(nack(NackCode.TRIMMED, psn_add(p0, 1), spdcid=TID, dpdcid=sp, flags=AckFlag.RETX))
     assert s.ep.pdc(sp).rto.base == base
+
+
+def test_ref_3_8_sacked_packets_sent_once_feed_the_rto_estimator():
+    """ref 3.8 (adaptive RTO): an ACK that names nothing new (ROD: the target holds the
+    packets above a gap and SACKs them; the ACK names the CACK) still gives the RTO
+    estimator a round trip from a SACKed packet sent once, so the PDC leaves the 5 ms
+    initial RTO and the missing packet is resent after ~100 us, not 5 ms."""
+    # RACK off: it would find p0 lost 3 us later; the RTO is what is checked here
+    s = initiator(rto_adaptive=True, rto_ps=5 * MS, min_rto_ps=100 * US, rack=False)
+    frames = send(s, 2)
+    p0, sp = frames[0].pds.psn, frames[0].pds.spdcid
+    s.now = 12 * US
+    below = psn_add(p0, -1)
+    s.feed(ack(below, below, spdcid=TID, dpdcid=sp, sack_base=p0, bitmap=0b10))
+    assert s.ep.pdc(sp).rto.base == 100 * US
+    assert s.ep.next_deadline() == 100 * US
+    s.advance(100 * US)
+    assert [f.pds.psn for f in s.data()] == [p0]

@@ -397,6 +397,27 @@ def test_ref_3_7_clear_req_sent_when_stored_responses_wait():
     assert c.ctl_type == CtlType.CLEAR_REQ and c.payload == S and c.dpdcid == INI_ID
 
 
+def test_ref_3_7_clear_req_repeats_with_a_doubling_interval_until_cleared():
+    """ref 3.7: while nothing is cleared the CLEAR_REQ repeats at 1, 2, 4, ... 64 periods
+    (a lost CLEAR cannot stall the PDC, and an initiator that cannot clear yet is not
+    flooded); a CLEAR releases the stored response and the CLEAR_REQs stop."""
+    t = Side(responder=gtd_responder, clear_req_ps=50 * US, close_idle_ps=0,
+             target_idle_ps=0)
+    t.feed(req(S, syn=True))
+    sent = []
+    while t.now < 20_000 * US:
+        nxt = t.ep.next_deadline()
+        out = t.advance(nxt)
+        sent += [t.now for f in out if f.pds.ctl_type == CtlType.CLEAR_REQ]
+    gaps = [b - a for a, b in zip(sent, sent[1:], strict=False)]
+    assert sent[0] == 50 * US
+    assert gaps[:7] == [100 * US, 200 * US, 400 * US, 800 * US, 1600 * US, 3200 * US, 3200 * US]
+    t.feed(cp(CtlType.CLEAR, 0, dpdcid=t.ep.pdcs()[0].pdc_id, payload=S))
+    assert t.ep.rx_memory == 0
+    out = t.advance(t.now + 10_000 * US)
+    assert [f for f in out if f.pds.ctl_type == CtlType.CLEAR_REQ] == []
+
+
 # ---------------------------------------------------------------------------- close (3.9)
 
 

@@ -453,7 +453,11 @@ class InitiatorPdc(PdcBase):
             base = ack.sack_base
             bm = ack.sack_bitmap
             if bm and outstanding:
-                self._apply_sack(now, base, bm, cack, newly)
+                sacked_rtt = self._apply_sack(now, base, bm, cack, newly)
+                if rtt is None and sacked_rtt is not None:
+                    # the RTO estimator only: a PDC whose named packets were all resent
+                    # (ROD holds the rest, SACKed) got no sample and kept the 5 ms initial RTO
+                    self._rtt_sample(now, sacked_rtt)
             reach = (base + SACK_BITS - 1) & 0xFFFFFFFF
             if (self.max_cack - reach) & 0xFFFFFFFF < 0x80000000:
                 reach = (self.max_cack + 1) & 0xFFFFFFFF
@@ -494,9 +498,13 @@ class InitiatorPdc(PdcBase):
             self.close_request(now)
         self._after_progress(now)
 
-    def _apply_sack(self, now: int, base: int, bm: int, cack: int, newly: list) -> None:
+    def _apply_sack(self, now: int, base: int, bm: int, cack: int, newly: list
+                    ) -> int | None:
+        """Mark the SACKed packets arrived; the shortest round trip among those sent once
+        (an RTT sample), or None."""
         outstanding = self.outstanding
         rack = self.rack
+        sample = None
         while bm:
             low = bm & -bm
             bm ^= low
@@ -510,10 +518,15 @@ class InitiatorPdc(PdcBase):
                 newly[0] += tx.nbytes
                 newly[1] += 1
                 self.detector.delivered(tx.seq)
+                if not tx.ever_retx:
+                    rtt = now - tx.send_time
+                    if sample is None or rtt < sample:
+                        sample = rtt
                 if rack is not None and not rack.delivered(
                         now, tx.seq, tx.send_time, tx.prev_send,
                         tx.suspect and not tx.retx_queued):
                     self.ep.counters["retx_spurious"] += 1
+        return sample
 
     def _rack_delivered(self, now: int, tx: Tx, timely: bool = True,
                         original: bool = False) -> None:

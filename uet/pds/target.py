@@ -672,11 +672,13 @@ class TargetPdc(PdcBase):
             if not self.gtd:
                 self.clear_req_at = None
             elif now >= self.clear_req_at:
-                # repeated while responses wait: a lost CLEAR must not stall the PDC
+                # repeated while responses wait: a lost CLEAR must not stall the PDC; the
+                # interval doubles (up to 64x) while nothing is cleared, so an initiator
+                # that cannot clear yet (its ACK was lost) is not sent one every period
                 self.clear_req_count += 1
                 last = max(self.gtd, key=lambda p: psn_diff(p, self.clear_psn))
                 self.send_cp(now, CtlType.CLEAR_REQ, last, 0, last)
-                self.clear_req_at = now + cfg.clear_req_ps
+                self.clear_req_at = now + (cfg.clear_req_ps << min(self.clear_req_count, 6))
             if self.clear_req_at is not None:
                 nxt = self.clear_req_at if nxt is None else min(nxt, self.clear_req_at)
         return nxt
