@@ -31,15 +31,26 @@ class Intervals:
         """Add ``[start, end)``; return how many bytes were not covered before."""
         if end <= start:
             return 0
-        i = bisect.bisect_left(self._ends, start)
-        j = bisect.bisect_right(self._starts, end)
-        old = sum(self._ends[k] - self._starts[k] for k in range(i, j))
-        if i < j:
-            start = min(start, self._starts[i])
-            end = max(end, self._ends[j - 1])
-        self._starts[i:j] = [start]
-        self._ends[i:j] = [end]
-        new = (end - start) - old
+        starts, ends = self._starts, self._ends
+        i = bisect.bisect_left(ends, start)
+        j = bisect.bisect_right(starts, end)
+        if j == i + 1:  # touches one range (the usual case: the packet after the last one)
+            s0, e0 = starts[i], ends[i]
+            if s0 < start:
+                start = s0
+            if e0 > end:
+                end = e0
+            starts[i] = start
+            ends[i] = end
+            new = (end - start) - (e0 - s0)
+        else:
+            old = sum(ends[k] - starts[k] for k in range(i, j))
+            if i < j:
+                start = min(start, starts[i])
+                end = max(end, ends[j - 1])
+            starts[i:j] = [start]
+            ends[i:j] = [end]
+            new = (end - start) - old
         self.covered += new
         return new
 

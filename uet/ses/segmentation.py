@@ -12,10 +12,12 @@ for bytes ``[o, o + min(mtu, request_length - o))``, so ``ses.mtu_payload`` is f
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from uet.wire.constants import SesFlag
 from uet.wire.records import SesStandard
+
+_SOM = int(SesFlag.SOM)
+_EOM = int(SesFlag.EOM)
+_HD = int(SesFlag.HD)
 
 
 def segments(length: int, mtu: int) -> list[tuple[int, int]]:
@@ -39,20 +41,27 @@ def segment(base: SesStandard, payload: bytes, mtu: int, *,
     """
     carry = length is None
     total = len(payload) if carry else length
-    parts = segments(total, mtu)
-    out = []
-    last = len(parts) - 1
-    for i, (off, size) in enumerate(parts):
-        flags = base.flags & ~(SesFlag.SOM | SesFlag.EOM | SesFlag.HD)
-        if i == 0:
-            flags |= SesFlag.SOM | (base.flags & SesFlag.HD)
-        if i == last:
-            flags |= SesFlag.EOM
-        chunk = payload[off:off + size] if carry else b""
-        if i == 0:
-            hdr = replace(base, flags=flags, payload_length=0, message_offset=0)
-        else:
-            hdr = replace(base, flags=flags, header_data=0, payload_length=len(chunk),
-                          message_offset=off)
-        out.append((hdr, chunk))
+    # one packet per MTU (a multi-megabyte message is thousands): plain int flags and a
+    # positional constructor, not IntFlag arithmetic and dataclasses.replace per packet
+    bf = int(base.flags)
+    mid_flags = bf & ~(_SOM | _EOM | _HD)
+    first_flags = mid_flags | _SOM | (bf & _HD)
+    b = base
+    fields = (b.opcode, b.version)
+    common = (b.message_id, b.ri_generation, b.job_id, b.pid_on_fep, b.resource_index,
+              b.buffer_offset, b.initiator, b.memory_key)
+    rlen = b.request_length
+    if total <= mtu:  # one packet: SOM and EOM
+        chunk = payload[:total] if carry else b""
+        hdr = SesStandard(*fields, first_flags | _EOM, *common, b.header_data, 0, 0, rlen)
+        return [(hdr, chunk)]
+    out = [(SesStandard(*fields, first_flags, *common, b.header_data, 0, 0, rlen),
+            payload[:mtu] if carry else b"")]
+    last_off = (total - 1) // mtu * mtu
+    for off in range(mtu, last_off, mtu):
+        chunk = payload[off:off + mtu] if carry else b""
+        out.append((SesStandard(*fields, mid_flags, *common, 0, len(chunk), off, rlen), chunk))
+    chunk = payload[last_off:total] if carry else b""
+    out.append((SesStandard(*fields, mid_flags | _EOM, *common, 0, len(chunk), last_off, rlen),
+                chunk))
     return out
