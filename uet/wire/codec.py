@@ -83,6 +83,7 @@ _MAX_UET_HDR = 16 + 40 + 44 + 36  # TSS + largest PDS + standard SES + CAS ext
 
 _S = struct.Struct
 _ETH = _S("!6s6sH")
+_ETH_IP4_UDP = _S("!6s6s2sBBHHHBBH4s4sHHHH")  # 42: the common frame's L2-L4 in one call
 _IP4 = _S("!BBHHHBBH4s4s")
 _IP6 = _S("!IHBB16s16s")
 _UDP = _S("!HHHH")
@@ -892,6 +893,23 @@ def _decode_l3(data: Any, udp_port: int | None, ip_proto: int,
                       f"IP protocol {proto} is neither UDP nor the UET protocol {ip_proto}")
 
 
+def _decode_l3_fast(data: Any, udp_port: int | None) -> tuple | None:
+    """:func:`_decode_l3` for the common frame (IPv4 without options, UDP with checksum 0)
+    in one ``unpack_from``; None for anything else or anything wrong, which the full
+    decoder then handles (and reports) exactly as before."""
+    if len(data) < 42:
+        return None
+    (dmac, smac, et, vihl, tos, tot, ipid, frag, ttl, proto, _c, src, dst, sport, dport,
+     ulen, ucsum) = _ETH_IP4_UDP.unpack_from(data, 0)
+    if (et != b"\x08\x00" or vihl != 0x45 or proto != IPPROTO_UDP or ucsum
+            or ulen != tot - 20 or tot < 28 or 14 + tot > len(data) or frag & 0x3FFF
+            or (udp_port is not None and dport != udp_port)
+            or int.from_bytes(data[14:34], "big") % 0xFFFF):
+        return None
+    return 42, 14 + tot, True, (dmac, smac, src, dst, sport, tos >> 2, tos & 3, ttl, ipid,
+                                dport, False, "udp", UET_DEFAULT_IP_PROTO)
+
+
 def decode_frame(data: bytes | bytearray | memoryview, trailer_len: int = 0, *,
                  udp_port: int | None = UET_UDP_PORT,
                  ip_proto: int = UET_DEFAULT_IP_PROTO) -> Frame:
@@ -907,16 +925,20 @@ def decode_frame(data: bytes | bytearray | memoryview, trailer_len: int = 0, *,
     native-IP mode it is ``False``.
     """
     try:
-        uoff, end, _udp, info = _decode_l3(data, udp_port, ip_proto)
+        fast = _decode_l3_fast(data, udp_port)
+        uoff, end, _udp, info = fast if fast is not None else _decode_l3(data, udp_port,
+                                                                          ip_proto)
         pend = end - trailer_len
         if pend < uoff or trailer_len < 0:
             raise BadLength("trailer", uoff, f"trailer of {trailer_len} bytes does not fit "
                             f"in the {end - uoff} bytes of UET data")
         tss, pds, ses, ext, poff = _decode_uet(data, uoff, pend)
         (dmac, smac, src, dst, ev, dscp, ecn, hop, ipid, dport, ucs, encap, proto) = info
-        return Frame(pds, ses, ext, bytes(data[poff:pend]), _mac_to_text(smac),
-                     _mac_to_text(dmac), _ip_to_text(src), _ip_to_text(dst), ev, dscp, ecn,
-                     hop, ipid, dport, ucs, encap, proto, tss, bytes(data[pend:end]))
+        return Frame(pds, ses, ext, bytes(data[poff:pend]), _mac_text.get(smac)
+                     or _mac_to_text(smac), _mac_text.get(dmac) or _mac_to_text(dmac),
+                     _ip_text.get(src) or _ip_to_text(src), _ip_text.get(dst)
+                     or _ip_to_text(dst), ev, dscp, ecn, hop, ipid, dport, ucs, encap, proto,
+                     tss, bytes(data[pend:end]))
     except DecodeError:
         raise
     except Exception as exc:  # the decoder must never leak anything else
