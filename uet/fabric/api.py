@@ -323,7 +323,16 @@ class Fabric:
                            timeout_ps: int | None = None) -> list[Any]:
         """Start every ``(src, dst, nbytes)`` at once and wait until all complete."""
         msgs = [self.start_message(s, d, n) for s, d, n in flows]
-        await self.wait_until(lambda: all(m.done for m in msgs), timeout_ps)
+        first = [0]  # messages before this index are done (checked after every frame)
+
+        def all_done() -> bool:
+            i = first[0]
+            while i < len(msgs) and msgs[i].done:
+                i += 1
+            first[0] = i
+            return i == len(msgs)
+
+        await self.wait_until(all_done, timeout_ps)
         return msgs
 
     # ---------------------------------------------------------------- observing
