@@ -2,15 +2,17 @@
 
 Each configuration draws a profile, delivery mode (RUD, ROD, RUDI), EV selector, congestion
 control, topology, trimming, PFC, IPv6, traffic pattern, message size and one impairment on
-every link (loss, duplication, corruption, reordering or jitter), then runs it with
+every link (loss, bursty loss, duplication, corruption, reordering, jitter, or every link
+down for a while), then runs it with
 ``uet.experiments.runner.run_experiment`` and checks what must hold whatever the network does:
 
 * the run does not raise;
 * nothing is delivered twice;
 * every message either completes or fails with a reported error (e.g. UNDELIVERABLE after
   the retry limit, expected under several % loss per link); a message that neither
-  completes nor fails before the time limit is a stall. Collective steps that never started
-  because an earlier step failed are not counted as stalls.
+  completes nor fails before the time limit is a stall (2 s: a packet that keeps being lost
+  fails after 5 backed-off RTOs, 315 ms from the 5 ms initial RTO). Collective steps that
+  never started because an earlier step failed are not counted as stalls.
 
 Configurations a profile refuses (RCCC on AI Base, ...) are counted as refused: the refusal
 itself must be a ``ConfigError``. Usage::
@@ -44,10 +46,10 @@ ALGORITHMS = ("none", "nscc", "rccc", "nscc+rccc", "profile")
 TOPOLOGIES = ("fat_tree", "star", "leaf_spine", "back_to_back")
 PATTERNS = ("permutation", "incast", "outcast", "all_to_all", "allreduce_ring",
             "allreduce_butterfly", "single")
-SIZES = ("1", "100", "4000", "4096", "5000", "64KiB", "300KiB")
+SIZES = ("1", "100", "4000", "4096", "5000", "64KiB", "300KiB", "1MiB")
 
 
-def draw(rng: random.Random, time_limit_us: int = 200_000) -> list[str]:
+def draw(rng: random.Random, time_limit_us: int = 2_000_000) -> list[str]:
     """One random configuration as ``--set`` strings (applied to the default experiment)."""
     sets = ["output.plots=false", "output.progress=false",
             f"experiment.time_limit_us={time_limit_us}", "capture.ifaces=[]",
@@ -82,6 +84,11 @@ def draw(rng: random.Random, time_limit_us: int = 200_000) -> list[str]:
         impairment = ["reorder=0.05", "reorder_delay_ps=3000000"]
     elif r < 0.85:
         impairment = ["jitter_ps=2000000"]
+    elif r < 0.9:
+        impairment = ["gilbert.p_gb=0.01", "gilbert.p_bg=0.3"]
+    elif r < 0.95:
+        start = rng.choice([0, 5, 50])
+        impairment = [f"down=[[{start * 10**6}, {(start + rng.choice([20, 300])) * 10**6}]]"]
     sets.append("impairments[0].match=*")
     sets += [f"impairments[0].{x}" for x in impairment]
     sets.append(f"experiment.seed={rng.randrange(1000)}")
@@ -122,7 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--count", type=int, default=50, help="configurations to run")
     ap.add_argument("--seed", type=int, default=1, help="seed of the draws")
-    ap.add_argument("--time-limit-us", type=int, default=200_000)
+    ap.add_argument("--time-limit-us", type=int, default=2_000_000,
+                    help="virtual time limit per run (default 2 s: longer than the worst "
+                         "case of 5 RTOs with backoff from the 5 ms initial RTO, 315 ms)")
     ap.add_argument("--show", type=int, default=None,
                     help="print the --set list of run N of this seed and exit")
     args = ap.parse_args(argv)

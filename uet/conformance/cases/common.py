@@ -160,9 +160,11 @@ class DutFlow:
         last = max(self.got.values(), key=lambda r: psn_diff(r.pds.psn, self.got[0].pds.psn))
         self.ack(last.pds.psn)
 
-    def nack(self, code: int, psn: int, *, payload: int = 0, flags: int = 0) -> None:
-        self.peer.send(P.nack(code, psn, self.my_id, self.dut_id, payload=payload,
-                              flags=flags), ev=self.my_ev, dscp=self.peer.setup.dscp_control)
+    def nack(self, code: int, psn: int, *, payload: int = 0, flags: int = 0) -> int:
+        """NACK ``psn`` of the device's PDC; returns the send time (ps)."""
+        return self.peer.send(P.nack(code, psn, self.my_id, self.dut_id, payload=payload,
+                                     flags=flags), ev=self.my_ev,
+                              dscp=self.peer.setup.dscp_control)
 
     def control(self, ctl_type: int, psn: int = 0, *, payload: int = 0, ar: bool = False,
                 rod: bool = False) -> None:

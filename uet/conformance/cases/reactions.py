@@ -89,10 +89,15 @@ def _close_case(name: str):
     def fn(peer):
         rto = peer.setup.rto_us
         flow = _established_flow(peer)
-        flow.nack(code, flow.psn(1))
+        sent = flow.nack(code, flow.psn(1))
         peer.expect(PdsControl, timeout_us=rto,
                     fields={"ctl_type": CtlType.CLOSE, "spdcid": flow.dut_id},
                     what=f"the device closing the PDC after NACK {name} (a CLOSE)")
+        # a retransmission already here when the NACK left (its RTO fired first: a peer
+        # slowed down by a loaded machine) is not a reaction to the NACK
+        peer.collect(PdsRequest, within_us=0,
+                     fields={"psn": flow.psn(1), "spdcid": flow.dut_id},
+                     where=lambda rx: rx.t_ps <= sent)
         flow.expect_no_retx(flow.psn(1), within_us=rto * 1.5,
                             what=f"a retransmission of PSN {flow.psn(1)} after the "
                                  f"close-class NACK {name}")
