@@ -430,20 +430,24 @@ class TargetPdc(PdcBase):
             return frame
         while co.owed:
             psn, ev, flags = co.owed.popleft()
-            if not (psn in self.pending or psn in self.gtd or psn in self.rejected
-                    or (self.rob is not None and psn in self.rob)):
+            if not self._not_done(psn):
                 return self.make_ack(now, psn, flags, ev, None, b"")
             # not done yet or answered with its response: that ACK names it
         if co.now and co.psn is not None:
             psn = co.psn
-            if (psn in self.pending or psn in self.gtd or psn in self.rejected
-                    or (self.rob is not None and psn in self.rob)):
-                psn = None  # not done yet: an ACK must not name it (its response may come)
+            if self._not_done(psn):
+                psn = None  # an ACK must not name it (its response may come)
             frame = self.make_ack(now, psn, co.flags, co.ev, None, b"")
             co.clear()
             return frame
         co.now = False
         return None
+
+    def _not_done(self, psn: int) -> bool:
+        """``psn`` waits for the SES, is buffered by ROD, holds a stored response or was
+        refused: an ACK must not name it yet."""
+        return (psn in self.pending or psn in self.gtd or psn in self.rejected
+                or (self.rob is not None and psn in self.rob))
 
     def _named(self, psn: int) -> None:
         """An explicit ACK named ``psn``: it is no longer owed one."""
