@@ -55,6 +55,10 @@ def segment(base: SesStandard, payload: bytes, mtu: int, *,
         chunk = payload[:total] if carry else b""
         hdr = SesStandard(*fields, first_flags | _EOM, *common, b.header_data, 0, 0, rlen)
         return [(hdr, chunk)]
+    if type(payload) is bytes:
+        # zero-copy slices of an immutable message (the encoder copies each into its frame
+        # anyway); a mutable buffer is copied per packet, so later changes do not leak in
+        payload = memoryview(payload)
     out = [(SesStandard(*fields, first_flags, *common, b.header_data, 0, 0, rlen),
             payload[:mtu] if carry else b"")]
     last_off = (total - 1) // mtu * mtu
