@@ -57,6 +57,9 @@ class OpState(StrEnum):
     FAILED = "failed"
 
 
+_FINAL = (OpState.DONE, OpState.FAILED)
+
+
 @dataclass(eq=False)
 class Operation:
     """One initiator operation and its completion state.
@@ -98,7 +101,7 @@ class Operation:
 
     @property
     def done(self) -> bool:
-        return self.state in (OpState.DONE, OpState.FAILED)
+        return self.state in _FINAL  # a module tuple: checked after every frame
 
     def result(self) -> OperationResult:
         """The result of a completed operation; raises :class:`SesError` if it failed."""
