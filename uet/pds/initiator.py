@@ -516,8 +516,9 @@ class InitiatorPdc(PdcBase):
         while bm:
             low = bm & -bm
             bm ^= low
-            psn = psn_add(base, low.bit_length() - 1)
-            if psn_diff(psn, cack) <= 0:
+            psn = (base + low.bit_length() - 1) & 0xFFFFFFFF
+            d = (psn - cack) & 0xFFFFFFFF
+            if not d or d & 0x80000000:  # psn_diff(psn, cack) <= 0, without calls: per bit
                 continue
             tx = outstanding.get(psn)
             if tx is not None and not tx.arrived:
