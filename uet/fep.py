@@ -57,11 +57,11 @@ class DeliveryAudit:
     The PDS promises exactly-once delivery (RUD, ROD; RUDI answers duplicates from its response
     cache; UUD promises nothing, so a datagram the network duplicated counts); this counts any
     breach (``duplicates``) without trusting it. Standard-header packets are keyed by (source,
-    initiator, job, message ID, opcode) and the byte offset they cover (for READ requests: the
-    slice they ask for). A message leaves the in-progress table once all its bytes were seen and
-    goes to a FIFO of ``history`` finished keys, so a late copy of a finished message counts
-    too. Medium and small headers carry no message ID and are not audited. State is bounded by
-    ``max_messages`` + ``history``.
+    target PDC, initiator, job, message ID, opcode) and the byte offset they cover (for READ
+    requests: the slice they ask for). A message leaves the in-progress table once all its
+    bytes were seen and goes to a FIFO of ``history`` finished keys, so a late copy of a
+    finished message counts too. Medium and small headers carry no message ID and are not
+    audited. State is bounded by ``max_messages`` + ``history``.
     """
 
     def __init__(self, max_messages: int = 65536, history: int = 4096,
@@ -74,15 +74,16 @@ class DeliveryAudit:
         self.duplicates = 0
         self.seen = 0
 
-    def see(self, src: str, ses: Any, nbytes: int) -> bool:
-        """Record one delivered request packet; returns False if it is a duplicate."""
+    def see(self, src: str, ses: Any, nbytes: int, conn: int = 0) -> bool:
+        """Record one delivered request packet (``conn``: the target PDC it came on, which
+        scopes message IDs); returns False if it is a duplicate."""
         if type(ses) is not SesStandard:
             return True
         self.seen += 1
         offset = 0 if int(ses.flags) & _SOM else ses.message_offset
         if ses.opcode == _READ:
             nbytes = max(0, min(self.mtu_payload, ses.request_length - offset))
-        key = (src, ses.initiator, ses.job_id, ses.message_id, ses.opcode)
+        key = (src, conn, ses.initiator, ses.job_id, ses.message_id, ses.opcode)
         if key in self.finished:
             self.duplicates += 1
             return False
@@ -354,10 +355,10 @@ class FabricEndpoint:
             self.counters["rx_request_without_ses"] += 1
             return
         reply = self.ses.target.handle(ev.src_ip, ev.ses, ev.ext, ev.payload, mode=ev.mode,
-                                       psn=ev.psn)
+                                       psn=ev.psn, conn=ev.pdc_id)
         if reply.nack is None:
             # a refused packet counts as never delivered: its retransmission is no duplicate
-            self.audit.see(ev.src_ip, ev.ses, len(ev.payload))
+            self.audit.see(ev.src_ip, ev.ses, len(ev.payload), ev.pdc_id)
         if not ev.token:
             return
         if reply.nack is not None:

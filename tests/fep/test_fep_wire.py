@@ -126,11 +126,13 @@ def test_delivery_audit_counts_duplicates_in_and_after_a_message():
     assert not audit.see(A_IP, _std(1, 4096, 4096, 8192), 4096)  # late copy
     assert audit.duplicates == 2 and not audit.messages
     assert audit.see(B_IP, _std(1, 0, 4096, 8192), 4096)  # another source: not a copy
+    # another connection (a restarted initiator's new PDC): message IDs start again
+    assert audit.see(A_IP, _std(1, 0, 4096, 8192), 4096, 77)
     # READ requests carry no payload: their slice counts
     assert audit.see(A_IP, _std(2, 0, 0, 6000, SesOpcode.READ), 0)
     assert audit.see(A_IP, _std(2, 4096, 0, 6000, SesOpcode.READ), 0)
     assert not audit.see(A_IP, _std(2, 4096, 0, 6000, SesOpcode.READ), 0)
-    assert (A_IP, 7, 1, 2, SesOpcode.READ) in audit.finished
+    assert (A_IP, 0, 7, 1, 2, SesOpcode.READ) in audit.finished
     # medium headers carry no message ID: not audited
     med = SesMedium(opcode=SesOpcode.WRITE, job_id=1)
     assert audit.see(A_IP, med, 8) and audit.see(A_IP, med, 8)

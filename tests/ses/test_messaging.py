@@ -227,3 +227,22 @@ def test_duplicates_after_completion_are_dropped():
     again = b.target.handle(a.address, hdr, None, b"one")
     assert first.response.return_code == Rc.OK and again.response is None
     assert r1.done and not r2.done and b.counters["duplicates"] == 1
+
+
+def test_message_ids_are_scoped_to_the_connection():
+    """A restarted initiator opens a new PDC and numbers its messages from the start again:
+    the same message ID on another connection is a new message, not a late copy (message
+    state is per PDC, as the reference provider keeps ``active_msg_id`` per PDC)."""
+    a, b, loop = _pair("hpc", dup=0.0)
+    hdr = SesStandard(opcode=SesOpcode.SEND, flags=SesFlag.SOM | SesFlag.EOM, message_id=4,
+                      initiator=0xA, job_id=JOB, pid_on_fep=PID, resource_index=RI,
+                      request_length=3)
+    r1 = b.target.post_recv(JOB, PID, RI, 8)
+    r2 = b.target.post_recv(JOB, PID, RI, 8)
+    first = b.target.handle(a.address, hdr, None, b"one", conn=11)
+    again = b.target.handle(a.address, hdr, None, b"one", conn=11)
+    restarted = b.target.handle(a.address, hdr, None, b"two", conn=12)
+    assert first.response.return_code == Rc.OK and again.response is None
+    assert restarted.response.return_code == Rc.OK
+    assert r1.done and r2.done and bytes(r2.buffer[:3]) == b"two"
+    assert b.counters["duplicates"] == 1

@@ -80,9 +80,9 @@ class FlowAudit(DeliveryAudit):
         self.flow_bytes: Counter[int] = Counter()
         self.flow_dups: Counter[int] = Counter()
 
-    def see(self, src: str, ses: Any, nbytes: int) -> Any:
+    def see(self, src: str, ses: Any, nbytes: int, conn: int = 0) -> Any:
         before = self.duplicates
-        out = super().see(src, ses, nbytes)
+        out = super().see(src, ses, nbytes, conn)
         fid = self.flow_of.get((src, getattr(ses, "message_id", -1)))
         if fid is not None:
             if self.duplicates != before:

@@ -5,7 +5,7 @@ The driver (the FEP glue, or the test harness) moves packets:
 * ``poll_transmit()`` -> :class:`~uet.ses.messages.OutPacket` to submit to the PDS
   (operations' requests, and requests the target side originates: rendezvous READs,
   DEFERRABLE_RTR, read data in the return direction);
-* ``target.handle(src, ses, ext, payload, mode=, psn=)`` for each delivered request, whose
+* ``target.handle(src, ses, ext, payload, mode=, psn=, conn=)`` for each delivered request, whose
   :class:`~uet.ses.messages.TargetReply` goes back through ``respond``;
 * ``initiator.on_response(msg_ref, ses, payload)`` / ``initiator.on_failed(msg_ref, why)``
   for the PDS's ``ResponseReceived`` / ``MessageFailed``;

@@ -14,7 +14,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-MessageKey = tuple[str, int, int, int]  # (src, initiator, job_id, message_id)
+#: (src, connection (target PDC ID, 0 without a PDC), initiator, job_id, message_id)
+MessageKey = tuple[str, int, int, int, int]
 
 
 class Intervals:

@@ -90,6 +90,7 @@ class Target:
         self._reserved: dict[int, Reserved] = {}
         self._unexpected_by_key: dict[MessageKey, Unexpected] = {}
         self._next_recv = 1
+        self._conn = 0  # connection of the packet being handled (see handle())
 
     # ------------------------------------------------------------------ receives
 
@@ -149,8 +150,14 @@ class Target:
     # ------------------------------------------------------------------ packets
 
     def handle(self, src: str, ses: Any, ext: Any, payload: bytes, *,
-               mode: DeliveryMode = DeliveryMode.RUD, psn: int = 0) -> TargetReply:
-        """Process one delivered request packet; never raises on bad input."""
+               mode: DeliveryMode = DeliveryMode.RUD, psn: int = 0,
+               conn: int = 0) -> TargetReply:
+        """Process one delivered request packet; never raises on bad input.
+
+        ``conn`` names the connection the packet came on (the target PDC ID; 0 without a
+        PDC): message IDs are scoped to it, so an initiator that restarts on a new PDC and
+        reuses message IDs is not taken for late copies of its old messages."""
+        self._conn = conn
         if isinstance(ses, _RESPONSE_HEADERS):
             self.ep.initiator.on_return_data(src, ses, payload)
             return _NONE
@@ -555,11 +562,10 @@ class Target:
         return self.ep.resources.resolve(req.job_id, req.pid_on_fep, req.resource_index,
                                          req.ri_generation)
 
-    @staticmethod
-    def _key(src: str, req: Req) -> MessageKey | None:
+    def _key(self, src: str, req: Req) -> MessageKey | None:
         if req.message_id is None:
             return None
-        return (src, req.initiator, req.job_id, req.message_id)
+        return (src, self._conn, req.initiator, req.job_id, req.message_id)
 
     @staticmethod
     def _is_dup(state: MessageState, req: Req, payload: bytes) -> bool:
