@@ -122,6 +122,9 @@ def test_target_survives_hostile_frames_and_still_serves(seed: int) -> None:
         # state stays within the configured limits whatever arrives
         assert len(b.pds.pdcs()) <= 32
         assert b.pds.rx_memory <= b.pds.cfg.max_rx_memory_bytes
+        tgt = b.ses.target
+        assert len(tgt.reassembly.active) <= tgt.reassembly.max_messages
+        assert tgt.unexpected_bytes <= b.profile.ses.unexpected_max_bytes
     assert b.counters["rx_decode_error"] > 0 and b.pds.counters["rx_packets"] > 0
     # afterwards a legitimate peer is served correctly: a fresh initiator on the same
     # address (another seed, so another PDC ID and Start_PSN than the replayed frames')
