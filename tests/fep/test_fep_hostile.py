@@ -141,3 +141,29 @@ def test_target_survives_hostile_frames_and_still_serves(seed: int) -> None:
     back = a.call(wire.now, "read", tgt, KEY, 30_000, 10_000)
     assert wire.run_until(lambda: back.done, limit_ps=wire.now + 10**11)
     assert back.return_code == Rc.OK and bytes(back.data) == data
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_initiator_survives_hostile_frames_and_its_operations_end(seed: int) -> None:
+    """The same storm at an end point with operations in flight (ACKs, NACKs and control
+    packets of its own PDCs among the mutations): nothing raises, and every operation
+    still ends (completed or failed with a return code) once the storm stops."""
+    frames = _record_exchange()
+    rng = random.Random(seed)
+    a, b = pair("hpc")
+    _region(b)
+    tgt = TargetAddr(B_IP, b.job_id, 0, 1)
+    ops = [a.call(0, "write", tgt, KEY, i * 8192, random.Random(i).randbytes(8000))
+           for i in range(4)]
+    ops.append(a.call(0, "read", tgt, KEY, 0, 12_000))
+    wire = Wire(a, b)
+    now = 0
+    for _ in range(4000):
+        now += rng.choice((0, 1_000, 50_000, 2_000_000))
+        a.receive(now, _hostile(rng, frames))
+        wire.now = now
+        while wire.flight and wire.flight[0][0] <= now:  # the real exchange goes on too
+            wire.step()
+        assert len(a.pds.pdcs()) <= a.pds.cfg.max_initiator_pdcs + a.pds.cfg.max_target_pdcs
+    assert wire.run_until(lambda: all(op.done for op in ops), limit_ps=now + 10**13)
+    assert all(op.return_code is not None for op in ops)
