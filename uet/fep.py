@@ -69,7 +69,7 @@ class DeliveryAudit:
         self.max_messages = max_messages
         self.history = history
         self.mtu_payload = mtu_payload
-        self.messages: dict[tuple, tuple[set[int], int]] = {}
+        self.messages: dict[tuple, list] = {}  # key -> [offsets seen, bytes seen]
         self.finished: dict[tuple, None] = {}
         self.duplicates = 0
         self.seen = 0
@@ -87,24 +87,28 @@ class DeliveryAudit:
         if key in self.finished:
             self.duplicates += 1
             return False
-        entry = self.messages.get(key)
-        if entry is None:
-            if len(self.messages) >= self.max_messages:
-                self.messages.pop(next(iter(self.messages)))
-            entry = (set(), 0)
-        offsets, got = entry
+        messages = self.messages
+        entry = messages.get(key)
+        new = entry is None
+        if new:
+            if len(messages) >= self.max_messages:
+                messages.pop(next(iter(messages)))
+            entry = [set(), 0]
+        offsets = entry[0]
         if offset in offsets:
             self.duplicates += 1
             return False
         offsets.add(offset)
-        got += nbytes
+        got = entry[1] + nbytes
         if got >= ses.request_length:
-            self.messages.pop(key, None)
+            messages.pop(key, None)
             self.finished[key] = None
             if len(self.finished) > self.history:
                 self.finished.pop(next(iter(self.finished)))
         else:
-            self.messages[key] = (offsets, got)
+            entry[1] = got  # updated in place: the entry keeps its place in the FIFO
+            if new:
+                messages[key] = entry
         return True
 
 
