@@ -21,9 +21,19 @@ def test_catalogue_over_udp_against_uet_serve(tmp_path):
                    "--dut", f"udp:{SERVE_AI_BASE}:4793@ai-base", "--setup",
                    str(tmp_path / "setup.json"), "--peer-net", PEER_NET, "--json", "r.json",
                    "--junit", "j.xml", "--capture", "run.pcapng", cwd=tmp_path, timeout=300)
+        # a second run against the same (long-running) devices: a new peer opens new PDCs
+        # and numbers its messages from the start again, which must not look like late
+        # copies of the first run's messages
+        again = uet("conformance", "--dut", f"udp:{SERVE_HPC}:4793",
+                    "--dut", f"udp:{SERVE_AI_BASE}:4793@ai-base", "--setup",
+                    str(tmp_path / "setup.json"), "--peer-net", PEER_NET, "--json", "r2.json",
+                    cwd=tmp_path, timeout=300)
     finally:
         c_hpc = hpc.stop()
         c_base = base.stop()
+    second = json.loads((tmp_path / "r2.json").read_text())
+    assert again.returncode == 0, [(r["id"], r["why"]) for r in second["results"]
+                                   if r["status"] not in ("pass", "not run")]
     data = json.loads((tmp_path / "r.json").read_text())
     failed = [r for r in data["results"] if r["status"] not in ("pass", "not run")]
     assert proc.returncode == 0 and not failed, "\n".join(
