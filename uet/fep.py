@@ -25,6 +25,7 @@ from uet.pds.config import PdsConfig
 from uet.pds.endpoint import PdsEndpoint
 from uet.pds.events import (
     MessageFailed,
+    PacketAcked,
     PdcClosed,
     PdcOpened,
     RequestDelivered,
@@ -318,13 +319,16 @@ class FabricEndpoint:
     def pump(self, now: int) -> None:
         """Move events between PDS and SES until both are quiet."""
         pds, ses = self.pds, self.ses
+        next_event, poll_ses, next_done = pds.next_event, ses.poll_transmit, ses.next_event
         while True:
             moved = False
-            ev = pds.next_event()
+            ev = next_event()
             while ev is not None:
                 moved = True
                 t = type(ev)
-                if t is RequestDelivered:
+                if t is PacketAcked:  # the most frequent event: nothing for the SES to do
+                    pass
+                elif t is RequestDelivered:
                     self.deliver(now, ev)
                 elif t is ResponseReceived:
                     ses.initiator.on_response(ev.msg_ref, ev.ses, ev.payload)
@@ -336,18 +340,18 @@ class FabricEndpoint:
                     self.counters[f"pdc_closed.{ev.role}"] += 1
                     if ev.error:
                         self.counters[f"pdc_closed_in_error.{ev.role}"] += 1
-                ev = pds.next_event()
-            pkt = ses.poll_transmit()
+                ev = next_event()
+            pkt = poll_ses()
             while pkt is not None:
                 moved = True
                 pds.submit(now, SendRequest(pkt.dst, pkt.mode, pkt.job_id, pkt.tc, pkt.ses,
                                             pkt.ext, pkt.payload, pkt.msg_ref, pkt.eom))
-                pkt = ses.poll_transmit()
-            done = ses.next_event()
+                pkt = poll_ses()
+            done = next_done()
             while done is not None:
                 moved = True
                 self._completed(now, done)
-                done = ses.next_event()
+                done = next_done()
             if not moved:
                 return
 
