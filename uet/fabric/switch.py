@@ -303,10 +303,16 @@ class Switch:
 
     def route(self, data: bytes, key: bytes | None) -> SwitchPort | None:
         """Egress port for ``data`` (ECMP by 5-tuple hash); caches by ``key``."""
-        try:
-            src, dst, proto, sport, dport = peek_flow(data)
-        except DecodeError:
-            return None
+        if key is not None and len(key) == 12 and data[14] == 0x45:
+            # IPv4 without options, UDP: on_frame's key holds the 5-tuple (as peek_flow
+            # would read it) and this runs once per flow, EV and switch
+            src, dst, proto = key[:4], key[4:8], 17
+            sport, dport = key[8] << 8 | key[9], key[10] << 8 | key[11]
+        else:
+            try:
+                src, dst, proto, sport, dport = peek_flow(data)
+            except DecodeError:
+                return None
         cands = self.routes.get(dst)
         if not cands:
             return None
