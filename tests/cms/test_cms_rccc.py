@@ -51,6 +51,18 @@ def test_speculative_credit_then_no_send_without_credit():
     assert not cc.can_send(0, MSS, 0) and not cc.can_send(0, MSS, 0, retx=True)
 
 
+def test_waiting_for_credit_says_since_when_and_ends_with_a_grant():
+    """docs/pds.md RTO: the PDS asks how long a credit-starved PDC has waited (its queued
+    packets do not age while the scheduler is heard from); a grant ends the wait."""
+    cc = make_sender(config(), random.Random(1))
+    assert cc.waiting_for_credit() is None
+    cc.on_send(0, MAXWND + 100, 1, False)  # speculative credit spent
+    assert not cc.can_send(5 * US, MSS, 0) and cc.waiting_for_credit() == 5 * US
+    assert not cc.can_send(9 * US, MSS, 0) and cc.waiting_for_credit() == 5 * US
+    cc.on_credit(10 * US, 64)
+    assert cc.waiting_for_credit() is None
+
+
 def test_first_feedback_drops_unused_speculative_credit():
     cc = make_sender(config(), random.Random(1))
     cc.on_send(0, MSS, 1, False)

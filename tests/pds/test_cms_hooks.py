@@ -345,3 +345,65 @@ def test_ooo_loss_threshold_from_the_cc_window():
     assert [f.pds.psn for f in s.data()] == [S]
     with pytest.raises(ValueError, match="ooo_loss_threshold"):
         PdsConfig(ooo_loss_threshold=-2)
+
+
+def _nacked_behind_a_held_window(cc, **cfg):
+    """Two packets sent; the second NACKed TRIMMED (queued to resend) while the first,
+    lost, holds the one-packet window the CC allows; returns the side and both PSNs."""
+    s = Side(ip=A_IP, rto_ps=100 * US, **cfg)
+    s.ep._sender_cc = lambda mode: cc
+    cc.opening = True  # both go out; then the CC's own rule holds
+    for _ in range(2):
+        s.ep.submit(0, request(payload=bytes(1000)))
+    p0, p1 = (f.pds.psn for f in s.data())
+    cc.opening = False
+    from uet.wire.records import Frame, PdsNack
+    pdc = s.ep.pdcs()[0]
+    nack = PdsNack(nack_code=NackCode.TRIMMED, nack_psn=p1, spdcid=0x55, dpdcid=pdc.pdc_id)
+    s.now = 5 * US
+    s.feed(Frame(pds=nack, src_ip=B_IP, dst_ip=A_IP))
+    return s, pdc, p0, p1
+
+
+def test_queued_packet_does_not_age_behind_a_window_held_in_flight():
+    """ref 3.8 / docs/pds.md RTO: a packet queued for retransmission while packets in
+    flight hold the CC window is only waiting its turn: the in-flight packet's RTO counts
+    the retry (and keeps the PDC live); the queued one does not age with it."""
+
+    class OnePacketWindow(NullSenderCongestion):
+        def can_send(self, now, nbytes, in_flight, retx=False):
+            return self.opening or in_flight == 0
+
+    s, pdc, p0, p1 = _nacked_behind_a_held_window(OnePacketWindow())
+    assert s.data() == []  # p1 waits: p0 holds the window
+    s.advance(100 * US)  # p0's RTO: resent (lowest PSN first), p1 still waits
+    assert pdc.outstanding[p0].retries == 1 and pdc.outstanding[p1].retries == 0
+    assert [f.pds.psn for f in s.data()] == [p0]
+
+
+def test_queued_packet_waiting_for_credit_ages_only_when_the_scheduler_is_silent():
+    """docs/pds.md RTO: refused for lack of credit, a queued packet does not age while the
+    target's credit scheduler has been heard within max_rto; past that it does, so a PDC
+    whose target vanished still ends."""
+
+    class NoCredit(NullSenderCongestion):
+        credit_based = True
+        since = 0
+
+        def can_send(self, now, nbytes, in_flight, retx=False):
+            return self.opening
+
+        def waiting_for_credit(self):
+            return self.since
+
+    cc = NoCredit()
+    s, pdc, p0, p1 = _nacked_behind_a_held_window(cc, max_rto_ps=1000 * US)
+    # p0 (in flight) is NACKed too, so nothing is in flight: both wait for credit
+    from uet.wire.records import Frame, PdsNack
+    s.feed(Frame(pds=PdsNack(nack_code=NackCode.TRIMMED, nack_psn=p0, spdcid=0x55,
+                             dpdcid=pdc.pdc_id), src_ip=B_IP, dst_ip=A_IP))
+    for t in (200, 400, 600, 800):
+        s.advance(t * US)
+    assert pdc.outstanding[p0].retries == pdc.outstanding[p1].retries == 0
+    s.advance(1050 * US)  # no credit heard since t=0 for max_rto: aging counts again
+    assert pdc.outstanding[p0].retries == pdc.outstanding[p1].retries == 1

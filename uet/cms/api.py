@@ -96,6 +96,10 @@ class SenderCongestion(Protocol):
     def poll_credit_request(self, now: int) -> int | None:
         """Payload of a CREDIT_REQ control packet to send now, or None (RCCC only)."""
 
+    def waiting_for_credit(self) -> int | None:
+        """Since when (ps) sending has been refused for lack of credit with no credit heard
+        since, or None: the target's scheduler, not the network, holds the PDC back."""
+
     def next_deadline(self) -> int | None:
         """When the CC wants ``handle_timer`` (e.g. pacing), or None."""
 
@@ -205,6 +209,9 @@ class NullSenderCongestion:
         pass
 
     def poll_credit_request(self, now: int) -> int | None:
+        return None
+
+    def waiting_for_credit(self) -> int | None:
         return None
 
     def next_deadline(self) -> int | None:

@@ -50,6 +50,7 @@ class CmsSender:
         self.base_rtt = config.base_rtt_ps
         self.last_request_at: int | None = None
         self.refused_for_credit = False
+        self.credit_wait_since: int | None = None  # see waiting_for_credit()
         self.now = 0
 
     # ------------------------------------------------------------------ sending
@@ -62,8 +63,11 @@ class CmsSender:
         self.now = now
         if self.credit is not None and self.credit.credit <= 0:
             self.refused_for_credit = True
+            if self.credit_wait_since is None:
+                self.credit_wait_since = now
             return False
         self.refused_for_credit = False
+        self.credit_wait_since = None
         if self.nscc is not None:
             return self.nscc.can_send(nbytes, in_flight_bytes)
         if self.credit is None:
@@ -141,6 +145,7 @@ class CmsSender:
         if self.credit is not None:
             self.credit.stop_speculating()
             self.credit.on_grant(now, credit)
+            self.credit_wait_since = None  # the scheduler is alive: a new wait starts
 
     def _target(self) -> int:
         assert self.credit is not None
@@ -177,6 +182,9 @@ class CmsSender:
             return earliest
         heard = max(c.advertised_at, c.last_credit_at or 0)
         return max(earliest, heard + RESYNC_RTTS * self.base_rtt)
+
+    def waiting_for_credit(self) -> int | None:
+        return self.credit_wait_since
 
     def poll_credit_request(self, now: int) -> int | None:
         self.now = now

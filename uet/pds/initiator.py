@@ -912,11 +912,20 @@ class InitiatorPdc(PdcBase):
         rto = self.rto
         nxt = None
         gap = False  # an outstanding packet below this one has not arrived
+        credit_wait = self.cc.waiting_for_credit() if self.credit_based else None
+        had_flight = self.inflight_bytes > 0
         for tx in list(self.outstanding.values()):
             period = rto.rto_for(tx.retries)
             d = tx.send_time + period
             if d <= now:
-                waiting = tx.retx_queued and now - self.last_tx < period
+                waiting = tx.retx_queued and (
+                    now - self.last_tx < period
+                    # the window is held by packets in flight: their RTOs keep the PDC
+                    # live and count the retries, a queued packet is only waiting its turn
+                    or had_flight
+                    # refused for lack of credit: the target's scheduler decides when, and
+                    # only a scheduler silent for max_rto counts against the retry limit
+                    or (credit_wait is not None and now - credit_wait < cfg.max_rto_ps))
                 if waiting or (tx.arrived and gap and not tx.is_close):
                     tx.send_time = now  # its turn comes / its ACK waits for the gap
                 else:
