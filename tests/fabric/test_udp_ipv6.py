@@ -15,9 +15,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -87,18 +89,22 @@ def test_two_endpoints_over_ipv6_with_valid_udp_checksums(netns, tmp_path: Path)
     assert tshark, "tshark is required (installed by .ci/run)"
     pcap = tmp_path / "v6.pcapng"
     cap = subprocess.Popen(["ip", "netns", "exec", NS, tshark, "-i", "lo", "-f",
-                            "udp port 4793", "-w", str(pcap)],
+                            "udp port 4793", "-a", "duration:60", "-w", str(pcap)],
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        while True:  # wait until dumpcap captures
+        while True:  # wait until dumpcap captures ("Capturing on" comes earlier)
             line = cap.stderr.readline()
             assert line, "tshark exited before capturing"
-            if "Capture started" in line or "Capturing on" in line:
+            if "Capture started" in line:
                 break
         proc = _in_ns(sys.executable, "-c", NODES, cwd=ROOT)
+        time.sleep(0.5)
+        cap.send_signal(signal.SIGINT)  # a clean stop: every captured packet is written
+        cap.wait(30)
     finally:
-        cap.terminate()
-        cap.wait(15)
+        if cap.poll() is None:
+            cap.terminate()
+            cap.wait(15)
     assert proc.returncode == 0, proc.stderr[-3000:]
     ok, tx_a, tx_b, evs, err_a, err_b = proc.stdout.split()
     assert ok == "ok" and int(tx_a) >= 12 and int(tx_b) >= 12 and int(evs) > 1
