@@ -167,6 +167,10 @@ TOPOLOGY = Table("topology", "The fabric: shape, links, queues, ECN, trimming, P
     "pfc": _K("bool_or_table", False, "priority flow control: false, true (defaults) or "
               "a table of topology.pfc keys", table="topology.pfc"),
     "ipv6": _K("bool", False, "hosts use IPv6 addresses (fd00::...) instead of IPv4"),
+    "reroute_us": _K("float", None, "routing convergence: this long after a link goes down "
+                     "or up, switches recompute shortest-path ECMP routes over the links up "
+                     "(default: fixed up/down routes; senders get around dead links by EV "
+                     "choice only)", lo=0.0, unit="µs"),
 })
 
 PFC = Table("topology.pfc", "PFC settings (uet.fabric.pfc.PfcConfig).", {

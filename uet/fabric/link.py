@@ -26,7 +26,7 @@ class Channel:
 
     __slots__ = ("name", "loop", "push", "rate_bps", "ppb", "delay_ps", "up", "rx", "carry",
                  "imp", "tx_frames", "tx_bytes", "delivered", "drops", "corrupted",
-                 "duplicated", "log", "_nominal_rate", "heap", "seq", "clean")
+                 "duplicated", "log", "_nominal_rate", "heap", "seq", "clean", "on_change")
 
     def __init__(self, name: str, loop: EventLoop, rate_bps: int, delay_ps: int,
                  log: EventLog) -> None:
@@ -51,6 +51,8 @@ class Channel:
         self.corrupted = 0
         self.duplicated = 0
         self.log = log
+        #: called with this channel after it went down or up (routing, uet.fabric.routing)
+        self.on_change: Any = None
 
     # ------------------------------------------------------------------ configuration
 
@@ -78,6 +80,8 @@ class Channel:
         self.carry = self._carry_impaired
         self.clean = False
         self.log.emit(self.loop.now, "link_up" if up else "link_down", link=self.name)
+        if self.on_change is not None:
+            self.on_change(self)
 
     # ------------------------------------------------------------------ data path
 

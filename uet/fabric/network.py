@@ -42,6 +42,7 @@ class Network:
         self.ifaces: dict[str, Port] = {}
         self.link_of: dict[str, Link] = {}
         self.meta: dict[str, Any] = {}
+        self.rerouter: Any = None  # a uet.fabric.routing.Rerouter once enable_rerouting ran
 
     # ---------------------------------------------------------------- building
 
@@ -89,6 +90,13 @@ class Network:
             b.faces = a.name
             b.lasthop = isinstance(a, Nic)
         return link
+
+    def enable_rerouting(self, delay_ps: int) -> None:
+        """Recompute switch routes (shortest-path ECMP over the links up) ``delay_ps``
+        after every link state change (:mod:`uet.fabric.routing`)."""
+        from uet.fabric.routing import Rerouter
+
+        self.rerouter = Rerouter(self, delay_ps)
 
     def finish_hosts(self) -> None:
         """Give every host context the address book of all hosts."""

@@ -12,7 +12,9 @@ Routing: up/down with ECMP over the up links, deterministic down.
 Common keys (defaults are the htsim anchors): ``rate_gbps`` 100, ``delay_ns`` 1000,
 ``queue_bytes`` 178450 (1 BDP; data class), ``control_queue_bytes`` (= queue_bytes),
 ``ecn`` true, ``ecn_kmin`` 37350, ``ecn_kmax`` 145250, ``trimming`` true, ``pfc`` (false or
-a table for :class:`~uet.fabric.pfc.PfcConfig`), ``ipv6`` false, ``impairments`` (a list of
+a table for :class:`~uet.fabric.pfc.PfcConfig`), ``ipv6`` false, ``reroute_us`` (None:
+fixed routes; a delay: routes recomputed that long after each link state change,
+:mod:`uet.fabric.routing`), ``impairments`` (a list of
 tables with ``at`` (interface), ``direction`` (tx/rx/both) and
 :class:`~uet.fabric.impairments.Impairments` keys).
 """
@@ -22,7 +24,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from uet.fabric.clock import NS
+from uet.fabric.clock import NS, US
 from uet.fabric.network import Network
 from uet.fabric.pfc import PfcConfig
 from uet.fabric.switch import Switch, SwitchPort
@@ -30,7 +32,7 @@ from uet.fabric.switch import Switch, SwitchPort
 COMMON = {
     "kind": None, "rate_gbps": 100, "delay_ns": 1000, "queue_bytes": 178_450,
     "control_queue_bytes": None, "ecn": True, "ecn_kmin": 37_350, "ecn_kmax": 145_250,
-    "trimming": True, "pfc": False, "ipv6": False, "impairments": [],
+    "trimming": True, "pfc": False, "ipv6": False, "impairments": [], "reroute_us": None,
 }
 KINDS: dict[str, dict[str, Any]] = {
     "back_to_back": {},
@@ -57,6 +59,9 @@ def normalise(params: dict[str, Any]) -> dict[str, Any]:
     for key in ("rate_gbps", "queue_bytes"):
         if out[key] <= 0:
             raise ValueError(f"topology.{key}={out[key]}: must be > 0")
+    if out["reroute_us"] is not None and not out["reroute_us"] >= 0:
+        raise ValueError(f"topology.reroute_us={out['reroute_us']}: must be >= 0 (or absent: "
+                         "fixed routes)")
     if out["control_queue_bytes"] is None:
         out["control_queue_bytes"] = out["queue_bytes"]
     return out
@@ -117,6 +122,8 @@ class _Builder:
             at = imp.pop("at")
             direction = imp.pop("direction", "both")
             self.net.impair(at, imp, direction)
+        if p["reroute_us"] is not None:
+            self.net.enable_rerouting(int(p["reroute_us"] * US))
         self.net.meta["topology"] = p
 
     def ip(self, h: int) -> bytes:
