@@ -3,7 +3,7 @@
 Each configuration draws a profile, delivery mode (RUD, ROD, RUDI), EV selector, congestion
 control, topology, trimming, PFC, IPv6, traffic pattern, message size and one impairment on
 every link (loss, bursty loss, duplication, corruption, reordering, jitter, or every link
-down for a while), then runs it with
+down for a while, with or without routing convergence), then runs it with
 ``uet.experiments.runner.run_experiment`` and checks what must hold whatever the network does:
 
 * the run does not raise;
@@ -89,6 +89,8 @@ def draw(rng: random.Random, time_limit_us: int = 2_000_000) -> list[str]:
     elif r < 0.95:
         start = rng.choice([0, 5, 50])
         impairment = [f"down=[[{start * 10**6}, {(start + rng.choice([20, 300])) * 10**6}]]"]
+        if rng.random() < 0.5:
+            sets.append(f"topology.reroute_us={rng.choice([0, 5, 50])}")
     sets.append("impairments[0].match=*")
     sets += [f"impairments[0].{x}" for x in impairment]
     sets.append(f"experiment.seed={rng.randrange(1000)}")
