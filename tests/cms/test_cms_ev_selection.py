@@ -261,6 +261,9 @@ def test_sender_attributes_feedback_by_echoed_ev():
     assert sel.penalty[4] == sel.penalty[5] == sel.penalty[6] == 0
     cc.on_timeout(0, 7, 4096)
     assert sel.penalty[7] == 15
+    # a loss the sender inferred itself (RACK) names the lost packet's own EV: penalised
+    cc.on_nack(0, NackFeedback(ev=1, code=NackCode.RCVR_INFER_LOSS, nbytes=4096, own_ev=True))
+    assert sel.penalty[1] == 4
 
 
 def test_reps_sender_recycles_acked_evs_not_last_hop_penalised():

@@ -54,6 +54,9 @@ class NackFeedback:
     rtt_sample: int | None = None  # ps from the NACKed packet's send time, if known
     in_flight_bytes: int | None = None  # before the NACKed packet leaves the flight
     retx: bool = False  # the NACK answers a retransmitted packet
+    #: ``ev`` is the lost packet's own EV: a loss the sender inferred itself (RACK), not a
+    #: NACK echoing another packet's EV; the path gets the NACK penalty
+    own_ev: bool = False
 
 
 class SenderCongestion(Protocol):

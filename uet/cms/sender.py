@@ -7,7 +7,9 @@ It implements :class:`uet.cms.api.SenderCongestion`. Feedback mapping (``docs/cm
 * NACK TRIMMED / TRIMMED_ACK: EV penalty (NACK) and the NSCC trim reaction.
   TRIMMED_LASTHOP: no EV penalty (the path was fine; ECN echo still counts) and the
   NSCC reaction without the window cut under RCCC. PKT_NOT_RCVD / RCVR_INFER_LOSS: the
-  NSCC loss reaction, no EV penalty (the echoed EV is not the lost packet's). Other codes
+  NSCC loss reaction, no EV penalty (the echoed EV is not the lost packet's), unless the
+  sender inferred the loss itself (RACK, ``own_ev``): then the lost packet's EV gets the
+  NACK penalty, so spraying moves off a path that drops silently. Other codes
   (resources, protocol errors, closing) are not congestion: no reaction.
 * Timeout: EV penalty (TIMEOUT; REPS may freeze), NSCC window cut by the packet.
 """
@@ -118,6 +120,8 @@ class CmsSender:
             )
         elif code not in LOSS_CODES:
             return
+        elif fb.own_ev:  # lost on this EV (RACK): penalise the path it took
+            self.selector.feedback(now, fb.ev, PathFeedback.NACK)
         if self.credit is not None:
             self.credit.stop_speculating()
         if self.nscc is not None:

@@ -613,7 +613,8 @@ class InitiatorPdc(PdcBase):
             lost.append(tx)
         for tx in lost:
             self.cc.on_nack(now, NackFeedback(tx.ev, NackCode.RCVR_INFER_LOSS, tx.nbytes,
-                                              in_flight_bytes=self.cc_inflight()))
+                                              in_flight_bytes=self.cc_inflight(),
+                                              own_ev=True))
             self._queue_retx(now, tx, "rack")
 
     def _ooo_inference(self, now: int, ack: PdsAckCc) -> None:
