@@ -216,11 +216,16 @@ def test_reassembly_table_full_nacks_and_recovers():
     assert NackCode.NO_SES_MSG_AVAIL == 9
 
 
+def _one_packet_send() -> SesStandard:
+    """A 3-byte single-packet SEND, message ID 4, to the posted receives' resource."""
+    return SesStandard(opcode=SesOpcode.SEND, flags=SesFlag.SOM | SesFlag.EOM, message_id=4,
+                       initiator=0xA, job_id=JOB, pid_on_fep=PID, resource_index=RI,
+                       request_length=3)
+
+
 def test_duplicates_after_completion_are_dropped():
     a, b, loop = _pair("hpc", dup=0.0)
-    hdr = SesStandard(opcode=SesOpcode.SEND, flags=SesFlag.SOM | SesFlag.EOM, message_id=4,
-                      initiator=0xA, job_id=JOB, pid_on_fep=PID, resource_index=RI,
-                      request_length=3)
+    hdr = _one_packet_send()
     r1 = b.target.post_recv(JOB, PID, RI, 8)
     r2 = b.target.post_recv(JOB, PID, RI, 8)
     first = b.target.handle(a.address, hdr, None, b"one")
@@ -234,9 +239,7 @@ def test_message_ids_are_scoped_to_the_connection():
     the same message ID on another connection is a new message, not a late copy (message
     state is per PDC, as the reference provider keeps ``active_msg_id`` per PDC)."""
     a, b, loop = _pair("hpc", dup=0.0)
-    hdr = SesStandard(opcode=SesOpcode.SEND, flags=SesFlag.SOM | SesFlag.EOM, message_id=4,
-                      initiator=0xA, job_id=JOB, pid_on_fep=PID, resource_index=RI,
-                      request_length=3)
+    hdr = _one_packet_send()
     r1 = b.target.post_recv(JOB, PID, RI, 8)
     r2 = b.target.post_recv(JOB, PID, RI, 8)
     first = b.target.handle(a.address, hdr, None, b"one", conn=11)
