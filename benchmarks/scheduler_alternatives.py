@@ -24,10 +24,10 @@ import trio
 import trio.testing
 
 from uet.bench.emulation import PERMUTATION, measure
+from uet.bench.traffic_endpoint import TrafficEndpoint
 from uet.fabric.network import Network
 from uet.fabric.nic import Nic
 from uet.fabric.topology import build
-from uet.fabric.traffic_endpoint import TrafficEndpoint
 
 PS = 1e-12
 

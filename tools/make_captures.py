@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write the reference captures in ``captures/``: small, deterministic, one per topic.
 
-Every protocol exchange is a real run of the emulator (``uet.fabric.api.Fabric`` with the
+Every protocol exchange is a real run of the emulator (``uet.runtime.fabric.Fabric`` with the
 real ``FabricEndpoint`` of a profile, seeded impairments, virtual time), tapped with
 ``fab.capture``; the header catalogue is written with the codec. Running the script twice
 gives byte-identical files, and ``tests/capture/test_reference_captures.py`` checks that the
@@ -28,10 +28,10 @@ from typing import Any
 import trio
 
 from uet.capture.pcapng import PcapngWriter, read_capture
-from uet.fabric.api import Fabric
+from uet.endpoint.fep import SINK_INDEX, SINK_KEY, FabricEndpoint
 from uet.fabric.clock import MS, US
-from uet.fep import SINK_INDEX, SINK_KEY, FabricEndpoint
 from uet.native import ipv4_header_checksum
+from uet.runtime.fabric import Fabric
 from uet.ses.memory import Perm
 from uet.wire.codec import decode_frame, encode_frame, trim_frame
 from uet.wire.constants import (

@@ -308,9 +308,9 @@ def _run_experiment(seed: int, path: Path) -> None:
     retransmissions), then close their PDCs."""
     import trio
 
-    from uet.fabric.api import Fabric
+    from uet.endpoint.fep import SINK_INDEX, SINK_KEY, FabricEndpoint
     from uet.fabric.clock import MS
-    from uet.fep import SINK_INDEX, SINK_KEY, FabricEndpoint
+    from uet.runtime.fabric import Fabric
 
     async def main() -> None:
         topo = {"kind": "star", "hosts": 3, "queue_bytes": 8192}
@@ -359,7 +359,7 @@ def test_different_seeds_without_impairments_normalize_to_same(tmp_path):
     tool = _tool()
     a = tmp_path / "s11.pcapng"
     b = tmp_path / "s12.pcapng"
-    from uet.fep import FabricEndpoint
+    from uet.endpoint.fep import FabricEndpoint
 
     async def body(fab):
         await tool._write(fab, 0, 1, 6 * tool.KIB)

@@ -1,13 +1,13 @@
 """Deliberately broken end points: each breaks one rule, small and explicit.
 
 Used to show that the catalogue catches exactly the cases of the broken rule (and explains
-them). Each is a :class:`~uet.fep.FabricEndpoint` subclass passed as the in-process target's
-``endpoint_factory``.
+them). Each is a :class:`~uet.endpoint.fep.FabricEndpoint` subclass passed as the in-process
+target's ``endpoint_factory``.
 """
 
 from __future__ import annotations
 
-from uet.fep import FabricEndpoint
+from uet.endpoint.fep import FabricEndpoint
 from uet.wire.constants import NackCode
 from uet.wire.records import PdsAckCc, PdsNack, PdsRudi
 

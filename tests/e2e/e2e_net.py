@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from uet.fabric.api import Fabric
+from uet.runtime.fabric import Fabric
 
 LOSS = 0.02
 JITTER_PS = 2_000_000

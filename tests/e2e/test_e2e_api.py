@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from e2e_net import check_clean, lossy_fabric, lossy_topology, payload
 
-from uet.fabric.api import Fabric
-from uet.fabric.host import Host, OperationTimeout, PendingOp, PendingRecv
-from uet.fabric.traffic_endpoint import factory as traffic
-from uet.fep import FabricEndpoint
+from uet.bench.traffic_endpoint import factory as traffic
+from uet.endpoint.fep import FabricEndpoint
 from uet.profiles import ProfileConfigError
+from uet.runtime.fabric import Fabric
+from uet.runtime.host import Host, OperationTimeout, PendingOp, PendingRecv
 from uet.ses import SesError
 from uet.wire.constants import ReturnCode as Rc
 
@@ -58,7 +58,7 @@ async def test_hosts_by_index_ip_and_object():
 
 async def test_traffic_end_points_have_no_operation_api():
     async with Fabric({"kind": "back_to_back"}, endpoint_factory=traffic()) as fab:
-        with pytest.raises(TypeError, match="runs TrafficEndpoint, not a uet.fep"):
+        with pytest.raises(TypeError, match="runs TrafficEndpoint, not a uet.endpoint.fep"):
             fab.ep(0).send(1, b"x")
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 from e2e_net import TIMEOUT_PS, check_clean, lossy_topology, payload
 
-from uet.fabric.api import Fabric
+from uet.runtime.fabric import Fabric
 from uet.wire.constants import ReturnCode as Rc
 
 KEY = 0x1000

@@ -15,8 +15,8 @@ def test_bench_json_has_every_section(capsys: pytest.CaptureFixture[str]) -> Non
     doc = json.loads(capsys.readouterr().out)  # exactly one JSON object on stdout
     assert set(doc) == {"codec", "native", "pds", "emulation"}
     emu = doc["emulation"]
-    assert emu["endpoint"] == "uet.fep.FabricEndpoint"
-    assert emu["traffic_endpoint"] == "uet.fabric.traffic_endpoint.TrafficEndpoint"
+    assert emu["endpoint"] == "uet.endpoint.fep.FabricEndpoint"
+    assert emu["traffic_endpoint"] == "uet.bench.traffic_endpoint.TrafficEndpoint"
     assert emu["packet_hops"] > 16 * 64 * 2 and emu["traffic_packet_hops"] > 16 * 64 * 2
     assert emu["fep_over_traffic"] == pytest.approx(
         emu["packet_hops_per_s"] / emu["traffic_packet_hops_per_s"])

@@ -7,11 +7,11 @@ import tomllib
 import pytest
 import trio
 
-from uet.fabric.api import Fabric, FabricStalled
+from uet.bench.traffic_endpoint import factory as traffic
 from uet.fabric.clock import MS, US
 from uet.fabric.network import Network
 from uet.fabric.topology import build
-from uet.fabric.traffic_endpoint import factory as traffic
+from uet.runtime.fabric import Fabric, FabricStalled
 
 PERM = [(13, 6), (1, 4), (6, 0), (2, 13), (10, 5), (15, 1), (8, 14), (14, 2), (5, 15),
         (4, 12), (12, 11), (0, 8), (9, 7), (7, 9), (3, 10), (11, 3)]

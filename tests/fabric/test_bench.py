@@ -10,13 +10,13 @@ def test_measure_small_permutation() -> None:
     assert r["packet_hops"] > 16 * 16 * 2  # >= 16 packets per flow over >= 2 hops
     assert r["packet_hops_per_s"] > 0 and r["events_per_hop"] < 3
     assert 1.0 < r["fct_tail_over_ideal"] < 3.0
-    assert r["endpoint"] == "uet.fabric.traffic_endpoint.TrafficEndpoint"
+    assert r["endpoint"] == "uet.bench.traffic_endpoint.TrafficEndpoint"
     again = emulation.measure(64 * 1024)
     assert again["packet_hops"] == r["packet_hops"] and again["fct_tail_us"] == r["fct_tail_us"]
 
 
 def test_endpoint_is_selectable(monkeypatch) -> None:
-    monkeypatch.setenv("UET_BENCH_ENDPOINT", "uet.fabric.traffic_endpoint:factory")
+    monkeypatch.setenv("UET_BENCH_ENDPOINT", "uet.bench.traffic_endpoint:factory")
     ep = emulation._endpoint_from_env()
     assert callable(ep)
     r = emulation.measure(32 * 1024, endpoint=ep)

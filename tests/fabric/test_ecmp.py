@@ -6,9 +6,9 @@ import ipaddress
 from collections import Counter
 
 from tests.fabric.helpers import data_frame, script_factory
-from uet.fabric.api import Fabric
 from uet.fabric.clock import US
 from uet.fabric.ecmp import hash_tuple, pick
+from uet.runtime.fabric import Fabric
 
 
 def _paths(fab: Fabric) -> Counter:

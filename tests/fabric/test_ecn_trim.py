@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 
 from tests.fabric.helpers import data_frame, script_factory
-from uet.fabric.api import Fabric
+from uet.bench.traffic_endpoint import factory as traffic
 from uet.fabric.clock import US
 from uet.fabric.qos import DSCP_TRIMMED, DSCP_TRIMMED_LASTHOP
-from uet.fabric.traffic_endpoint import factory as traffic
 from uet.native import internet_checksum
+from uet.runtime.fabric import Fabric
 from uet.wire.codec import decode_frame, get_dscp_ecn
 
 

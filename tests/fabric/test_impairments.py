@@ -7,13 +7,13 @@ import math
 import pytest
 
 from tests.fabric.helpers import data_frame, script_factory
-from uet.fabric.api import Fabric
+from uet.bench.traffic_endpoint import factory as traffic
 from uet.fabric.clock import US
 from uet.fabric.eventlog import EventLog
 from uet.fabric.impairments import GilbertElliott, Impairments
 from uet.fabric.network import Network
 from uet.fabric.topology import build
-from uet.fabric.traffic_endpoint import factory as traffic
+from uet.runtime.fabric import Fabric
 
 N = 10_000
 FRAME = 98  # headers only: 7.84 ns at 100 Gb/s

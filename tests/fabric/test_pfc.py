@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from uet.bench.traffic_endpoint import factory as traffic
 from uet.capture.pcapng import read_capture
-from uet.fabric.api import Fabric
 from uet.fabric.eventlog import EventLog
 from uet.fabric.pfc import PFC_DST_MAC, PfcConfig, decode_pause, encode_pause, quanta_ps
-from uet.fabric.traffic_endpoint import factory as traffic
+from uet.runtime.fabric import Fabric
 
 
 def test_pause_frame_format() -> None:

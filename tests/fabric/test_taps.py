@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import io
 
+from uet.bench.traffic_endpoint import factory as traffic
 from uet.capture.pcapng import read_capture
-from uet.fabric.api import Fabric
 from uet.fabric.clock import US
 from uet.fabric.eventlog import EventLog
-from uet.fabric.traffic_endpoint import factory as traffic
+from uet.runtime.fabric import Fabric
 from uet.wire.codec import decode_frame
 
 PERM = [(13, 6), (1, 4), (6, 0), (2, 13)]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tests.fabric.helpers import data_frame, script_factory
-from uet.fabric.api import Fabric
 from uet.fabric.clock import US, ser_ps
+from uet.runtime.fabric import Fabric
 
 HOP = 332_000 + 1_000_000  # a 4150 B frame at 100 Gb/s + 1 us of cable
 

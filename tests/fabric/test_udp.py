@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 import trio
 
-from uet.fabric import traffic_endpoint
+from uet.bench import traffic_endpoint
+from uet.endpoint.fep import SINK_INDEX, SINK_KEY, FabricEndpoint
 from uet.fabric.clock import MS, S
-from uet.fabric.udp import LiveHost, UdpNode
-from uet.fep import SINK_INDEX, SINK_KEY, FabricEndpoint
+from uet.runtime.udp import LiveHost, UdpNode
 from uet.ses.errors import SesError
 from uet.wire.constants import ReturnCode
 
@@ -156,10 +156,10 @@ def _stop(proc: subprocess.Popen) -> str:
 
 
 async def test_two_processes_write_and_read_back() -> None:
-    """A live end point in another process (python -m uet.fabric.udp): this process writes
+    """A live end point in another process (python -m uet.runtime.udp): this process writes
     64 KiB into its sink and reads them back; then a third process does the same from the
     shell (--write); the server reports its counters on SIGTERM."""
-    server = await _start("-m", "uet.fabric.udp", "--ip", f"{NET}.3", "--json")
+    server = await _start("-m", "uet.runtime.udp", "--ip", f"{NET}.3", "--json")
     try:
         data = random.Random(3).randbytes(64 * 1024)
         async with UdpNode(ip=f"{NET}.4") as a:
@@ -169,7 +169,7 @@ async def test_two_processes_write_and_read_back() -> None:
                                   timeout_ps=TIMEOUT)
             assert r.data == data
         client = await trio.to_thread.run_sync(lambda: subprocess.run(
-            [sys.executable, "-m", "uet.fabric.udp", "--ip", f"{NET}.11", "--write",
+            [sys.executable, "-m", "uet.runtime.udp", "--ip", f"{NET}.11", "--write",
              f"{NET}.3", "--bytes", "65536", "--json"], capture_output=True, text=True,
             timeout=30, cwd=ROOT))
         assert client.returncode == 0, client.stderr

@@ -63,8 +63,8 @@ def _in_ns(*cmd: str, timeout: float = 120, **kw) -> subprocess.CompletedProcess
 NODES = textwrap.dedent("""
     import random, sys, trio
     from uet.fabric.clock import S
-    from uet.fabric.udp import UdpNode
-    from uet.fep import SINK_INDEX, SINK_KEY
+    from uet.runtime.udp import UdpNode
+    from uet.endpoint.fep import SINK_INDEX, SINK_KEY
     from uet.wire.constants import ReturnCode
 
     async def main():

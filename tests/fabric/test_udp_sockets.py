@@ -9,7 +9,7 @@ import socket
 import pytest
 import trio
 
-from uet.fabric.ev_sockets import EvSocketPool
+from uet.runtime.sockets import EvSocketPool
 
 PORT = 4793
 NET = f"127.61.{os.getpid() % 250 + 1}"

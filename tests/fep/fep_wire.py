@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable
 
-from uet.fep import FabricEndpoint
+from uet.endpoint.fep import FabricEndpoint
 from uet.wire.codec import decode_frame
 
 A_IP, B_IP = "10.0.0.1", "10.0.0.2"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from uet.cms.api import CmsConfig
-from uet.fep import FabricEndpoint
-from uet.fep_config import PROFILE_PDS_KEYS, cms_config_from_profile, pds_config_from_profile
+from uet.endpoint.config import PROFILE_PDS_KEYS, cms_config_from_profile, pds_config_from_profile
+from uet.endpoint.fep import FabricEndpoint
 from uet.pds.config import PdsConfig, PdsConfigError
 from uet.profiles import BUILTIN_PROFILES, SCHEMA, builtin_profile, parse_profile
 

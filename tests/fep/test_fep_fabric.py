@@ -7,9 +7,9 @@ import random
 import pytest
 
 from uet.capture.pcapng import read_capture
-from uet.fabric.api import Fabric
-from uet.fep import SINK_INDEX, SINK_KEY, FabricEndpoint
+from uet.endpoint.fep import SINK_INDEX, SINK_KEY, FabricEndpoint
 from uet.profiles import ProfileError, builtin_profile
+from uet.runtime.fabric import Fabric
 from uet.ses import TargetAddr
 from uet.ses.memory import Perm
 from uet.wire.codec import decode_frame, encode_frame

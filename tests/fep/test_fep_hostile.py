@@ -17,8 +17,8 @@ import random
 import pytest
 from fep_wire import A_IP, A_MAC, B_IP, B_MAC, Wire, pair
 
-from uet.fep import FabricEndpoint
-from uet.fep_config import pds_config_from_profile
+from uet.endpoint.config import pds_config_from_profile
+from uet.endpoint.fep import FabricEndpoint
 from uet.ses import TargetAddr
 from uet.ses.memory import Perm
 from uet.wire.codec import decode_frame, encode_frame

@@ -7,7 +7,7 @@ import random
 import pytest
 from fep_wire import A_IP, A_MAC, B_IP, B_MAC, Wire, pair
 
-from uet.fep import DeliveryAudit, FabricEndpoint
+from uet.endpoint.fep import DeliveryAudit, FabricEndpoint
 from uet.pds.events import RequestDelivered
 from uet.profiles import ProfileError
 from uet.ses import SesError, TargetAddr

@@ -323,9 +323,9 @@ def test_decode_headers_checks_lengths_against_the_wire() -> None:
 async def test_decode_fabric_capture_with_snaplen(tmp_path, capsys) -> None:
     """A real fabric run tapped with a 128-byte snap length (what experiments used to
     capture): every frame decodes, the data frames are marked truncated."""
-    from uet.fabric.api import Fabric
+    from uet.endpoint.fep import FabricEndpoint
     from uet.fabric.clock import MS
-    from uet.fep import FabricEndpoint
+    from uet.runtime.fabric import Fabric
 
     path = tmp_path / "run.pcapng"
     async with Fabric({"kind": "star", "hosts": 2}, seed=3,

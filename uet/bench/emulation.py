@@ -6,9 +6,9 @@ source and decoded where it is consumed. A packet-hop is one frame put on one li
 ACKs, NACKs, pause frames alike).
 
 Two end points run side by side in one run, alternating, so the ratio holds on a loaded
-machine: the real :class:`uet.fep.FabricEndpoint` (SES + PDS + CMS: what ``uet run``
+machine: the real :class:`uet.endpoint.fep.FabricEndpoint` (SES + PDS + CMS: what ``uet run``
 drives; its figures are the section's main keys) and the fabric's own
-:class:`~uet.fabric.traffic_endpoint.TrafficEndpoint` (``traffic_*`` keys: the fabric's
+:class:`~uet.bench.traffic_endpoint.TrafficEndpoint` (``traffic_*`` keys: the fabric's
 speed with a minimal end point). ``fep_over_traffic`` is the ratio of their speeds and
 ``meets_target`` compares the real end point with ``TARGET_HOPS_PER_S``. Another end point
 can replace the real one: ``run(endpoint=...)`` takes an ``endpoint_factory``, or
@@ -54,8 +54,8 @@ def ideal_fct_ps(nbytes: int, mss: int = 4052, header: int = 98, hops: int = 6,
 def measure(msg_bytes: int, *, seed: int = 13, endpoint: Any = None,
             topology: dict | None = None) -> dict[str, Any]:
     """Run the permutation once; return speed and completion figures."""
-    from uet.fabric.api import Fabric
-    from uet.fabric.traffic_endpoint import factory as traffic
+    from uet.bench.traffic_endpoint import factory as traffic
+    from uet.runtime.fabric import Fabric
 
     result: dict[str, Any] = {}
     endpoint = endpoint or traffic()  # the fabric's default is now the real FEP
@@ -85,11 +85,11 @@ def measure(msg_bytes: int, *, seed: int = 13, endpoint: Any = None,
 #: the fabric issue's target for the real end point on the 16-host permutation
 TARGET_HOPS_PER_S = 50_000
 #: payload bytes per packet of each end point (for the ideal)
-MSS = {"uet.fep.FabricEndpoint": 4096, "uet.fabric.traffic_endpoint.TrafficEndpoint": 4052}
+MSS = {"uet.endpoint.fep.FabricEndpoint": 4096, "uet.bench.traffic_endpoint.TrafficEndpoint": 4052}
 
 
 def _fep(msg_bytes: int) -> Any:
-    from uet.fep import FabricEndpoint
+    from uet.endpoint.fep import FabricEndpoint
 
     return FabricEndpoint.factory(sink_bytes=msg_bytes)
 

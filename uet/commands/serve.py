@@ -58,9 +58,9 @@ def _setup(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     import trio
 
-    from uet.conformance.responder import serve
     from uet.conformance.setup import SetupError
     from uet.conformance.udp_io import parse_hostport
+    from uet.runtime.responder import serve
     from uet.wire.constants import UET_UDP_PORT
 
     try:

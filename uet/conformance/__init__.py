@@ -9,7 +9,7 @@
   targets; :mod:`~uet.conformance.setup` — the well-known setup of the device under test.
 * :mod:`~uet.conformance.plugin` — the pytest plugin (fixtures ``uet_peer``, ``uet_target``,
   ``uet_capture``); ``uet conformance`` runs the catalogue through it.
-* :mod:`~uet.conformance.responder` — ``uet serve``: the built-in end point on real UDP.
+* :mod:`~uet.runtime.responder` — ``uet serve``: the built-in end point on real UDP.
 
 See docs/conformance.md.
 """

@@ -1,10 +1,10 @@
 """The built-in end point under test, datagram in and datagram out (sans-IO).
 
-:class:`FepDriver` wraps one :class:`~uet.fep.FabricEndpoint` configured by a
+:class:`FepDriver` wraps one :class:`~uet.endpoint.fep.FabricEndpoint` configured by a
 :class:`~uet.conformance.setup.DutSetup` and speaks UDP payloads: ``datagram_in`` decodes
 the bytes a UDP socket received (``decode_uet``, the EV from the source port, DSCP/ECN from
 the IP TOS byte) and ``datagrams_out`` encodes what the end point sends (``encode_uet``).
-``uet serve`` puts it behind real sockets (:mod:`uet.conformance.responder`); the in-process
+``uet serve`` puts it behind real sockets (:mod:`uet.runtime.responder`); the in-process
 target drives it with a virtual clock. Both run exactly this code.
 """
 
@@ -14,8 +14,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from uet.fep import FabricEndpoint
-from uet.fep_config import cms_config_from_profile, pds_config_from_profile
+from uet.endpoint.config import cms_config_from_profile, pds_config_from_profile
+from uet.endpoint.fep import FabricEndpoint
 from uet.profiles import Profile, load_profile
 from uet.ses.memory import Perm
 from uet.ses.messages import RecvCompleted

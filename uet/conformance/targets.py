@@ -2,7 +2,7 @@
 
 * :class:`InProcessTarget` (the default): a new built-in end point per case, configured by
   the well-known setup (plus the case's own configuration, if any) and driven by a virtual
-  clock. ``endpoint_factory`` swaps in another :class:`~uet.fep.FabricEndpoint` class
+  clock. ``endpoint_factory`` swaps in another :class:`~uet.endpoint.fep.FabricEndpoint` class
   (fault-injection tests do).
 * :class:`UdpTarget`: one or more devices at ``udp:HOST:PORT[@profile]``, real sockets and
   the real clock. Each case gets its own peer addresses (``127.0.92.0/22`` by default when

@@ -6,7 +6,7 @@ Inputs (what a runner collects):
   duplicates}``; ``start_ps`` None if the flow never started, ``end_ps`` None if it did not
   complete (FCT = end_ps - start_ps).
 * counters: ``{"nic": {name: {...}}, "port": {...}, "link": {...}}`` as
-  :meth:`uet.fabric.api.Fabric.counters` returns them (keys ``drop.<reason>``, ``trimmed``,
+  :meth:`uet.runtime.fabric.Fabric.counters` returns them (keys ``drop.<reason>``, ``trimmed``,
   ``ecn_marked``, ``paused_ps.<prio>``, ``pause_tx``, ``tx_frames``, ``tx_bytes``), plus
   ``"pds": {host: PdsEndpoint.counters}`` (``retx.<cause>``, ``nack_tx.<CODE>``,
   ``opened``, ``closed``, ``closed_in_error``, and per end ``opened.initiator``,

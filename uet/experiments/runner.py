@@ -1,7 +1,7 @@
 """The experiment runner: one validated config in, one results document (and files) out.
 
 ``run_experiment(config, out_dir)`` builds the fabric of ``[topology]``, applies
-``[[impairments]]``, attaches a real :class:`~uet.fep.FabricEndpoint` (SES + PDS + CMS) per
+``[[impairments]]``, attaches a real :class:`~uet.endpoint.fep.FabricEndpoint` (SES + PDS + CMS) per
 host configured by ``[transport]``, and plays the ``[traffic]`` workload on it: every flow
 is one RMA WRITE of ``size`` bytes into the destination's sink region, started when its
 start time comes and its dependencies (collectives, pairwise steps, htsim triggers) have
@@ -30,6 +30,7 @@ from typing import Any
 
 import trio
 
+from uet.endpoint.fep import SINK_INDEX, SINK_KEY, DeliveryAudit, FabricEndpoint
 from uet.experiments.collectives import ByteState
 from uet.experiments.config import fabric_topology, resolve_path
 from uet.experiments.ideal import TopologyModel, WireFormat
@@ -40,11 +41,10 @@ from uet.experiments.results import build_results
 from uet.experiments.timeseries import SeriesRecorder, flow_label
 from uet.experiments.traffic import build_workload
 from uet.experiments.workload import DependencyTracker, Flow, Workload
-from uet.fabric.api import Fabric
 from uet.fabric.eventlog import EventLog
 from uet.fabric.network import Network
 from uet.fabric.topology import build
-from uet.fep import SINK_INDEX, SINK_KEY, DeliveryAudit, FabricEndpoint
+from uet.runtime.fabric import Fabric
 from uet.ses.messages import OpCompleted
 from uet.wire.constants import DeliveryMode, ReturnCode
 

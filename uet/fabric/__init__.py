@@ -1,8 +1,9 @@
-"""The emulated fabric: NICs, switches, links, topologies, taps and live UDP mode.
+"""The emulated fabric: NICs, switches, links, impairments, topologies, taps (no Trio).
 
-Entry points: :class:`uet.fabric.api.Fabric` (``async with Fabric(topology, seed=...) as
-fab``), :class:`uet.fabric.udp.UdpNode` (real sockets), :func:`uet.fabric.topology.build`
-and :class:`uet.fabric.network.Network` (no Trio). See ``docs/fabric.md``.
+:func:`uet.fabric.topology.build` and :class:`uet.fabric.network.Network` are the models and
+the virtual-time driver; the Trio front end (:class:`uet.runtime.fabric.Fabric`, live UDP in
+:mod:`uet.runtime.udp`) lives in :mod:`uet.runtime`. ``Fabric``, ``FabricStalled`` and
+``UdpNode`` stay importable from here for existing scripts. See ``docs/fabric.md``.
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ __all__ = ["Fabric", "FabricStalled", "UdpNode", "Network", "build_topology"]
 
 def __getattr__(name: str) -> Any:  # lazy: importing uet.fabric.clock must not pull in trio
     if name in ("Fabric", "FabricStalled"):
-        from uet.fabric import api
+        from uet.runtime import fabric
 
-        return getattr(api, name)
+        return getattr(fabric, name)
     if name == "UdpNode":
-        from uet.fabric.udp import UdpNode
+        from uet.runtime.udp import UdpNode
 
         return UdpNode
     if name == "Network":

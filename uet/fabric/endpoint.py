@@ -1,6 +1,6 @@
 """What the fabric's NIC drives: the sans-IO ``FrameEndpoint`` shape, and what it gets.
 
-``uet.fep.FabricEndpoint`` (and ``uet.fabric.traffic_endpoint.TrafficEndpoint``, the
+``uet.endpoint.fep.FabricEndpoint`` (and ``uet.bench.traffic_endpoint.TrafficEndpoint``, the
 fabric's own test/bench end point) have this shape. Time is integer picoseconds.
 """
 

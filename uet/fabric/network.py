@@ -1,6 +1,6 @@
 """The emulated network without Trio: event core, NICs, switches, links, taps, counters.
 
-:class:`uet.fabric.api.Fabric` wraps one of these for Trio users; topologies
+:class:`uet.runtime.fabric.Fabric` wraps one of these for Trio users; topologies
 (:mod:`uet.fabric.topology`) fill it in. Everything here is deterministic for a given seed.
 """
 

@@ -1,7 +1,7 @@
 """The discrete-event core: a heap of ``(time_ps, seq, callback, arg)``.
 
 NICs, switch ports and links are plain objects whose callbacks the core runs in time order;
-no Trio here. ``uet.fabric.api.Fabric`` drives it from a Trio task (virtual or real time).
+no Trio here. ``uet.runtime.fabric.Fabric`` drives it from a Trio task (virtual or real time).
 Equal times run in scheduling order (``seq``), so runs are deterministic.
 """
 

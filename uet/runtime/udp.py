@@ -1,21 +1,21 @@
 """Live mode: the real end point on real UDP sockets, under the real clock.
 
-:class:`UdpNode` runs one end point — by default the real :class:`uet.fep.FabricEndpoint`
+:class:`UdpNode` runs one end point — by default the real :class:`uet.endpoint.fep.FabricEndpoint`
 (SES + PDS + CMS) — on ``(ip, 4793)``: the UET bytes of what it sends (``encode_uet``: no
 Ethernet, IP or UDP header, the kernel adds those) leave towards ``(dst_ip, 4793)`` from a
 socket bound to ``(ip, ev)``, so the EV rides in the UDP source port, with the frame's
 DSCP/ECN in the IP TOS byte; received datagrams are decoded (``decode_uet`` with the
 sender's address, the source port as EV and the received TOS byte) and handed to the end
-point. Sockets: :class:`uet.fabric.ev_sockets.EvSocketPool`, shared with ``uet serve``.
+point. Sockets: :class:`uet.runtime.sockets.EvSocketPool`, shared with ``uet serve``.
 
 ``node.host`` is a :class:`LiveHost`: the operation API of the virtual fabric's
-:class:`uet.fabric.host.Host` (``register``, ``write``, ``read``, ``send``, ``post_recv``,
+:class:`uet.runtime.host.Host` (``register``, ``write``, ``read``, ``send``, ``post_recv``,
 ``atomic`` ...) with timeouts in picoseconds of real time. Other end points with the
 fabric's ``FrameEndpoint`` shape (e.g. the traffic end point) plug in with
 ``endpoint_factory``: their frames are cut after the UDP header and rebuilt on receipt.
 
-Two processes: ``python -m uet.fabric.udp --ip 127.0.0.2`` serves (a sink region any
-peer may WRITE and READ); ``python -m uet.fabric.udp --ip 127.0.0.3 --write 127.0.0.2
+Two processes: ``python -m uet.runtime.udp --ip 127.0.0.2`` serves (a sink region any
+peer may WRITE and READ); ``python -m uet.runtime.udp --ip 127.0.0.3 --write 127.0.0.2
 --bytes 65536`` writes a pattern there and reads it back. docs/fabric.md, "Live mode".
 """
 
@@ -36,10 +36,10 @@ import trio
 
 from uet.fabric.clock import MS, S
 from uet.fabric.endpoint import EndpointFactory, FrameEndpoint, HostContext
-from uet.fabric.ev_sockets import EvSocketPool
 from uet.fabric.eventlog import EventLog
-from uet.fabric.host import Host
 from uet.fabric.qos import QosConfig
+from uet.runtime.host import Host
+from uet.runtime.sockets import EvSocketPool
 from uet.wire.codec import decode_uet, encode_frame, encode_uet, get_dscp_ecn, peek_flow
 from uet.wire.constants import UET_UDP_PORT
 from uet.wire.errors import DecodeError, EncodeError
@@ -293,7 +293,7 @@ class UdpNode:
     """One end point on ``(ip, port)`` under the real clock: ``async with UdpNode(...) as
     node``.
 
-    By default the end point is a :class:`uet.fep.FabricEndpoint` of ``profile`` (default
+    By default the end point is a :class:`uet.endpoint.fep.FabricEndpoint` of ``profile`` (default
     ``"ai-base"``) built with :data:`LIVE_ENDPOINT_OPTIONS` updated by ``endpoint_options``
     (``sink_bytes``, ``pds_overrides``, ``cms_overrides``, ``job_id``, ``mode`` ...);
     ``endpoint_factory(ctx)`` replaces it. ``peers`` maps host indices to the IPs of other
@@ -345,7 +345,7 @@ class UdpNode:
                           peers={i: (p, "02:ff:ff:ff:ff:ff") for i, p in self.peers.items()},
                           log=lambda now, event, **f: log.emit(now, event, **f))
         if endpoint_factory is None:
-            from uet.fep import FabricEndpoint
+            from uet.endpoint.fep import FabricEndpoint
 
             opts = {**LIVE_ENDPOINT_OPTIONS,
                     "initiator_id": zlib.crc32(f"{ip}#{seed}".encode()),
@@ -454,7 +454,7 @@ class UdpNode:
 
 
 class LiveHost(Host):
-    """The operation API of :class:`uet.fabric.host.Host` on a :class:`UdpNode`.
+    """The operation API of :class:`uet.runtime.host.Host` on a :class:`UdpNode`.
 
     Same methods and handles (``await node.host.write(dst, key, offset, data)``,
     ``read``, ``send``, ``post_recv``, ``atomic`` ...); destinations are IPs, peer indices
@@ -485,7 +485,7 @@ def _pattern(n: int, seed: int | None) -> bytes:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from uet.fep import SINK_INDEX, SINK_KEY
+    from uet.endpoint.fep import SINK_INDEX, SINK_KEY
 
     opts: dict[str, Any] = {"sink_bytes": max(args.sink_bytes, args.bytes)}
     async with UdpNode(ip=args.ip, port=args.port, profile=args.profile,
@@ -528,7 +528,7 @@ async def _run(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the real end point on UDP: serve a sink region, or WRITE then READ a peer's."""
-    ap = argparse.ArgumentParser(prog="python -m uet.fabric.udp", description=main.__doc__)
+    ap = argparse.ArgumentParser(prog="python -m uet.runtime.udp", description=main.__doc__)
     ap.add_argument("--ip", default="127.0.0.2", help="address to bind (default 127.0.0.2)")
     ap.add_argument("--port", type=int, default=UET_UDP_PORT,
                     help=f"UDP port, ours and the peers' (default {UET_UDP_PORT})")
@@ -553,10 +553,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return trio.run(_run, args)
     except (ValueError, TimeoutError, SesError) as exc:  # TimeoutError before OSError
-        print(f"python -m uet.fabric.udp: {exc}", file=sys.stderr)
+        print(f"python -m uet.runtime.udp: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:
-        print(f"python -m uet.fabric.udp: cannot use {args.ip}:{args.port}: "
+        print(f"python -m uet.runtime.udp: cannot use {args.ip}:{args.port}: "
               f"{exc.strerror or exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -11,8 +11,8 @@ the EV is then lost on the wire, and ``ev_fallback`` counts it.
 DSCP and ECN ride in the IP TOS byte (traffic class over IPv6): every datagram is sent
 with an ``IP_TOS`` / ``IPV6_TCLASS`` control message and the listening socket reports the
 received byte (``IP_RECVTOS`` / ``IPV6_RECVTCLASS``), with the helpers of
-:mod:`uet.conformance.udp_io`. Live mode (:mod:`uet.fabric.udp`) and ``uet serve``
-(:mod:`uet.conformance.responder`) both run on this pool.
+:mod:`uet.conformance.udp_io`. Live mode (:mod:`uet.runtime.udp`) and ``uet serve``
+(:mod:`uet.runtime.responder`) both run on this pool.
 
 UDP checksum: over IPv4 the sockets send a zero checksum (``SO_NO_CHECK``), as UET
 requires on send (ref. 8: the reference provider zeroes it, citing UE 1.0.3 3.5.10.1) and

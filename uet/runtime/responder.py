@@ -7,7 +7,7 @@ leaves from a socket bound to ``(ip, ev)`` (one per EV; beyond ``max_ev_sockets`
 recently used one is closed, so the EV is never lost; an EV whose port cannot be bound
 leaves from the listening socket: counted as ``ev_fallback``) towards ``(dst, port)`` with
 the frame's DSCP/ECN in the TOS byte. Timers run at the end point's ``next_deadline``.
-Sockets and loop are live mode's (:mod:`uet.fabric.ev_sockets`, :mod:`uet.fabric.udp`).
+Sockets and loop are live mode's (:mod:`uet.runtime.sockets`, :mod:`uet.runtime.udp`).
 
 This is how the conformance suite reaches the built-in end point across processes, and how
 other implementations can test against ours.
@@ -21,18 +21,17 @@ from typing import Any
 
 import trio
 
-from uet.fabric.udp import DatagramLoop
+from uet.conformance.driver import FepDriver
+from uet.conformance.setup import DutSetup
+from uet.runtime.udp import DatagramLoop
 from uet.wire.constants import UET_UDP_PORT
-
-from .driver import FepDriver
-from .setup import DutSetup
 
 
 class Responder:
     """One end point serving on ``(ip, port)``; use as ``async with Responder(...) as r``.
 
     The sockets and the real-clock loop are live mode's
-    (:class:`uet.fabric.udp.DatagramLoop` on :class:`uet.fabric.ev_sockets.EvSocketPool`);
+    (:class:`uet.runtime.udp.DatagramLoop` on :class:`uet.runtime.sockets.EvSocketPool`);
     the driver is the conformance suite's :class:`FepDriver`."""
 
     def __init__(self, setup: DutSetup, ip: str, port: int = UET_UDP_PORT, *,

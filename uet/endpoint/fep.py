@@ -8,7 +8,7 @@ into bytes and back.
 
 Application-facing operations take ``now`` first and return the SES
 :class:`~uet.ses.initiator.Operation` (or receive) handle; the Trio API in
-:mod:`uet.fabric.host` awaits them.
+:mod:`uet.runtime.host` awaits them.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 from uet.cms.api import CmsConfig
 from uet.cms.factory import make_credit_scheduler, make_receiver, make_sender
-from uet.fep_config import as_profile, cms_config_from_profile, pds_config_from_profile
+from uet.endpoint.config import as_profile, cms_config_from_profile, pds_config_from_profile
 from uet.pds.config import PdsConfig
 from uet.pds.endpoint import PdsEndpoint
 from uet.pds.events import (
@@ -197,7 +197,7 @@ class FabricEndpoint:
 
     @classmethod
     def factory(cls, **kwargs: Any) -> Callable[[Any], FabricEndpoint]:
-        """An ``endpoint_factory(ctx)`` for :class:`uet.fabric.api.Fabric`.
+        """An ``endpoint_factory(ctx)`` for :class:`uet.runtime.fabric.Fabric`.
 
         Data is sent with the fabric's trimmable DSCP, and trimmed packets are recognised by
         the fabric's trimmed code points (``ctx.qos``). ``kwargs`` go to the constructor;

@@ -1,7 +1,7 @@
 """A fabric test and benchmark end point: real UET frames, minimal transport logic.
 
 **Not the protocol implementation** (that is ``uet.pds`` / ``uet.ses`` glued by
-``uet.fep``). It exists so the fabric can be exercised, tested and benchmarked with
+``uet.endpoint.fep``). It exists so the fabric can be exercised, tested and benchmarked with
 realistic traffic before the real end point plugs in through the same
 :class:`~uet.fabric.endpoint.FrameEndpoint` shape.
 

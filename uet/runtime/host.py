@@ -1,7 +1,7 @@
 """The operation API of one fabric host, under Trio: ``await fab.ep(0).write(1, ...)``.
 
-A :class:`Host` is a façade bound to host ``index`` of a :class:`~uet.fabric.api.Fabric`
-whose end points are :class:`uet.fep.FabricEndpoint`. Every operation is started at once,
+A :class:`Host` is a façade bound to host ``index`` of a :class:`~uet.runtime.fabric.Fabric`
+whose end points are :class:`uet.endpoint.fep.FabricEndpoint`. Every operation is started at once,
 at the current fabric time, through ``fab.submit`` (so profile checks raise
 :class:`~uet.profiles.ProfileError` at the call, before anything is sent) and returns a
 handle you ``await``:
@@ -30,8 +30,8 @@ from uet.wire.constants import AtomicDatatype, AtomicOpcode, DeliveryMode, RspLi
 from uet.wire.constants import ReturnCode as Rc
 
 if TYPE_CHECKING:
-    from uet.fabric.api import Fabric
-    from uet.fep import FabricEndpoint
+    from uet.endpoint.fep import FabricEndpoint
+    from uet.runtime.fabric import Fabric
     from uet.ses.initiator import Operation
 
 __all__ = ["Host", "OperationTimeout", "PendingOp", "PendingRecv", "RecvResult", "Region"]
@@ -212,7 +212,7 @@ class Region:
 
 
 class Host:
-    """One fabric host's UET operations (a :class:`uet.fep.FabricEndpoint` underneath).
+    """One fabric host's UET operations (a :class:`uet.endpoint.fep.FabricEndpoint` underneath).
 
     Common keyword arguments of the operations: ``index`` (the target's resource index,
     default 0), ``job`` (default: this end point's job), ``pid`` (the target's PIDonFEP,
@@ -237,7 +237,7 @@ class Host:
         """The sans-IO end point (SES + PDS + CMS) this host runs."""
         ep = self.fab.endpoint(self.index)
         if not hasattr(ep, "ses"):
-            raise TypeError(f"{self.name} runs {type(ep).__name__}, not a uet.fep."
+            raise TypeError(f"{self.name} runs {type(ep).__name__}, not a uet.endpoint.fep."
                             "FabricEndpoint: build the fabric with Fabric(..., profile=...) "
                             "or endpoint_factory=FabricEndpoint.factory(...)")
         return ep
