@@ -22,6 +22,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from uet.errors import ConfigError, LocalError
 from uet.wire.constants import (
     AtomicDatatype,
     AtomicOpcode,
@@ -55,11 +56,11 @@ ATOMIC_OPCODES = frozenset({
 DEFERRABLE_OPCODES = frozenset({SesOpcode.DEFERRABLE_SEND, SesOpcode.DEFERRABLE_TSEND})
 
 
-class ProfileConfigError(ValueError):
+class ProfileConfigError(ConfigError):
     """A profile file is malformed: the message names the file, the key and the allowed values."""
 
 
-class ProfileError(Exception):
+class ProfileError(LocalError):
     """An operation that the local or the peer's profile does not allow."""
 
     def __init__(self, operation: str, profile: str, reason: str) -> None:

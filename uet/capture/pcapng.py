@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from uet.errors import RemoteError
+
 __all__ = ["PcapngWriter", "CapturedFrame", "CaptureError", "read_capture",
            "LINKTYPE_ETHERNET", "LINKTYPE_RAW"]
 
@@ -45,7 +47,7 @@ _EPB_HEAD = struct.Struct("<IIIIIII")
 _U32 = struct.Struct("<I")
 
 
-class CaptureError(Exception):
+class CaptureError(RemoteError):
     """The capture file is corrupt, truncated or not a pcap/pcapng file."""
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from uet.cms.api import (
     CmsConfig,
+    CmsConfigError,
     NullReceiverCongestion,
     ReceiverCongestion,
     SenderCongestion,
@@ -29,8 +30,8 @@ from uet.cms.sender import CmsSender
 ALGORITHMS = ("none", "nscc", "rccc", "nscc+rccc")
 
 
-def _bad(key: str, value: Any, allowed: str) -> ValueError:
-    return ValueError(f"cms.{key} must be {allowed}; got {value!r}")
+def _bad(key: str, value: Any, allowed: str) -> CmsConfigError:
+    return CmsConfigError(f"cms.{key}: must be {allowed}, got {value!r}")
 
 
 def validate_config(config: CmsConfig) -> CmsConfig:

@@ -19,6 +19,7 @@ import os
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
+from uet.errors import ConfigError
 from uet.profiles import builtin_profiles
 
 #: Memory region kinds: remote access rights of the region.
@@ -27,7 +28,7 @@ PERMS = ("read", "write", "atomic")
 CC_CHOICES = ("none", "nscc", "rccc", "nscc+rccc")
 
 
-class SetupError(ValueError):
+class SetupError(ConfigError):
     """A bad setup value; the message names the key and what is allowed."""
 
 

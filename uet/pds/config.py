@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from uet.errors import ConfigError
+
 PS_PER_US = 1_000_000
 PS_PER_MS = 1_000_000_000
 
@@ -18,7 +20,7 @@ ACK_TYPES = ("ack", "ack_cc")
 START_PSN_MODES = ("initiator", "target")
 
 
-class PdsConfigError(ValueError):
+class PdsConfigError(ConfigError):
     """A bad PdsConfig value; the message names the key and the allowed values."""
 
 

@@ -20,6 +20,7 @@ from collections import Counter, deque
 from collections.abc import Callable
 
 from uet.cms.api import NullReceiverCongestion, NullSenderCongestion
+from uet.errors import LocalError
 from uet.pds.ack import REQUEST_NEXT_HDRS
 from uet.pds.config import PdsConfig
 from uet.pds.events import (
@@ -72,7 +73,7 @@ class _CreditPacer:
         return None  # poll_credit re-arms at the scheduler's next deadline
 
 
-class PdcLimitError(RuntimeError):
+class PdcLimitError(LocalError, RuntimeError):
     """No initiator PDC can be opened (``max_initiator_pdcs`` or the ID space is exhausted)."""
 
 
@@ -552,7 +553,8 @@ class PdsEndpoint:
         if self.credit_scheduler is not None:
             self.poll_credit(now)
         else:
-            grant = pdc.receiver.credit_grant(now)
+            rccc = pdc.receiver.rccc
+            grant = rccc.credit_grant(now) if rccc is not None else 0
             if grant:
                 pdc.send_cp(now, CtlType.CREDIT, 0, 0, grant & 0xFFFFFFFF)
 

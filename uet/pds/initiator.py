@@ -98,7 +98,7 @@ class InitiatorPdc(PdcBase):
                  "seq", "detector", "rto", "rto_at", "cc", "fixed_ev", "ptype", "in_ring",
                  "last_progress", "next_probe", "probe_opaque", "idle_since",
                  "close_requested", "recovery_until", "last_clear_sent", "clear_kick_at", "backlog",
-                 "credit_based", "known_arrived", "peer_rcvd", "peer_rcvd_raw", "rack",
+                 "credit", "known_arrived", "peer_rcvd", "peer_rcvd_raw", "rack",
                  "rack_at", "last_tx", "last_ev", "retx_tie", "sack_reach")
 
     def __init__(self, ep, pdc_id: int, peer_ip: str, mode: DeliveryMode, key: tuple,
@@ -141,9 +141,9 @@ class InitiatorPdc(PdcBase):
         self.cc = cc
         rod = mode == DeliveryMode.ROD
         self.fixed_ev = cc.choose_ev(now) if rod and not cfg.rod_multi_ev else None
-        self.credit_based = bool(getattr(cc, "credit_based", False))
+        self.credit = cc.rccc  # the RCCC side of the CC, or None
         self.backlog = 0  # payload bytes queued: new + to retransmit (CMS on_backlog)
-        if cfg.cc_requests or self.credit_based:
+        if cfg.cc_requests or self.credit is not None:
             self.ptype = PdsType.ROD_CC_REQ if rod else PdsType.RUD_CC_REQ
         else:
             self.ptype = PdsType.ROD_REQ if rod else PdsType.RUD_REQ
@@ -161,17 +161,17 @@ class InitiatorPdc(PdcBase):
     def submit(self, now: int, req: SendRequest) -> None:
         self.queue.append(req)
         self.idle_since = None
-        if self.credit_based:
+        if self.credit is not None:
             self.backlog += len(req.payload)
-            self.cc.on_backlog(now, self.backlog)
+            self.credit.on_backlog(now, backlog_bytes=self.backlog)
         self.ep.activate(self)
 
     def _blocked_by_cc(self, now: int) -> None:
         """The CC refused a packet: ask for credit (RCCC) and wake up at its deadline."""
         self.ep.counters["blocked.cc"] += 1
         cc = self.cc
-        if self.credit_based:
-            payload = cc.poll_credit_request(now)
+        if self.credit is not None:
+            payload = self.credit.poll_credit_request(now)
             if payload is not None:
                 self.send_cp(now, CtlType.CREDIT_REQ, self.una(), 0, payload & 0xFFFFFFFF)
         d = cc.next_deadline()
@@ -194,12 +194,13 @@ class InitiatorPdc(PdcBase):
             tx = retx[0][2]
             if not tx.retx_queued or tx.released or tx.arrived:
                 heapq.heappop(retx)
-                if tx.retx_queued and self.credit_based and not tx.released:
+                if tx.retx_queued and self.credit is not None and not tx.released:
                     self.backlog -= tx.nbytes
-                    self.cc.on_backlog(now, self.backlog)
+                    self.credit.on_backlog(now, backlog_bytes=self.backlog)
                 tx.retx_queued = False
                 continue
-            if not self.cc.can_send(now, tx.nbytes, self.cc_inflight(), True):
+            if not self.cc.can_send(now, nbytes=tx.nbytes, in_flight=self.cc_inflight(),
+                                    retx=True):
                 self._blocked_by_cc(now)
                 return None
             heapq.heappop(retx)
@@ -229,7 +230,7 @@ class InitiatorPdc(PdcBase):
             return None
         req = queue[0]
         nbytes = len(req.payload)
-        if not self.cc.can_send(now, nbytes, self.cc_inflight()):
+        if not self.cc.can_send(now, nbytes=nbytes, in_flight=self.cc_inflight()):
             self._blocked_by_cc(now)
             return None
         mgr = self.ep.mgr
@@ -259,7 +260,7 @@ class InitiatorPdc(PdcBase):
         flags = AR if (retx or req.eom or cfg.ar_every_packet) else 0
         if not flags and cfg.ar_when_blocked and not tx.is_close:
             after = self.cc_inflight() + (0 if tx.inflight else tx.nbytes)
-            if not self.queue or self.cc.window_full(tx.nbytes, after):
+            if not self.queue or self.cc.window_full(nbytes=tx.nbytes, in_flight=after):
                 flags = AR
         if retx:
             flags |= RETX
@@ -273,15 +274,16 @@ class InitiatorPdc(PdcBase):
             pds = PdsRequest(self.ptype, NEXT_HDR[type(req.ses)], flags, psn_diff(clear, psn),
                              psn, self.pdc_id, self.dpdcid)
         if self.ptype >= RUD_CC_REQ:
-            pds.credit_target = self.cc.credit_target() & 0xFFFFFF
+            pds.credit_target = self.credit.credit_target() & 0xFFFFFF if self.credit \
+                else 0
         tx.send_time = now
         nbytes = tx.nbytes
         if not tx.inflight:
             tx.inflight = True
             self.inflight_bytes += nbytes
-        if self.credit_based:
+        if self.credit is not None:
             self.backlog -= nbytes
-            self.cc.on_backlog(now, self.backlog)
+            self.credit.on_backlog(now, backlog_bytes=self.backlog)
         tx.ev = ev
         if ev != self.last_ev:
             if self.last_ev is not None and self.rack is not None:
@@ -292,7 +294,7 @@ class InitiatorPdc(PdcBase):
         self.last_tx = now
         if self.rack is not None or self.detector.n:
             self.sent_order.append((seq, tx))
-        self.cc.on_send(now, nbytes, ev, retx)
+        self.cc.on_send(now, nbytes=nbytes, ev=ev, retx=retx)
         d = now + self.rto.rto_for(tx.retries)
         if self.rto_at is None or d < self.rto_at:
             self.rto_at = d
@@ -341,9 +343,9 @@ class InitiatorPdc(PdcBase):
             self._leave_flight(tx)
             self.retx_tie += 1
             heapq.heappush(self.retx, (psn_diff(tx.psn, self.start_psn), self.retx_tie, tx))
-            if self.credit_based:
+            if self.credit is not None:
                 self.backlog += tx.nbytes
-                self.cc.on_backlog(now, self.backlog)
+                self.credit.on_backlog(now, backlog_bytes=self.backlog)
             ep.activate(self)
         ep.counters["retx." + cause] += 1
         ep.log(now, "retransmit", pdc_id=self.pdc_id, psn=tx.psn, cause=cause)
@@ -484,7 +486,7 @@ class InitiatorPdc(PdcBase):
             self.last_progress = now
         if rtt is not None:
             self._rtt_sample(now, rtt)
-        self.cc.on_ack(now, AckFeedback(frame.ev, bool(flags & ACK_M), newly[0], newly[1], rtt,
+        self.cc.on_ack(now, fb=AckFeedback(frame.ev, bool(flags & ACK_M), newly[0], newly[1], rtt,
                                         self.cc_inflight(), ack if is_cc else None,
                                         bool(flags & ACK_RETX)))
         if self.rack is not None and newly[1]:
@@ -550,7 +552,7 @@ class InitiatorPdc(PdcBase):
         del self.outstanding[tx.psn]
         tx.released = True
         self._leave_flight(tx)
-        if tx.retx_queued and self.credit_based:
+        if tx.retx_queued and self.credit is not None:
             self.backlog -= tx.nbytes
         if not tx.arrived:
             newly[0] += tx.nbytes
@@ -612,7 +614,7 @@ class InitiatorPdc(PdcBase):
                 break
             lost.append(tx)
         for tx in lost:
-            self.cc.on_nack(now, NackFeedback(tx.ev, NackCode.RCVR_INFER_LOSS, tx.nbytes,
+            self.cc.on_nack(now, fb=NackFeedback(tx.ev, NackCode.RCVR_INFER_LOSS, tx.nbytes,
                                               in_flight_bytes=self.cc_inflight(),
                                               own_ev=True))
             self._queue_retx(now, tx, "rack")
@@ -627,7 +629,7 @@ class InitiatorPdc(PdcBase):
         if threshold < 0:  # htsim SLEEK: max(min(1.5 cwnd, maxwnd), 5 MTU) in packets
             cc, mtu = self.cc, self.cfg.mtu_payload
             cwnd = cc.cwnd
-            maxw = getattr(cc, "max_window", cwnd)
+            maxw = cc.max_window
             threshold = max(min(int(1.5 * cwnd), maxw), 5 * mtu) // mtu
         if ack.ooo_count < threshold or not ack.sack_bitmap:
             return
@@ -682,7 +684,7 @@ class InitiatorPdc(PdcBase):
             # whose first packets were all trimmed (incast) kept the 5 ms initial RTO
             self._rtt_sample(now, now - tx.send_time)
         if action == NackAction.RETRANSMIT:
-            self.cc.on_nack(now, NackFeedback(frame.ev, code, tx.nbytes,
+            self.cc.on_nack(now, fb=NackFeedback(frame.ev, code, tx.nbytes,
                                               bool(nack.flags & ACK_M), now - tx.send_time,
                                               self.cc_inflight(),
                                               bool(nack.flags & ACK_RETX)))
@@ -738,7 +740,8 @@ class InitiatorPdc(PdcBase):
             if self.state == PdcState.ESTABLISHED and self.outstanding:
                 self._close_req_kick(now)
         elif ctl == CtlType.CREDIT:
-            self.cc.on_credit(now, cp.payload)
+            if self.credit is not None:
+                self.credit.on_credit(now, credit=cp.payload)
             if self.has_data_work():
                 self.ep.activate(self)
 
@@ -833,9 +836,9 @@ class InitiatorPdc(PdcBase):
         self.retx.clear()
         self.sent_order.clear()
         self.inflight_bytes = 0
-        if self.credit_based and self.backlog:
+        if self.credit is not None and self.backlog:
             self.backlog = 0
-            self.cc.on_backlog(now, 0)
+            self.credit.on_backlog(now, backlog_bytes=0)
         if was_established:  # best-effort CLOSE so the target can free its PDC
             self.send_cp(now, CtlType.CLOSE, self.next_psn, CpFlag.AR)
         self.state = PdcState.ERROR
@@ -868,8 +871,8 @@ class InitiatorPdc(PdcBase):
         if d is not None:
             if d <= now:
                 cc.handle_timer(now)
-                if self.credit_based:
-                    payload = cc.poll_credit_request(now)
+                if self.credit is not None:
+                    payload = self.credit.poll_credit_request(now)
                     if payload is not None:
                         self.send_cp(now, CtlType.CREDIT_REQ, self.una(), 0,
                                      payload & 0xFFFFFFFF)
@@ -913,7 +916,7 @@ class InitiatorPdc(PdcBase):
         rto = self.rto
         nxt = None
         gap = False  # an outstanding packet below this one has not arrived
-        credit_wait = self.cc.waiting_for_credit() if self.credit_based else None
+        credit_wait = self.credit.waiting_for_credit() if self.credit is not None else None
         had_flight = self.inflight_bytes > 0
         for tx in list(self.outstanding.values()):
             period = rto.rto_for(tx.retries)
@@ -939,7 +942,7 @@ class InitiatorPdc(PdcBase):
                         tx.send_time = now
                     else:
                         if not tx.arrived:
-                            self.cc.on_timeout(now, tx.ev, tx.nbytes)
+                            self.cc.on_timeout(now, ev=tx.ev, nbytes=tx.nbytes)
                         self._queue_retx(now, tx, "rto")
                 d = now + rto.rto_for(tx.retries)
             if not tx.arrived:

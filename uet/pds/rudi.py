@@ -101,7 +101,7 @@ class RudiInitiator:
         tx.ev = ev
         tx.send_time = now
         nbytes = len(req.payload)
-        self.cc.on_send(now, nbytes, ev, retx)
+        self.cc.on_send(now, nbytes=nbytes, ev=ev, retx=retx)
         d = now + self.rto.rto_for(tx.retries)
         if self.rto_at is None or d < self.rto_at:
             self.rto_at = d
@@ -186,7 +186,7 @@ class RudiInitiator:
                         tx.req.msg_ref, f"RUDI retry limit ({cfg.max_retries}) reached"))
                     self._finish(tx)
                     continue
-                self.cc.on_timeout(now, tx.ev, len(tx.req.payload))
+                self.cc.on_timeout(now, ev=tx.ev, nbytes=len(tx.req.payload))
                 self._queue_retx(now, tx, "rto")
                 continue
             if nxt is None or d < nxt:

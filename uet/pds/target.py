@@ -89,7 +89,7 @@ class TargetPdc(PdcBase):
             self.rob = ReorderBuffer(cfg.rod_buffer_packets or cfg.mp_range,
                                      cfg.rod_buffer_bytes or (1 << 62), start_psn)
         self.receiver = receiver
-        self.credit_mode = getattr(receiver, "cc_type", 0) == 1
+        self.credit_mode = receiver.rccc is not None
         self.gtd: dict[int, tuple | None] = {}  # psn -> (ses, data, cost), None: not stored
         self.pending: dict[int, int] = {}  # psn -> token
         self.clear_psn = psn_add(start_psn, -1)
@@ -167,8 +167,8 @@ class TargetPdc(PdcBase):
         ep.counters["trimmed_rx"] += 1
         ep.nack(now, frame, NackCode.TRIMMED_LASTHOP if lasthop else NackCode.TRIMMED,
                 pds.psn, self.pdc_id, pds.spdcid, why="trimmed by a switch")
-        if pds.type >= PdsType.RUD_CC_REQ:
-            self.receiver.on_credit_request(now, pds.credit_target)
+        if pds.type >= PdsType.RUD_CC_REQ and self.receiver.rccc is not None:
+            self.receiver.rccc.on_credit_request(now, credit_target=pds.credit_target)
             ep.credit_changed(now, self)
 
     def _is_new(self, psn: int) -> bool:
@@ -204,8 +204,9 @@ class TargetPdc(PdcBase):
             self.max_eom = bool(getattr(frame.ses, "flags", EOM) & EOM)
         receiver = self.receiver
         nbytes = len(frame.payload)
-        receiver.on_data(now, nbytes, frame.ecn == 3, frame.pds.credit_target, in_order,
-                         ooo_count)
+        receiver.on_data(now, nbytes=nbytes, ecn_ce=frame.ecn == 3,
+                         credit_target=frame.pds.credit_target, in_order=in_order,
+                         ooo_count=ooo_count)
         counters = self.ep.counters
         counters["rx_packets"] += 1
         counters["rx_bytes"] += nbytes
@@ -499,7 +500,7 @@ class TargetPdc(PdcBase):
                 if 0 <= off < 64:
                     bm &= ~(1 << off)
             hdr.sack_bitmap = bm
-            self.receiver.fill_ack_cc(now, hdr)
+            self.receiver.fill_ack_cc(now, ack=hdr)
         self.cack_held = cack != tcack and self.state == ST_ESTABLISHED
         ep = self.ep
         ep.counters["ack_tx"] += 1
@@ -533,8 +534,9 @@ class TargetPdc(PdcBase):
         elif ctl == CtlType.PROBE:
             self.queue_explicit(self.held_cack(), None, b"", frame.ev, aflags,
                                 probe=cp.probe_opaque, sack_base=cp.payload)
-        elif ctl == CtlType.CREDIT_REQ and st == PdcState.ESTABLISHED:
-            self.receiver.on_credit_request(now, cp.payload & 0xFFFFFF)
+        elif ctl == CtlType.CREDIT_REQ and st == PdcState.ESTABLISHED \
+                and self.receiver.rccc is not None:
+            self.receiver.rccc.on_credit_request(now, credit_target=cp.payload & 0xFFFFFF)
             self.ep.credit_changed(now, self)
         # NOOP, NEGOTIATION: nothing to do (counted by the end point)
 

@@ -34,7 +34,7 @@ class UudSender:
         cfg = ep.cfg
         ev = self.cc.choose_ev(now)
         nbytes = len(req.payload)
-        self.cc.on_send(now, nbytes, ev, False)
+        self.cc.on_send(now, nbytes=nbytes, ev=ev, retx=False)
         ep.counters["uud_tx"] += 1
         ep.counters["tx_bytes"] += nbytes
         return Frame(pds=PdsUud(NEXT_HDR[type(req.ses)]), ses=req.ses, ext=req.ext,
