@@ -98,3 +98,21 @@ def test_fabric_does_not_import_runtime():
             if isinstance(node, ast.ImportFrom) and node.module:
                 assert not node.module.startswith("uet.runtime"), \
                     f"{path.name}:{node.lineno} imports {node.module}"
+
+
+#: PDS modules that hold protocol state: they reach the end point only through the
+#: PdcContext it hands them (docs/pds.md, "Structure"), never by importing it
+PDC_MODULES = ("initiator.py", "target.py", "recovery.py", "ack.py", "rudi.py", "uud.py",
+               "context.py", "manager.py", "states.py")
+
+
+@pytest.mark.parametrize("name", PDC_MODULES)
+def test_pdc_modules_do_not_import_the_end_point(name):
+    tree = ast.parse((ROOT / "pds" / name).read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            assert node.module != "uet.pds.endpoint", f"pds/{name}:{node.lineno}"
+        if isinstance(node, ast.Attribute):
+            assert node.attr not in ("now_hint",), f"pds/{name}:{node.lineno}: {node.attr}"
+    src = (ROOT / "pds" / name).read_text(encoding="utf-8")
+    assert "self.ep." not in src and "getattr(cc" not in src, name

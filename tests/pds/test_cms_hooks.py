@@ -305,7 +305,7 @@ def test_cc_in_flight_counts_target_rcvd_bytes_beyond_the_sack_bitmap():
     done.pds.rcvd_bytes = 8000
     s.feed(done)
     assert pdc.inflight_bytes == pdc.cc_inflight() == 0
-    assert pdc.known_arrived == pdc.peer_rcvd == 8000
+    assert pdc.rec.known_arrived == pdc.rec.peer_rcvd == 8000
 
 
 def test_ar_when_the_cc_window_is_full_or_the_queue_empties():

@@ -370,9 +370,9 @@ class FabricEndpoint:
         if not ev.token:
             return
         if reply.nack is not None:
-            self.pds.reject(ev.token, reply.nack)
+            self.pds.reject(now, ev.token, reply.nack)
         else:
-            self.pds.respond(ev.token, reply.response, reply.data)
+            self.pds.respond(now, ev.token, reply.response, reply.data)
 
     def _completed(self, now: int, done: Any) -> None:
         self.completions.append(done)
