@@ -123,6 +123,12 @@ SCHEMA: dict[str, Key] = {
                                        hi=1 << 20),
     "ses.completed_history": Key("int", "completed message IDs remembered (duplicates)",
                                  lo=1, hi=32768),
+    "ses.reassembly_timeout_ms": Key("int", "a message whose packets stop arriving this long "
+                                     "is abandoned (and read data awaited this long)", lo=1,
+                                     hi=3_600_000, required=False),
+    "ses.unexpected_timeout_ms": Key("int", "unexpected messages, rendezvous exposures and "
+                                     "deferred sends wait at most this long", lo=1,
+                                     hi=86_400_000, required=False),
     "cms.algorithms": Key("enumlist", "congestion control algorithms allowed", CC_ALGORITHMS),
     "cms.default": Key("enum", "congestion control used by default", CC_DEFAULTS),
     "cms.ev_selector": Key("enum", "EV (entropy) selection", EV_SELECTORS),
@@ -159,6 +165,12 @@ class SesParams:
     unexpected_max_bytes: int
     reassembly_max_messages: int
     completed_history: int
+    #: abandon a message (free its reassembly slot) whose packets stopped arriving this
+    #: long; the end point raises it to at least the PDS's progress bound
+    reassembly_timeout_ms: int = 10_000
+    #: unexpected messages, rendezvous exposures, deferred sends and reserved receives wait
+    #: at most this long
+    unexpected_timeout_ms: int = 60_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -427,7 +439,8 @@ def _build(v: dict[str, Any], source: str) -> Profile:
     cap = FepCap(0)
     for name in v["profile.fep_cap"]:
         cap |= FepCap[name]
-    ses = SesParams(**{k.split(".", 1)[1]: v[k] for k in SCHEMA if k.startswith("ses.")})
+    ses = SesParams(**{k.split(".", 1)[1]: v[k] for k in SCHEMA
+                       if k.startswith("ses.") and k in v})
     return Profile(
         name=v["profile.name"],
         title=v["profile.title"],

@@ -213,7 +213,8 @@ class PdsEndpoint:
                 if frame is None:
                     pdc.in_ack_ring = False
                     continue
-                if pdc.acks.pending:
+                acks = pdc.acks  # AckScheduler.pending, inline: once per ACK
+                if acks.explicit or acks.co.now or acks.co.owed:
                     ring.append(pdc)
                 else:
                     pdc.in_ack_ring = False
@@ -347,8 +348,14 @@ class PdsEndpoint:
             ctx.nack(now, frame, NackCode.INVALID_SYN, pds.psn, 0, pds.spdcid,
                      why="SYN psn_offset beyond the receive window")
             return None
+        if mgr.source_full(frame.src_ip):
+            self.counters["refused.pdcs_per_source"] += 1
+            ctx.nack(now, frame, NackCode.NO_PDC_AVAIL, pds.psn, 0, pds.spdcid,
+                     why="target PDC limit per source reached")
+            return None
         pid = mgr.alloc_id() if mgr.can_open(TARGET) else None
         if pid is None:
+            self.counters["refused.target_pdcs"] += 1
             ctx.nack(now, frame, NackCode.NO_PDC_AVAIL, pds.psn, 0, pds.spdcid,
                      why="target PDC limit reached")
             return None
@@ -465,9 +472,9 @@ class PdsEndpoint:
 
     # ================================================================== end point services
     def _finalize_seen(self, now: int) -> None:
-        take = self.ctx.take_token
+        take = self._tokens.pop
         for token in self._seen:
-            entry = take(token)
+            entry = take(token, None)
             if entry is not None:
                 entry.pdc.finalize(now, entry)
         self._seen.clear()

@@ -158,7 +158,7 @@ class InitiatorPdc(PdcBase):
 
     def has_data_work(self) -> bool:
         st = self.state
-        return self.rec.has_retransmission() or (
+        return bool(self.rec.retx) or (
             bool(self.queue) and (st is ST_ESTABLISHED or st is ST_SYN))
 
     # ------------------------------------------------------------------ recovery callbacks
@@ -166,7 +166,10 @@ class InitiatorPdc(PdcBase):
         self.ctx.arm(self, t)
 
     def _released(self, now: int, pkt: SentPacket, original: bool) -> None:
-        self.ctx.tx_memory.release(pkt.cost)
+        mem = self.ctx.tx_memory
+        mem.used -= pkt.cost
+        if mem.waiters:
+            mem.wake_waiters()
         if pkt.is_close:
             self.transition(InitiatorEvent.CLOSE_ACKED)
             self.ctx.closed(now, self, error=False, reason="closed")
@@ -311,16 +314,18 @@ class InitiatorPdc(PdcBase):
             return None
         mem = self.ctx.tx_memory
         cost = nbytes + TX_OVERHEAD
-        if not mem.fits(cost):
+        used = mem.used
+        if used + cost > mem.limit and used:  # MemoryAccount.fits, inline: per packet
             counters["blocked.memory"] += 1
             mem.wait(self)
             return None
         queue.popleft()
         self.next_psn = psn_add(psn, 1)
         pkt = SentPacket(psn, req, nbytes, cost)
-        rec.track(pkt)
-        mem.used += cost
-        if len(rec.outstanding) == 1:
+        outstanding = rec.outstanding
+        outstanding[psn] = pkt  # LossRecovery.track, inline
+        mem.used = used + cost
+        if len(outstanding) == 1:
             self.last_progress = now
             if cfg.probe_after_ps:
                 self.ctx.arm(self, now + cfg.probe_after_ps)
@@ -359,7 +364,6 @@ class InitiatorPdc(PdcBase):
             self.backlog -= nbytes
             self.credit.on_backlog(now, backlog_bytes=self.backlog)
         self.cc.on_send(now, nbytes=nbytes, ev=ev, retx=retx)
-        rec.arm_rto(now, pkt)
         counters = self.ctx.counters
         counters["tx_packets"] += 1
         counters["tx_bytes"] += nbytes

@@ -86,7 +86,7 @@ class PdcManager:
     """PDC tables and resource accounting of one end point."""
 
     __slots__ = ("cfg", "rng", "by_id", "ini_by_key", "tgt_by_key", "lingering",
-                 "n_initiator", "n_target")
+                 "n_initiator", "n_target", "per_source")
 
     def __init__(self, cfg: PdsConfig, rng: random.Random) -> None:
         self.cfg = cfg
@@ -97,12 +97,25 @@ class PdcManager:
         self.lingering: deque[PdcBase] = deque()
         self.n_initiator = 0  # open (not lingering) initiator PDCs
         self.n_target = 0  # open (including PENDING) target PDCs
+        self.per_source: dict[str, int] = {}  # open target PDCs per source address
 
     # ------------------------------------------------------------------ IDs and limits
     def can_open(self, role: str) -> bool:
         if role == INITIATOR:
             return self.n_initiator < self.cfg.max_initiator_pdcs
         return self.n_target < self.cfg.max_target_pdcs
+
+    def source_full(self, src: str) -> bool:
+        """``src`` already holds ``max_target_pdcs_per_source`` open target PDCs."""
+        limit = self.cfg.max_target_pdcs_per_source
+        return bool(limit) and self.per_source.get(src, 0) >= limit
+
+    def _target_gone(self, pdc: PdcBase) -> None:
+        n = self.per_source.get(pdc.peer_ip, 0) - 1
+        if n > 0:
+            self.per_source[pdc.peer_ip] = n
+        else:
+            self.per_source.pop(pdc.peer_ip, None)
 
     def alloc_id(self) -> int | None:
         """A free PDC ID (1..65535) chosen by the rng, or None if every ID is taken."""
@@ -128,6 +141,7 @@ class PdcManager:
         else:
             self.tgt_by_key[pdc.key] = pdc
             self.n_target += 1
+            self.per_source[pdc.peer_ip] = self.per_source.get(pdc.peer_ip, 0) + 1
 
     def unmap_initiator(self, pdc: PdcBase) -> None:
         """Stop new requests from joining ``pdc`` (it is closing)."""
@@ -143,6 +157,7 @@ class PdcManager:
             self.unmap_initiator(pdc)
         else:
             self.n_target -= 1
+            self._target_gone(pdc)
         pdc.linger_until = until
         self.lingering.append(pdc)
         evicted = []
@@ -170,6 +185,7 @@ class PdcManager:
                 self.n_initiator -= 1
             else:
                 self.n_target -= 1
+                self._target_gone(pdc)
 
     def drop_lingering(self, pdc: PdcBase) -> None:
         """Free a lingering PDC whose MSL expired."""

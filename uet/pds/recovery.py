@@ -190,7 +190,8 @@ class LossRecovery:
 
     # ================================================================== sending
     def on_sent(self, now: int, pkt: SentPacket, retx: bool, ev: int) -> None:
-        """Bookkeeping of one data transmission (first or repeated) of ``pkt`` on ``ev``."""
+        """Bookkeeping of one data transmission (first or repeated) of ``pkt`` on ``ev``,
+        and its RTO."""
         if retx:
             pkt.ever_retx = True
         pkt.send_time = now
@@ -207,6 +208,10 @@ class LossRecovery:
         self.last_tx = now
         if self.rack is not None or self.detector.n:
             self.sent_order.append((seq, pkt))
+        d = now + self.rto.rto_for(pkt.retries)  # its RTO may be the earliest
+        if self.rto_at is None or d < self.rto_at:
+            self.rto_at = d
+            self.arm(d)
 
     def arm_rto(self, now: int, pkt: SentPacket) -> None:
         """``pkt`` was (re)sent at ``now``: its RTO may be the earliest."""

@@ -215,6 +215,7 @@ class RudiTarget:
         m = RUDI_M if frame.ecn == 3 else 0
         if cached is not None:
             self.cache.move_to_end(key)
+            self.cache[key] = (*cached[:3], now)
             ep.counters["duplicates"] += 1
             self._send(frame, pds.pkt_id, cached[0], cached[1], m | RUDI_RETX)
             return
@@ -252,11 +253,23 @@ class RudiTarget:
         cost = len(data) + CACHE_OVERHEAD
         cache = self.cache
         mem = self.ctx.rx_memory
-        cache[(entry.src_ip, entry.psn)] = (response, data, cost)
+        cache[(entry.src_ip, entry.psn)] = (response, data, cost, now)
         mem.used += cost
+        counters = self.ctx.counters
         while len(cache) > self.cfg.rudi_cache_entries:
             _, old = cache.popitem(last=False)
             mem.used -= old[2]
+            counters["rudi_cache_evicted"] += 1
+        # entries older than rudi_cache_ps go too (oldest first: the LRU order is also
+        # the order of their last use, refreshed when a duplicate is answered)
+        limit = now - self.cfg.rudi_cache_ps
+        while cache:
+            key, old = next(iter(cache.items()))
+            if old[3] > limit:
+                break
+            del cache[key]
+            mem.used -= old[2]
+            counters["rudi_cache_expired"] += 1
         self._send_to(entry.src_ip, entry.ev, entry.psn, response, data, entry.flags)
         return True
 

@@ -160,7 +160,11 @@ class TargetPdc(PdcBase):
             if r is NEW:
                 self._arrival(now, frame, in_order, ooo)
                 self._deliver(now, frame, psn)
-                self._ack_trigger(now, frame, psn, flags)
+                ce = frame.ecn == 3  # the coalescing decision (AckScheduler)
+                self.acks.on_accepted(now, psn, frame.ev,
+                                      (ACK_M if ce else 0) | (ACK_RETX if flags & RETX else 0),
+                                      flags & AR != 0, len(frame.payload),
+                                      bool(flags & IMMEDIATE) or ce)
                 return
         else:  # ROD: strict PSN order through the reorder buffer
             r = self._rx_rod(now, frame, pds, psn)

@@ -108,6 +108,7 @@ class Unexpected:
     mode: int = 2  # delivery mode the message came in (RUD); reused for the pull / RTR
     queue: Any = None  # the MatchQueue holding this entry
     key: Any = None  # the message key (src, initiator, job, message ID), if any
+    arrived: int = 0  # time it was listed (ps): ses.unexpected_timeout_ms counts from it
 
     def place(self, offset: int, data: bytes) -> int:
         end = min(len(self.data), offset + len(data))

@@ -67,7 +67,7 @@ from uet.wire.records import (
 
 __all__ = [
     "encode_frame", "decode_frame", "decode_headers", "FrameHeaders", "encode_uet",
-    "decode_uet", "peek_flow",
+    "decode_uet", "peek_flow", "opens_state",
     "uet_header_length", "get_dscp_ecn", "set_dscp_ecn", "mark_ce", "trim_frame",
     "ETH_HLEN", "ETHERTYPE_IPV4", "ETHERTYPE_IPV6",
 ]
@@ -1032,6 +1032,32 @@ def decode_headers(data: bytes | bytearray | memoryview, orig_len: int | None = 
     except Exception as exc:  # the decoder must never leak anything else
         raise DecodeError("frame", 0, f"undecodable input ({type(exc).__name__}: {exc})") \
             from exc
+
+
+#: PDS types that answer the receiver's own traffic (ACKs, NACKs, RUDI responses)
+_ANSWERS = frozenset({5, 7, 8, 9, 10, 12})
+#: PDS types whose requests may carry SYN (RUD/ROD requests, CC requests, CPs)
+_SYN_CAPABLE = frozenset({2, 3, 11, 13, 14})
+
+
+def opens_state(data: bytes | bytearray | memoryview) -> bool:
+    """Would the UET bytes after the UDP header (``data``) make the receiver create state,
+    or can they not be read at once? True for a SYN request or control packet, a RUDI or
+    UUD request, a TSS-protected packet and anything shorter than a PDS prologue; False
+    for ACKs, NACKs, RUDI responses and requests / CPs of an established PDC (no SYN).
+
+    One look at the first 16 bits, nothing decoded: what a receive loop needs to serve the
+    PDCs it already has before the packets that would open new ones (a SYN flood must not
+    starve an established peer)."""
+    if len(data) < 2:
+        return True
+    word = data[0] << 8 | data[1]
+    t = word >> 11
+    if t in _ANSWERS:
+        return False
+    if t in _SYN_CAPABLE:
+        return bool(word & 0x04)
+    return True
 
 
 # --------------------------------------------------------------------------- switch helpers
