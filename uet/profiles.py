@@ -369,8 +369,9 @@ def _check_value(source: str, key: str, value: Any) -> None:
         if not isinstance(value, bool):
             raise ProfileConfigError(f"{where}: expected true or false ({spec.doc})")
     elif spec.kind == "int":
-        if isinstance(value, bool) or not isinstance(value, int) or not (
-                spec.lo <= value <= spec.hi):
+        lo = spec.lo if spec.lo is not None else value
+        hi = spec.hi if spec.hi is not None else value
+        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
             raise ProfileConfigError(
                 f"{where}: expected an integer in {spec.lo}..{spec.hi} ({spec.doc})")
     elif spec.kind == "enum":
@@ -476,7 +477,7 @@ def feature_matrix(profiles: list[Profile]) -> list[tuple[str, list[str]]]:
     def row(name: str, fn) -> None:
         rows.append((name, [fn(p) for p in profiles]))
 
-    row("fep_cap", lambda p: " ".join(m.name for m in FepCap if m in p.fep_cap))
+    row("fep_cap", lambda p: " ".join(str(m.name) for m in FepCap if m in p.fep_cap))
     for mode in DeliveryMode:
         row(f"mode {mode.name}", lambda p, m=mode: _yes(m in p.modes))
     row("default mode", lambda p: p.default_mode.name)

@@ -91,9 +91,11 @@ class CreditSender(Protocol):
 class SenderCongestion(Protocol):
     """Per-PDC sender side: EV selection plus window (and, through ``rccc``, credit)."""
 
-    #: the credit side of this sender (RCCC), or None: then the PDS sends plain requests
-    #: and never asks for credit
-    rccc: CreditSender | None
+    @property
+    def rccc(self) -> CreditSender | None:
+        """The credit side of this sender (RCCC), or None: then the PDS sends plain
+        requests and never asks for credit."""
+        ...
 
     def choose_ev(self, now: int) -> int:
         """EV (16 bits) for the next data packet of this PDC."""
@@ -155,9 +157,15 @@ class CreditReceiver(Protocol):
 class ReceiverCongestion(Protocol):
     """Per-PDC receiver side: ACK_CC state (and, through ``rccc``, credit)."""
 
-    cc_type: int  # CcType written in ACK_CC
-    #: the credit side of this receiver (RCCC), or None
-    rccc: CreditReceiver | None
+    @property
+    def cc_type(self) -> int:
+        """The CcType written in ACK_CC."""
+        ...
+
+    @property
+    def rccc(self) -> CreditReceiver | None:
+        """The credit side of this receiver (RCCC), or None."""
+        ...
 
     def on_data(self, now: int, *, nbytes: int, ecn_ce: bool, credit_target: int,
                 in_order: bool, ooo_count: int | None = None) -> None:

@@ -21,7 +21,7 @@ from uet.cms.api import (
     ReceiverCongestion,
     SenderCongestion,
 )
-from uet.cms.ev_selection import SELECTORS, FixedEv, make_ev_selector
+from uet.cms.ev_selection import SELECTORS, EvSelector, FixedEv, make_ev_selector
 from uet.cms.nscc import Nscc, NsccParams, max_window_bytes
 from uet.cms.rccc import CreditScheduler, RcccReceiver, SenderCredit
 from uet.cms.receiver import NsccReceiver
@@ -78,6 +78,7 @@ def make_sender(
 ) -> SenderCongestion:
     """The sender side of one PDC. ``ordered``: a ROD PDC, which gets a fixed EV."""
     validate_config(config)
+    selector: EvSelector
     if ordered:
         selector = FixedEv(rng)
     else:

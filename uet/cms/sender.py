@@ -17,7 +17,7 @@ It implements :class:`uet.cms.api.SenderCongestion` and, under RCCC, the
 
 from __future__ import annotations
 
-from uet.cms.api import AckFeedback, CmsConfig, NackFeedback
+from uet.cms.api import AckFeedback, CmsConfig, CreditSender, NackFeedback
 from uet.cms.ev_selection import EvSelector, PathFeedback
 from uet.cms.nscc import Nscc
 from uet.cms.rccc import SenderCredit, serial_diff24
@@ -50,7 +50,7 @@ class CmsSender:
         self.credit = credit
         self.credit_based = credit is not None
         #: the credit interface (this object) under RCCC, else None (uet.cms.api)
-        self.rccc: CmsSender | None = self if credit is not None else None
+        self.rccc: CreditSender | None = self if credit is not None else None
         self.window_bytes = window_bytes  # fixed window when neither NSCC nor RCCC
         self.base_rtt = config.base_rtt_ps
         self.last_request_at: int | None = None

@@ -67,14 +67,6 @@ def default_response(ses: object | None) -> SesResponse:
                        job_id=getattr(ses, "job_id", 0) or 0)
 
 
-def make_ack_header(ack_cc: bool, flags: int, ack_psn_offset: int, cack: int, spdcid: int,
-                    dpdcid: int, next_hdr: int) -> PdsAck | PdsAckCc:
-    """ACK or ACK_CC header without SACK / CC state (the caller fills those)."""
-    if ack_cc:
-        return PdsAckCc(PdsType.ACK_CC, next_hdr, flags, ack_psn_offset, cack, spdcid, dpdcid)
-    return PdsAck(next_hdr, flags, ack_psn_offset, cack, spdcid, dpdcid)
-
-
 def clamp_offset(psn: int, base: int) -> int:
     """Signed 16-bit offset of ``psn`` from ``base``; 0 if it does not fit."""
     off = psn_diff(psn, base)
@@ -288,15 +280,15 @@ def build_ack(ctx: PdcContext, src: AckSource, now: int, ack_psn: int | None, fl
     req, closed, established = src.ack_state()
     flags |= req
     nh = NEXT_HDR[type(ses)] if ses is not None else 0
-    ack_cc = cfg.ack_type == "ack_cc"
-    hdr = make_ack_header(ack_cc, flags, off, cack, src.pdc_id, src.peer_pdcid, nh)
-    if ack_cc:
+    hdr: PdsAck | PdsAckCc
+    if cfg.ack_type == "ack_cc":
+        hdr = cc = PdsAckCc(PdsType.ACK_CC, nh, flags, off, cack, src.pdc_id, src.peer_pdcid)
         base = psn_add(cack, 1) if sack_base is None else sack_base
         soff = psn_diff(base, cack)
         if not -32768 <= soff <= 32767:
             base, soff = psn_add(cack, 1), 1
-        hdr.mpr = src.mpr
-        hdr.sack_psn_offset = soff
+        cc.mpr = src.mpr
+        cc.sack_psn_offset = soff
         if closed:
             bm = _ALL_SACKED
         elif (cack != tcack) if sack_base is None else (base != sack_base):
@@ -305,8 +297,10 @@ def build_ack(ctx: PdcContext, src: AckSource, now: int, ack_psn: int | None, fl
             d = psn_diff(p, base)
             if 0 <= d < 64:
                 bm &= ~(1 << d)
-        hdr.sack_bitmap = bm
-        src.receiver.fill_ack_cc(now, ack=hdr)
+        cc.sack_bitmap = bm
+        src.receiver.fill_ack_cc(now, ack=cc)
+    else:
+        hdr = PdsAck(nh, flags, off, cack, src.pdc_id, src.peer_pdcid)
     src.cack_held = cack != tcack and established
     ctx.counters["ack_tx"] += 1
     return Frame(pds=hdr, ses=ses, payload=data, src_ip=ctx.local_ip, dst_ip=src.peer_ip,
@@ -328,5 +322,4 @@ __all__ = [
     "build_ack",
     "clamp_offset",
     "default_response",
-    "make_ack_header",
 ]

@@ -127,7 +127,7 @@ class PdsEndpoint:
         self._rudi_ini: RudiInitiator | None = None
         self.rudi_target = RudiTarget(ctx)
         self._uud: UudSender | None = None
-        self._rx = {
+        self._rx: dict[int, Callable[[int, Frame, Any], None]] = {
             PdsType.RUD_REQ: self._rx_request, PdsType.ROD_REQ: self._rx_request,
             PdsType.RUD_CC_REQ: self._rx_request, PdsType.ROD_CC_REQ: self._rx_request,
             PdsType.ACK: self._rx_ack, PdsType.ACK_CC: self._rx_ack,
@@ -290,7 +290,7 @@ class PdsEndpoint:
         if self.ctrl or self.ack_ring or self.ring or self.events:
             return False
         for p in self.mgr.by_id.values():
-            if p.role == INITIATOR and not p.lingering and (p.outstanding or p.queue):
+            if type(p) is InitiatorPdc and not p.lingering and (p.outstanding or p.queue):
                 return False
         return not (self._rudi_ini and (self._rudi_ini.outstanding or self._rudi_ini.queue))
 
@@ -368,7 +368,7 @@ class PdsEndpoint:
         pdc = TargetPdc(ctx, pid, frame.src_ip, mode, key, pds.spdcid, start,
                         self._receiver_cc(pid), now,
                         TargetState.PENDING if pending else _T_ESTABLISHED)
-        mgr.register(pdc)
+        mgr.register_target(pdc)
         if pending:
             pdc.pending_until = now + cfg.new_pdc_time_ps
             ctx.arm(pdc, pdc.pending_until)
@@ -390,13 +390,13 @@ class PdsEndpoint:
                 f"max_initiator_pdcs={self.cfg.max_initiator_pdcs} reached")
         pdc = InitiatorPdc(self.ctx, pid, req.dst_ip, req.mode, key, req.job_id, req.tc,
                            _start_psn(self.cfg, self.rng), self._sender_cc(req.mode), now)
-        mgr.register(pdc)
+        mgr.register_initiator(pdc)
         self.ctx.opened(now, pdc)
         return pdc
 
     def _rx_ack(self, now: int, frame: Frame, ack: Any) -> None:
         pdc = self.mgr.by_id.get(ack.dpdcid)
-        if pdc is None or pdc.role != INITIATOR:
+        if type(pdc) is not InitiatorPdc:
             self.counters["ack_rx"] += 1
             self.counters["dropped.ack_unknown_pdc"] += 1
             return
@@ -412,7 +412,7 @@ class PdsEndpoint:
                 self._rudi_ini.rx_nack(now, frame, nack)
             return
         pdc = self.mgr.by_id.get(nack.dpdcid)
-        if pdc is None or pdc.role != INITIATOR:
+        if type(pdc) is not InitiatorPdc:
             self.counters["dropped.nack_unknown_pdc"] += 1
             return
         pdc.rx_nack(now, frame, nack)

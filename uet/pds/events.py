@@ -59,7 +59,7 @@ class ResponseReceived(PdsEvent):
     """An SES response (in an ACK or a RUDI_RESP) for a packet of ``msg_ref``."""
 
     msg_ref: object
-    ses: SesResponseHeader
+    ses: SesResponseHeader | SesHeader  # a response header (the codec's type is wider)
     payload: bytes
     psn: int = 0
 

@@ -170,11 +170,12 @@ class InitiatorPdc(PdcBase):
         mem.used -= pkt.cost
         if mem.waiters:
             mem.wake_waiters()
-        if pkt.is_close:
+        req = pkt.req
+        if req is None:  # the CLOSE
             self.transition(InitiatorEvent.CLOSE_ACKED)
             self.ctx.closed(now, self, error=False, reason="closed")
         else:
-            self.ctx.emit(PacketAcked(pkt.req.msg_ref, pkt.psn))
+            self.ctx.emit(PacketAcked(req.msg_ref, pkt.psn))
 
     def _resend_control(self, now: int, pkt: SentPacket) -> None:
         if pkt.is_close:
@@ -335,6 +336,7 @@ class InitiatorPdc(PdcBase):
         cfg = self.cfg
         rec = self.rec
         req = pkt.req
+        assert req is not None  # data packets only: the CLOSE travels as a CP
         ev = self.fixed_ev
         if ev is None:
             ev = self.cc.choose_ev(now)

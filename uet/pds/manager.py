@@ -12,10 +12,14 @@ from __future__ import annotations
 import random
 from collections import deque
 from enum import Enum, IntEnum
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from uet.pds.config import PdsConfig
 from uet.pds.states import LINGERING, PdcStateError
+
+if TYPE_CHECKING:
+    from uet.pds.initiator import InitiatorPdc
+    from uet.pds.target import TargetPdc
 
 INITIATOR = "initiator"
 TARGET = "target"
@@ -35,6 +39,7 @@ class PdcBase:
     TRANSITIONS: ClassVar[dict[tuple[Any, Any], Any]] = {}
     #: the role's FREED state (set by the subclass)
     FREED: ClassVar[Any] = None
+    start_psn: int  # both roles have one (a slot of the subclass)
 
     def __init__(self, ctx: Any, pdc_id: int, role: str, peer_ip: str, mode: Any, key: tuple,
                  state: IntEnum) -> None:
@@ -91,9 +96,9 @@ class PdcManager:
     def __init__(self, cfg: PdsConfig, rng: random.Random) -> None:
         self.cfg = cfg
         self.rng = rng
-        self.by_id: dict[int, PdcBase] = {}
-        self.ini_by_key: dict[tuple, PdcBase] = {}
-        self.tgt_by_key: dict[tuple, PdcBase] = {}
+        self.by_id: dict[int, InitiatorPdc | TargetPdc] = {}
+        self.ini_by_key: dict[tuple, InitiatorPdc] = {}
+        self.tgt_by_key: dict[tuple, TargetPdc] = {}
         self.lingering: deque[PdcBase] = deque()
         self.n_initiator = 0  # open (not lingering) initiator PDCs
         self.n_target = 0  # open (including PENDING) target PDCs
@@ -133,15 +138,16 @@ class PdcManager:
                 return pid
         return None  # pragma: no cover - guarded by the length check
 
-    def register(self, pdc: PdcBase) -> None:
+    def register_initiator(self, pdc: InitiatorPdc) -> None:
         self.by_id[pdc.pdc_id] = pdc
-        if pdc.role == INITIATOR:
-            self.ini_by_key[pdc.key] = pdc
-            self.n_initiator += 1
-        else:
-            self.tgt_by_key[pdc.key] = pdc
-            self.n_target += 1
-            self.per_source[pdc.peer_ip] = self.per_source.get(pdc.peer_ip, 0) + 1
+        self.ini_by_key[pdc.key] = pdc
+        self.n_initiator += 1
+
+    def register_target(self, pdc: TargetPdc) -> None:
+        self.by_id[pdc.pdc_id] = pdc
+        self.tgt_by_key[pdc.key] = pdc
+        self.n_target += 1
+        self.per_source[pdc.peer_ip] = self.per_source.get(pdc.peer_ip, 0) + 1
 
     def unmap_initiator(self, pdc: PdcBase) -> None:
         """Stop new requests from joining ``pdc`` (it is closing)."""

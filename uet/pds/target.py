@@ -222,12 +222,13 @@ class TargetPdc(PdcBase):
     def _arrival(self, now: int, frame: Frame, in_order: bool, ooo_count: int) -> None:
         """Bookkeeping for one newly accepted packet (before any reordering): whether the
         highest PSN ends a message, the congestion state, counters."""
-        if frame.pds.psn == self.tracker.max_psn:
+        pds: Any = frame.pds  # a request (the receive paths only pass requests)
+        if pds.psn == self.tracker.max_psn:
             # response data carried as requests (ref 4.7) has no EOM flag: complete
             self.max_eom = bool(getattr(frame.ses, "flags", EOM) & EOM)
         nbytes = len(frame.payload)
         self.receiver.on_data(now, nbytes=nbytes, ecn_ce=frame.ecn == 3,
-                              credit_target=frame.pds.credit_target, in_order=in_order,
+                              credit_target=pds.credit_target, in_order=in_order,
                               ooo_count=ooo_count)
         counters = self.ctx.counters
         counters["rx_packets"] += 1
@@ -263,7 +264,7 @@ class TargetPdc(PdcBase):
             return
         ctx.counters["duplicates"] += 1
         aflags = (ACK_M if frame.ecn == 3 else 0) | (ACK_RETX if pds.flags & RETX else 0)
-        stored = self.gtd.get(psn, _MISSING)
+        stored: Any = self.gtd.get(psn, _MISSING)
         if stored is not _MISSING:
             if stored is None:
                 ctx.nack(now, frame, NackCode.GTD_RESP_UNAVAIL, psn, self.pdc_id, pds.spdcid,
@@ -479,7 +480,7 @@ class TargetPdc(PdcBase):
             else:
                 self.acks.explicit_ack(psn, None, b"", frame.ev, aflags | ACK_RETX)
             return
-        stored = self.gtd.get(psn, _MISSING)
+        stored: Any = self.gtd.get(psn, _MISSING)
         if stored is not _MISSING:
             if stored is None:
                 ctx.nack(now, frame, NackCode.GTD_RESP_UNAVAIL, psn, self.pdc_id, cp.spdcid,

@@ -380,6 +380,7 @@ class Initiator:
         self._waiting.pop(op.op_id, None)  # the restart travels through the PDS
         op._ok = False
         self.ep.counters["deferrable_restarts"] += 1
+        assert op._rebuild is not None  # every deferrable send has one
         op._rebuild()
         return Rc.OK
 
@@ -590,6 +591,7 @@ class Initiator:
             if end > op.length:
                 self._fail(op, Rc.TOO_LONG, "read data beyond the requested length")
                 return
+            assert op._read is not None  # every READ has its intervals
             if op._read.add(offset, end) or not payload:
                 if op._on_data is not None:
                     op._on_data(offset, payload)
@@ -597,6 +599,7 @@ class Initiator:
                     op.data[offset:end] = payload
         elif op.opcode in _FETCHING:
             op.data = bytearray(payload)
+            assert op.atomic is not None  # a fetching atomic knows its datatype
             dt = op.atomic[1]
             if atomics.datatype_info(dt) is not None and payload:
                 op.value = atomics.decode(dt, payload)
@@ -608,10 +611,12 @@ class Initiator:
         if op.done:
             return
         if op.opcode == SesOpcode.READ:
+            assert op._read is not None
             if op._read.covered >= op.length and (op.length or op._ok or op._got_data):
                 op.modified_length = op.length
                 self._complete(op)
         elif op.opcode in (SesOpcode.RENDEZVOUS_SEND, SesOpcode.RENDEZVOUS_TSEND):
+            assert op._exposure is not None  # every rendezvous send exposes its rest
             if op._ok and op._exposure.all_served():
                 op.modified_length = op.length
                 self._complete(op)

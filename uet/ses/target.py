@@ -240,7 +240,7 @@ class Target:
             return self._error(key, req, Rc.TOO_LONG)
         chk = check_region(res, req.memory_key, _PERM_WRITE, req.buffer_offset, rlen,
                            req.relative)
-        if type(chk) is not tuple:
+        if not isinstance(chk, tuple):
             return self._error(key, req, chk)
         mr, start = chk
         if mode == _RUDI and not mr.idempotent_safe:
@@ -291,9 +291,10 @@ class Target:
         if ack_path:
             return self._rsp_data(req, data, psn, off)
         # return direction: a request packet target -> initiator carrying RSP_DATA
+        mid = req.message_id or 0  # a standard header: it has one
         hdr = SesResponseData(opcode=RspOpcode.RESPONSE_W_DATA, return_code=Rc.OK,
-                              message_id=req.message_id, job_id=req.job_id,
-                              read_request_message_id=req.message_id, payload_length=size,
+                              message_id=mid, job_id=req.job_id,
+                              read_request_message_id=mid, payload_length=size,
                               modified_length=size, message_offset=off)
         self.ep.outq.append(OutPacket(src, mode, req.job_id, 0, hdr, None, data, None, True))
         self.counters["read_return_packets"] += 1
@@ -728,10 +729,12 @@ class Target:
 
     @staticmethod
     def _rsp_data(req: Req, data: bytes, psn: int, message_offset: int) -> TargetReply:
+        hdr: SesResponseData | SesResponseDataSmall
         if req.kind == NextHeader.REQ_STD:
+            mid = req.message_id or 0  # a standard header: it has one
             hdr = SesResponseData(opcode=RspOpcode.RESPONSE_W_DATA, return_code=Rc.OK,
-                                  message_id=req.message_id, job_id=req.job_id,
-                                  read_request_message_id=req.message_id,
+                                  message_id=mid, job_id=req.job_id,
+                                  read_request_message_id=mid,
                                   payload_length=len(data), modified_length=len(data),
                                   message_offset=message_offset)
         else:

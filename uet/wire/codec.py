@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import uet.native as _native
@@ -410,12 +411,15 @@ def _enc_rndv(buf: bytearray, off: int, h: RendezvousExt) -> int:
     return off + 24
 
 
-_PDS_ENC = {PdsRequest: _enc_req, PdsAck: _enc_ack, PdsAckCc: _enc_ack_cc, PdsNack: _enc_nack,
-            PdsControl: _enc_cp, PdsRudi: _enc_rudi, PdsUud: _enc_uud}
-_SES_ENC = {SesStandard: _enc_std, SesMedium: _enc_medium, SesSmall: _enc_small,
-            SesResponse: _enc_rsp, SesResponseData: _enc_rsp_data,
-            SesResponseDataSmall: _enc_rsp_data_small}
-_EXT_ENC = {AtomicExt: _enc_atomic, CasExt: _enc_cas, RendezvousExt: _enc_rndv}
+_Enc = Callable[[bytearray, int, Any], int]
+_PDS_ENC: dict[type, _Enc] = {
+    PdsRequest: _enc_req, PdsAck: _enc_ack, PdsAckCc: _enc_ack_cc, PdsNack: _enc_nack,
+    PdsControl: _enc_cp, PdsRudi: _enc_rudi, PdsUud: _enc_uud}
+_SES_ENC: dict[type, _Enc] = {
+    SesStandard: _enc_std, SesMedium: _enc_medium, SesSmall: _enc_small,
+    SesResponse: _enc_rsp, SesResponseData: _enc_rsp_data,
+    SesResponseDataSmall: _enc_rsp_data_small}
+_EXT_ENC: dict[type, _Enc] = {AtomicExt: _enc_atomic, CasExt: _enc_cas, RendezvousExt: _enc_rndv}
 
 
 def _pack_uet(buf: bytearray, off: int, frame: Frame) -> int:
@@ -704,8 +708,9 @@ def _dec_rsp_data_small(data: Any, off: int) -> SesResponseDataSmall:
                                 job & 0xFFFFFF, psn)
 
 
-_SES_DEC = {1: _dec_small, 2: _dec_medium, 3: _dec_std, 4: _dec_rsp, 5: _dec_rsp_data,
-            6: _dec_rsp_data_small}
+_SES_DEC: dict[int, Callable[[Any, int], Any]] = {
+    1: _dec_small, 2: _dec_medium, 3: _dec_std, 4: _dec_rsp, 5: _dec_rsp_data,
+    6: _dec_rsp_data_small}
 _SES_LEN = rules.SES_LEN
 _ALLOWED_PAIRS = rules.ALLOWED_PAIRS
 _KNOWN_CTL = rules.KNOWN_CTL_TYPES
