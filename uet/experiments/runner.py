@@ -32,13 +32,14 @@ import trio
 
 from uet.endpoint.fep import SINK_INDEX, SINK_KEY, DeliveryAudit, FabricEndpoint
 from uet.experiments.collectives import ByteState
+from uet.experiments.collector import quiet_collector
 from uet.experiments.config import fabric_topology, resolve_path
 from uet.experiments.ideal import TopologyModel, WireFormat
 from uet.experiments.impairments import plan
 from uet.experiments.progress import RunProgress
 from uet.experiments.report import write_outputs
 from uet.experiments.results import build_results
-from uet.experiments.timeseries import SeriesRecorder, flow_label
+from uet.experiments.timeseries import ChangeRecorder, Points, SeriesRecorder, flow_label
 from uet.experiments.traffic import build_workload
 from uet.experiments.workload import DependencyTracker, Flow, Workload
 from uet.fabric.eventlog import EventLog
@@ -136,9 +137,10 @@ class SinkSpace:
 
 class Sampler:
     """Samples link bytes, queue occupancy and congestion windows into the
-    :class:`SeriesRecorder` shape, storing a point only where a series changes (plus the
-    last point of a flat stretch), so idle links and queues cost nothing and the step shape
-    is kept exactly."""
+    :class:`SeriesRecorder` shape (as :class:`~uet.experiments.timeseries.Points`),
+    storing a point only where a series changes (plus the last point of a flat stretch),
+    so idle links and queues cost nothing and the step shape is kept exactly. A sample
+    reads every channel's and port's counter in one pass; only changed series do more."""
 
     def __init__(self, fab: Fabric, traced: dict[int, tuple[str, int, int]]) -> None:
         rec = SeriesRecorder()
@@ -148,42 +150,38 @@ class Sampler:
         self.eps = [fab.endpoint(i) for i in range(len(net.nics))]
         rec.links(0, {}, {ch.name: ch.rate_bps for ch in self.channels})
         self.data = rec.data
-        self.links = self.data["link_tx_bytes"]
-        self.queues = self.data["queue_bytes"]
+        self.links = ChangeRecorder([ch.name for ch in self.channels],
+                                    self.data["link_tx_bytes"])
+        self.queues = ChangeRecorder([p.name for p in self.ports], self.data["queue_bytes"])
         self.cwnds = self.data["cwnd_bytes"]
-        #: series -> [last value, skipped point [t, v] or None]
-        self.state: dict[int, list[Any]] = {}
+        #: cwnd series -> [last value, time of the last sample it was seen in]
+        self.state: dict[str, list[int]] = {}
         self.samples = 0
-
-    def _put(self, series: dict[str, list], name: str, now: int, value: float) -> None:
-        pts = series.get(name)
-        if pts is None:
-            series[name] = [[now, value]]
-            self.state[id(series[name])] = [value, None]
-            return
-        st = self.state[id(pts)]
-        if value == st[0]:
-            st[1] = [now, value]
-            return
-        if st[1] is not None:
-            pts.append(st[1])
-            st[1] = None
-        pts.append([now, value])
-        st[0] = value
 
     def sample(self, now: int, active: dict[int, tuple[str, int, int]]) -> None:
         """One sample at ``now``; ``active``: traced flows in progress, id -> (label, src,
         dst)."""
         self.samples += 1
-        put = self._put
-        for ch in self.channels:
-            put(self.links, ch.name, now, ch.tx_bytes)
-        for p in self.ports:
-            put(self.queues, p.name, now, sum(p.qbytes))
+        self.links.sample(now, [ch.tx_bytes for ch in self.channels])
+        self.queues.sample(now, [sum(p.qbytes) for p in self.ports])
+        cwnds, state = self.cwnds, self.state
         for label, src, dst in active.values():
             w = self._cwnd(src, dst)
-            if w is not None:
-                put(self.cwnds, label, now, w)
+            if w is None:
+                continue
+            st = state.get(label)
+            if st is None:
+                pts = cwnds[label] = Points()
+                pts.append((now, w))
+                state[label] = [w, now]
+                continue
+            if w != st[0]:
+                pts = cwnds[label]
+                if pts.t[-1] != st[1]:
+                    pts.append((st[1], st[0]))
+                pts.append((now, w))
+                st[0] = w
+            st[1] = now
 
     def _cwnd(self, src: int, dst: int) -> int | None:
         ep = self.eps[src]
@@ -194,12 +192,12 @@ class Sampler:
 
     def finish(self) -> dict[str, Any]:
         """The series, each closed with its last sample."""
-        for series in (self.links, self.queues, self.cwnds):
-            for pts in series.values():
-                st = self.state[id(pts)]
-                if st[1] is not None:
-                    pts.append(st[1])
-                    st[1] = None
+        self.links.close()
+        self.queues.close()
+        for label, (w, t) in self.state.items():
+            pts = self.cwnds[label]
+            if pts.t[-1] != t:
+                pts.append((t, w))
         return self.data
 
 
@@ -247,8 +245,11 @@ class Runner:
         cms.setdefault("base_rtt_ps", model.base_rtt_ps())
         cms.setdefault("trimming", self.cfg["topology"]["trimming"])
         sink = max((f.size for f in self.wl.flows), default=0)
+        # bulk data is counted and audited per flow; only collectives read it back, so
+        # only they need a sink of their own per host (else one scratch buffer for all)
         return FabricEndpoint.factory(profile=self._profile(), pds_overrides=dict(tr["pds"]),
                                       cms_overrides=cms, sink_bytes=sink,
+                                      shared_sink=self.bytes_state is None,
                                       mode=DeliveryMode[tr["mode"]])
 
     def build(self) -> Fabric:
@@ -415,7 +416,7 @@ class Runner:
         show = bool(opts["progress"]) and sys.stderr.isatty()
         progress = RunProgress(len(self.wl.flows), self.limit_ps,
                                description=self.cfg["experiment"]["name"], enabled=show)
-        with progress:
+        with progress, quiet_collector():
             trio.run(self.drive, progress, t0)
         wall = time.perf_counter() - t0
         fab.close()
