@@ -101,6 +101,12 @@ RESULTS_SCHEMA: dict[str, F] = {
                               "was)", required=False),
         "wall_time_s": F("num", "wall-clock duration"),
         "events": F("int?", "events processed by the fabric core", required=False),
+        "packet_hops": F("int?", "frames put on any link (one per frame per link crossed)",
+                         required=False),
+        "build_time_s": F("num?", "wall-clock time building the fabric and end points",
+                          required=False),
+        "run_time_s": F("num?", "wall-clock time driving the fabric (packet_hops / "
+                        "run_time_s is the emulation speed)", required=False),
         "uet_version": F("str", "uet version"),
     }, "how the run went"),
     "summary": F(SUMMARY_SPEC, "the headline numbers"),
@@ -208,7 +214,7 @@ def build_results(config: Mapping[str, Any], flows: Iterable[Mapping[str, Any]],
                "virtual_time_ps": int(run.get("virtual_time_ps", 0)),
                "wall_time_s": float(run.get("wall_time_s", 0.0)),
                "uet_version": __version__}
-    for key in ("last_delivery_ps", "events"):
+    for key in ("last_delivery_ps", "events", "packet_hops", "build_time_s", "run_time_s"):
         if key in run:
             run_out[key] = run[key]
     doc = {

@@ -412,13 +412,16 @@ class Runner:
     def execute(self) -> dict[str, Any]:
         t0 = time.perf_counter()
         fab = self.build()
+        t_built = time.perf_counter()
         opts = self.cfg["output"]
         show = bool(opts["progress"]) and sys.stderr.isatty()
         progress = RunProgress(len(self.wl.flows), self.limit_ps,
                                description=self.cfg["experiment"]["name"], enabled=show)
         with progress, quiet_collector():
             trio.run(self.drive, progress, t0)
-        wall = time.perf_counter() - t0
+        t_ran = time.perf_counter()
+        self.timing = {"build_time_s": t_built - t0, "run_time_s": t_ran - t_built}
+        wall = t_ran - t0
         fab.close()
         series = self.sampler.finish() if self.sampler is not None else None
         results = build_results(self.cfg, self.flow_records(), self.counters(),
@@ -473,7 +476,8 @@ class Runner:
                 "stop_reason": self.stop_reason or "error",
                 "virtual_time_ps": int(self.virtual_ps),
                 "last_delivery_ps": int(self.last_delivery) if self.end_ps else None,
-                "wall_time_s": wall, "events": self.fab.loop.events}
+                "wall_time_s": wall, "events": self.fab.loop.events,
+                "packet_hops": self.fab.net.packet_hops(), **self.timing}
 
     def collective_check(self) -> dict[str, Any]:
         """The all-reduce's data check: ranks whose final buffer is wrong (empty: every

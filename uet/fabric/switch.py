@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from heapq import heappush
 from typing import TYPE_CHECKING, Any
 
 from uet.fabric.ecmp import hash_tuple, pick
@@ -178,7 +177,7 @@ class SwitchPort(Port):
                 self._start(now)
             else:
                 self.wake_pending = True
-                heappush(self.heap, (self.free_at, next(self.seq), self._wake, None))
+                self.push(self.free_at, self._wake, None)
 
     def _overflow(self, data: bytes, tc: int, tos: int) -> None:
         sw = self.switch
