@@ -21,6 +21,7 @@ from typing import Any
 from uet.cms.api import CmsConfig
 from uet.cms.factory import make_credit_scheduler, make_receiver, make_sender
 from uet.endpoint.config import as_profile, cms_config_from_profile, pds_config_from_profile
+from uet.endpoint.peers import PeerCaps, book
 from uet.pds.config import PdsConfig
 from uet.pds.endpoint import PdsEndpoint
 from uet.pds.events import (
@@ -224,6 +225,7 @@ class FabricEndpoint:
             shared = bytearray(kwargs.pop("sink_bytes", 0))
         per_host = {int(i): as_profile(p)
                     for i, p in (kwargs.pop("host_profiles", None) or {}).items()}
+        book_cache: dict[int, Any] = {}
         # configurations are checked once, here, so that a bad key fails before any host
         for prof in {id(p): p for p in (default, *per_host.values())}.values():
             pds_config_from_profile(prof, pds_over)
@@ -237,20 +239,20 @@ class FabricEndpoint:
                      "dscp_trimmed_lasthop": qos.dscp_trimmed_lasthop}
             pds_cfg = pds_config_from_profile(profile, pds_over, **fixed)
             cms_cfg = cms_config_from_profile(profile, cms_over, link_rate_bps=ctx.rate_bps)
-            peers = {pip: pmac for pip, pmac in ctx.peers.values()}
+            books = book(book_cache, ctx.peers,
+                         lambda i: per_host.get(i, default).fep_cap)
             kw = dict(kwargs)
             if shared is not None:
                 kw["sink_buffer"] = shared
             else:
                 kw.setdefault("sink_bytes", 0)
             ep = cls(ip=ctx.ip, mac=ctx.mac, profile=profile, pds=pds_cfg, cms=cms_cfg,
-                     seed=ctx.seed, peers=peers, gateway_mac=ctx.gateway_mac,
-                     log=_host_log(ctx), **kw)
-            for i, (pip, _) in ctx.peers.items():
-                if pip != ctx.ip:
-                    ep.ses.initiator.set_peer_cap(pip, per_host.get(i, default).fep_cap)
+                     seed=ctx.seed, gateway_mac=ctx.gateway_mac, log=_host_log(ctx), **kw)
+            # the fabric's address book, shared by every end point (uet/endpoint/peers.py)
+            ep.peer_macs = books.macs
+            ep.ses.initiator.peer_caps = PeerCaps(books.caps, ctx.ip)
             ep.host_index = ctx.index
-            ep.peer_ips = {i: pip for i, (pip, _) in ctx.peers.items()}
+            ep.peer_ips = books.ips
             return ep
 
         return make
