@@ -57,7 +57,8 @@ def run_uet(k: int, size: str, out: Path, extra: list[str]) -> dict[str, Any]:
     run, summ = doc["run"], doc["summary"]
     run_s = run.get("run_time_s") or run["wall_time_s"]
     hops = run.get("packet_hops") or sum(c["tx_frames"] for c in doc["counters"]["link"].values())
-    return {"wall_s": wall, "rss_mb": rss, "run_s": run_s, "events": run["events"],
+    return {"wall_s": wall, "cpu_s": _CPU[0], "rss_mb": rss, "run_s": run_s,
+            "events": run["events"],
             "packet_hops": hops, "events_per_s": run["events"] / run_s,
             "hops_per_s": hops / run_s, "events_per_hop": run["events"] / hops,
             "tail_over_ideal": summ["fct_tail_over_ideal"], "completed": run["completed"]}
@@ -69,12 +70,18 @@ def _measured(cmd: list[str]) -> tuple[float, float, subprocess.CompletedProcess
     probe = ("import json,resource,subprocess,sys,time;cmd=json.loads(sys.argv[1]);"
              "t=time.perf_counter();p=subprocess.run(cmd,capture_output=True,text=True);"
              "w=time.perf_counter()-t;"
-             "r=resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss/1024;"
-             "print(json.dumps([w,r,p.returncode,p.stdout[-4000:],p.stderr[-4000:]]))")
+             "u=resource.getrusage(resource.RUSAGE_CHILDREN);r=u.ru_maxrss/1024;"
+             "c=u.ru_utime+u.ru_stime;"
+             "print(json.dumps([w,r,c,p.returncode,p.stdout[-4000:],p.stderr[-4000:]]))")
     out = subprocess.run([sys.executable, "-c", probe, json.dumps(cmd)], capture_output=True,
                          text=True, check=True, cwd=ROOT)
-    wall, rss, rc, so, se = json.loads(out.stdout)
+    wall, rss, cpu, rc, so, se = json.loads(out.stdout)
+    _CPU[0] = cpu
     return wall, rss, subprocess.CompletedProcess(cmd, rc, so, se)
+
+
+#: CPU seconds (user + system) of the last measured command
+_CPU = [0.0]
 
 
 def write_matrix(hosts: int, size: int, path: Path) -> list[Any]:
@@ -104,7 +111,8 @@ def run_htsim(binary: str, cm: Path, flows: list[Any], k: int) -> dict[str, Any]
     model = TopologyModel.from_config({"kind": "fat_tree", "k": k, "rate_gbps": 100,
                                        "delay_ns": 1000})
     ideal = max(ideal_fcts(flows, model, WireFormat.htsim()).values()) / 1e6
-    return {"wall_s": wall, "rss_mb": rss, "tail_over_ideal": max(finished) / ideal,
+    return {"wall_s": wall, "cpu_s": _CPU[0], "rss_mb": rss,
+            "tail_over_ideal": max(finished) / ideal,
             "flows_finished": len(finished)}
 
 
@@ -139,13 +147,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"hosts {hosts} run {i + 1}: {ours[-1]['wall_s']:.2f} s "
                       f"{ours[-1]['rss_mb']:.0f} MB", file=sys.stderr)
             row: dict[str, Any] = {"hosts": hosts, "k": k, "size": size, "runs": args.runs}
-            for key in ("wall_s", "rss_mb", "run_s", "events_per_s", "hops_per_s",
+            for key in ("wall_s", "cpu_s", "rss_mb", "run_s", "events_per_s", "hops_per_s",
                         "events_per_hop", "tail_over_ideal"):
                 row[key] = median(ours, key)
             row["packet_hops"] = ours[0]["packet_hops"]
             row["events"] = ours[0]["events"]
             if ref:
-                for key in ("wall_s", "rss_mb", "tail_over_ideal"):
+                for key in ("wall_s", "cpu_s", "rss_mb", "tail_over_ideal"):
                     row[f"htsim_{key}"] = median(ref, key)
                 row["wall_ratio"] = statistics.median(
                     o["wall_s"] / r["wall_s"] for o, r in zip(ours, ref, strict=True))
@@ -154,18 +162,21 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(table, indent=2))
         return 0
     base = table[0]["hops_per_s"]
-    head = (f"{'hosts':>6} {'wall s':>8} {'RSS MB':>7} {'run s':>7} {'events/s':>9} "
+    head = (f"{'hosts':>6} {'wall s':>8} {'cpu s':>7} {'RSS MB':>7} {'run s':>7} {'events/s':>9} "
             f"{'hops/s':>8} {'vs first':>8} {'ev/hop':>6} {'tail/ideal':>10}")
     if args.htsim:
-        head += f" {'htsim s':>8} {'htsim MB':>8} {'htsim tail':>10} {'ratio':>6}"
+        head += (f" {'htsim s':>8} {'htsim cpu':>9} {'htsim MB':>8} {'htsim tail':>10} "
+                 f"{'ratio':>6}")
     print(head)
     for r in table:
-        line = (f"{r['hosts']:>6} {r['wall_s']:>8.2f} {r['rss_mb']:>7.0f} {r['run_s']:>7.2f} "
+        line = (f"{r['hosts']:>6} {r['wall_s']:>8.2f} {r['cpu_s']:>7.2f} {r['rss_mb']:>7.0f} "
+                f"{r['run_s']:>7.2f} "
                 f"{r['events_per_s']:>9,.0f} {r['hops_per_s']:>8,.0f} "
                 f"{r['hops_per_s'] / base:>8.2f} {r['events_per_hop']:>6.2f} "
                 f"{r['tail_over_ideal']:>10.3f}")
         if "htsim_wall_s" in r:
-            line += (f" {r['htsim_wall_s']:>8.2f} {r['htsim_rss_mb']:>8.0f} "
+            line += (f" {r['htsim_wall_s']:>8.2f} {r['htsim_cpu_s']:>9.2f} "
+                     f"{r['htsim_rss_mb']:>8.0f} "
                      f"{r['htsim_tail_over_ideal']:>10.3f} {r['wall_ratio']:>6.1f}")
         print(line)
     return 0
