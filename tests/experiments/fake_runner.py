@@ -108,8 +108,13 @@ def synthetic_series(model: TopologyModel, end_ps: int, rng: random.Random) -> d
     return rec.data
 
 
-def fake_run(config: dict[str, Any], out_dir: Path) -> dict[str, Any]:
-    """Stand-in for ``run_experiment(config, out_dir) -> results``."""
-    flows, counters, series, run = synthetic_run(config)
+def fake_run(config: dict[str, Any], out_dir: Path | None, *,
+             series: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Stand-in for ``run_experiment(config, out_dir, series=None) -> results``."""
+    flows, counters, data, run = synthetic_run(config)
     results = build_results(config, flows, counters, run=run, workload=build_workload(config))
-    return write_outputs(results, out_dir, series)
+    if series is not None:
+        series.update(data)
+    if out_dir is None:
+        return results
+    return write_outputs(results, out_dir, data)

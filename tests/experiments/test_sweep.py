@@ -19,10 +19,10 @@ from .fake_runner import fake_run
 QUIET = ["output.plots=false", "output.timeseries=false", "output.progress=false"]
 
 
-def failing_run(config, out_dir):
+def failing_run(config, out_dir, **kw):
     if config["experiment"]["seed"] == 2:
         raise RuntimeError("boom")
-    return fake_run(config, out_dir)
+    return fake_run(config, out_dir, **kw)
 
 
 def test_parse_and_split() -> None:
@@ -86,12 +86,12 @@ def test_failures_are_reported_and_files_written(tmp_path) -> None:
     _, points = expand(None, QUIET, ["experiment.seed=1,2"])
     rows = run_sweep(points, failing_run, tmp_path, ProcessExecutor(2))
     assert rows[0]["error"] is None and rows[1]["error"] == "RuntimeError: boom"
-    jpath, cpath = write_sweep(rows, ["experiment.seed"], tmp_path)
+    jpath, cpath, _ = write_sweep(rows, ["experiment.seed"], tmp_path)
     assert json.loads(jpath.read_text())["rows"][1]["error"] == "RuntimeError: boom"
     table = list(csv.DictReader(cpath.open()))
     assert [t["experiment.seed"] for t in table] == ["1", "2"]
     assert table[0]["fct_median_us"] and table[1]["error"] == "RuntimeError: boom"
-    out = run_task(failing_run, Task(0, points[1].config, str(tmp_path / "x")))
+    out = run_task(failing_run, Task(0, points[1].config, str(tmp_path / "x")).payload())
     assert "Traceback" in out["traceback"]
 
 
