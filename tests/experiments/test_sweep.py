@@ -88,7 +88,7 @@ def test_failures_are_reported_and_files_written(tmp_path) -> None:
     assert rows[0]["error"] is None and rows[1]["error"] == "RuntimeError: boom"
     jpath, cpath, _ = write_sweep(rows, ["experiment.seed"], tmp_path)
     assert json.loads(jpath.read_text())["rows"][1]["error"] == "RuntimeError: boom"
-    table = list(csv.DictReader(cpath.open()))
+    table = list(csv.DictReader(cpath.read_text().splitlines()))
     assert [t["experiment.seed"] for t in table] == ["1", "2"]
     assert table[0]["fct_median_us"] and table[1]["error"] == "RuntimeError: boom"
     out = run_task(failing_run, Task(0, points[1].config, str(tmp_path / "x")).payload())

@@ -154,7 +154,8 @@ class DaskExecutor:
     existing ``distributed.Client`` (the notebook API), left open."""
 
     def __init__(self, address: str | None = None, jobs: int | None = None, *,
-                 processes: bool = True, client: Any = None) -> None:
+                 processes: bool = True, client: Any = None,
+                 connect_timeout_s: float = 10.0) -> None:
         if address is not None and jobs is not None:
             raise ExecutorError("--jobs: not used with an existing Dask scheduler (its "
                                 "workers run the points); drop --jobs")
@@ -162,6 +163,7 @@ class DaskExecutor:
         self.jobs = check_jobs(jobs) if jobs is not None else (os.cpu_count() or 1)
         self.processes = processes
         self.client = client
+        self.connect_timeout_s = connect_timeout_s
         if client is not None:
             self.name = f"dask ({client.scheduler.address})"
         elif address is not None:
@@ -178,8 +180,8 @@ class DaskExecutor:
             return self.client, []
         if self.address is not None:
             try:
-                client = distributed.Client(self.address, timeout="10s")
-            except OSError as exc:
+                client = distributed.Client(self.address, timeout=self.connect_timeout_s)
+            except (OSError, TimeoutError) as exc:
                 raise ExecutorError(f"--executor dask://: cannot reach the Dask scheduler "
                                     f"at {self.address}: {exc}") from None
             return client, [client]
@@ -187,7 +189,7 @@ class DaskExecutor:
 
         cluster = distributed.LocalCluster(
             n_workers=self.jobs, threads_per_worker=1, processes=self.processes,
-            dashboard_address=None, silence_logs=logging.ERROR,
+            dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR,
             host="127.0.0.1" if self.processes else None)
         client = distributed.Client(cluster)
         return client, [client, cluster]

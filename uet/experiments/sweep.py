@@ -208,8 +208,8 @@ def run_points(points: Sequence[Point], fn: RunFn, out_dir: str | Path | None,
         tasks.append(Task(p.index, p.config, None if out is None else str(out / p.name),
                           timeseries))
     names = {p.index: p.name for p in points}
-    for res in (executor or SerialExecutor()).run(fn, tasks, on_result):
-        i = res["index"]
+
+    def finished(i: int, res: dict[str, Any]) -> None:
         res.update(dir=None if out is None else names[i], key=keys[i], resumed=False)
         if out is not None and "results" in res:
             path = out / names[i] / "results.json"
@@ -217,6 +217,10 @@ def run_points(points: Sequence[Point], fn: RunFn, out_dir: str | Path | None,
                 path.parent.mkdir(parents=True, exist_ok=True)
                 write_results(res["results"], path)
         outcomes[i] = res
+        if on_result is not None:
+            on_result(i, res)
+
+    (executor or SerialExecutor()).run(fn, tasks, finished)
     return [outcomes[p.index] for p in points]
 
 
