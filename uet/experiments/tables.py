@@ -44,7 +44,7 @@ SERIES_COLUMNS: tuple[tuple[str, str, str, str], ...] = (
      "flow (\"flow 3 (h2->h11)\")"),
     ("t_ps", "Int64", "ps", "virtual time of the sample (empty for one-value entries such "
      "as link_rate_bps)"),
-    ("value", "float64", "see SERIES_UNITS", "the sampled value"),
+    ("value", "float64", "per series (below)", "the sampled value"),
 )
 
 #: unit of ``value`` per series
@@ -216,3 +216,23 @@ def aggregate_frame(groups: Sequence[Mapping[str, Any]], params: Sequence[str]) 
     for name, dtype, _, _ in AGGREGATE_COLUMNS:
         data[name] = pd.array([r[name] for r in recs], dtype=dtype)
     return pd.DataFrame(data, columns=[*params, *(c[0] for c in AGGREGATE_COLUMNS)])
+
+
+def export_doc_table() -> str:
+    """Markdown tables of every exported column (kept in docs/experiments.md)."""
+    def table(title: str, cols: Sequence[tuple[str, str, str, str]]) -> list[str]:
+        lines = [f"**{title}**", "", "| column | type | unit | meaning |", "|---|---|---|---|"]
+        lines += [f"| `{n}` | {t} | {u} | {m} |" for n, t, u, m in cols]
+        return [*lines, ""]
+
+    out = table("`flows` (one row per flow)", FLOW_COLUMNS)
+    out += table("`timeseries` (one row per sample)", SERIES_COLUMNS)
+    out += ["Units of `value`:", "", "| series | unit of value |", "|---|---|"]
+    out += [f"| `{k}` | {v} |" for k, v in SERIES_UNITS.items()]
+    out += [""]
+    out += table("`summary` (one row per run; for a sweep one per point, after `point`, the "
+                 "swept keys and `error`; then every `summary.*` field of results.json with "
+                 "its unit, count tables flattened as `drops_by_reason.loss`)", SUMMARY_LEAD)
+    out += table("`SweepResults.aggregate` (tidy: one row per group and metric, after the "
+                 "group's swept parameters)", AGGREGATE_COLUMNS)
+    return "\n".join(out)
