@@ -8,7 +8,6 @@ messages and 1% loss on the host uplinks, so every point retransmits and differs
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 
@@ -27,6 +26,8 @@ from uet.experiments.executor import (  # noqa: E402
 )
 from uet.experiments.runner import run_experiment  # noqa: E402
 from uet.experiments.sweep import expand, run_points, run_sweep  # noqa: E402
+
+from .run_args import run_args  # noqa: E402
 
 SMALL = """
 [experiment]
@@ -110,19 +111,18 @@ def test_failing_point_is_reported_and_the_others_complete(experiment, cluster, 
 
 def test_existing_scheduler_and_local_cluster_from_the_command_line(experiment, cluster,
                                                                     tmp_path, capsys):
-    parser = argparse.ArgumentParser()
-    command.add_arguments(parser)
     address = cluster[0].scheduler_address  # tcp://127.0.0.1:PORT
     console = Console(record=True, width=200)
-    base = [str(experiment), *(x for s in SWEEPS for x in ("--sweep", s))]
-    rc = command.run(parser.parse_args([*base, "--executor", address.replace("tcp", "dask"),
-                                        "--out", str(tmp_path / "remote")]),
+    base = [str(experiment), *(x for s in SWEEPS for x in ("--sweep", s)),
+            "--metric", "fct_tail_over_ideal"]
+    rc = command.run(run_args(*base, "--executor", address.replace("tcp", "dask"),
+                                 "--out", str(tmp_path / "remote")),
                      console=console)
     assert rc == 0
     text = console.export_text()
     assert f"dask ({address})" in text and "sweep over seeds" in text
-    rc = command.run(parser.parse_args([*base, "--executor", "dask", "--jobs", "2",
-                                        "--out", str(tmp_path / "own")]), console=console)
+    rc = command.run(run_args(*base, "--executor", "dask", "--jobs", "2",
+                              "--out", str(tmp_path / "own")), console=console)
     assert rc == 0 and "LocalCluster, 2 workers" in console.export_text()
     a = json.loads((tmp_path / "remote" / "sweep.json").read_text())
     b = json.loads((tmp_path / "own" / "sweep.json").read_text())
@@ -130,8 +130,8 @@ def test_existing_scheduler_and_local_cluster_from_the_command_line(experiment, 
     assert a["executor"] == f"dask ({address})"
     assert (tmp_path / "own" / "sweep.png").is_file()
     # an existing scheduler decides its workers: --jobs is refused, in one line
-    rc = command.run(parser.parse_args([*base, "--executor", "dask://127.0.0.1:1",
-                                        "--jobs", "2"]), console=console)
+    rc = command.run(run_args(*base, "--executor", "dask://127.0.0.1:1", "--jobs", "2"),
+                     console=console)
     assert rc == 2 and "--jobs: not used with an existing Dask scheduler" in \
         capsys.readouterr().err
 

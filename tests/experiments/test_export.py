@@ -3,7 +3,6 @@ time series of any shape the sampler records, and the command line."""
 
 from __future__ import annotations
 
-import argparse
 import csv
 
 import pytest
@@ -26,6 +25,7 @@ from uet.experiments.tables import (  # noqa: E402
 )
 
 from .fake_runner import fake_run  # noqa: E402
+from .run_args import run_args  # noqa: E402
 
 SMALL = {"topology": {"kind": "star", "hosts": 4},
          "traffic": {"pattern": "permutation", "size": "64KiB"},
@@ -100,21 +100,15 @@ def test_formats() -> None:
         parse_formats(",")
 
 
-def _args(*argv: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    command.add_arguments(parser)
-    return parser.parse_args(list(argv))
-
-
 def test_export_from_the_command_line(tmp_path, capsys) -> None:
     sets = [x for s in QUIET for x in ("--set", s)]
     console = Console(record=True, width=200)
-    rc = command.run(_args(*sets, "--export", "csv,parquet", "--out", str(tmp_path / "one")),
+    rc = command.run(run_args(*sets, "--export", "csv,parquet", "--out", str(tmp_path / "one")),
                      fake_run, console)
     assert rc == 0 and "tables: flows.csv, flows.parquet" in console.export_text()
     one = pd.read_parquet(tmp_path / "one" / "flows.parquet")
     assert len(one) == 16
-    rc = command.run(_args(*sets, "--sweep", "transport.cms.ev_selector=fixed,reps",
+    rc = command.run(run_args(*sets, "--sweep", "transport.cms.ev_selector=fixed,reps",
                            "--sweep", "experiment.seed=1,2", "--export", "parquet",
                            "--out", str(tmp_path / "sw")), fake_run, console)
     assert rc == 0
@@ -128,7 +122,7 @@ def test_export_from_the_command_line(tmp_path, capsys) -> None:
     assert list(summary["experiment.seed"]) == [1, 2, 1, 2]
     assert not (tmp_path / "sw" / "flows.csv").exists()
     capsys.readouterr()
-    rc = command.run(_args(*sets, "--export", "xlsx", "--out", str(tmp_path / "bad")),
+    rc = command.run(run_args(*sets, "--export", "xlsx", "--out", str(tmp_path / "bad")),
                      fake_run, console)
     err = capsys.readouterr().err
     assert rc == 2 and "--export xlsx: unknown format; allowed: csv, parquet" in err

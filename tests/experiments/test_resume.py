@@ -3,7 +3,6 @@ skipped; only the missing ones run."""
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import pytest
@@ -16,6 +15,7 @@ from uet.experiments.resume import config_key, existing_results
 from uet.experiments.sweep import expand, run_points
 
 from .fake_runner import fake_run
+from .run_args import run_args
 
 QUIET = ["output.plots=false", "output.progress=false"]
 
@@ -86,32 +86,26 @@ def test_config_key_follows_what_changes_results(tmp_path) -> None:
     assert config_key(load_config(exp)) != k1
 
 
-def _args(*argv: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    command.add_arguments(parser)
-    return parser.parse_args(list(argv))
-
-
 def test_resume_from_the_command_line(tmp_path, capsys) -> None:
     sets = [x for s in QUIET for x in ("--set", s)]
     console = Console(record=True, width=200)
     out = str(tmp_path / "sw")
     argv = [*sets, "--sweep", "experiment.seed=1,2,3", "--out", out]
-    assert command.run(_args(*argv), fake_run, console) == 0
+    assert command.run(run_args(*argv), fake_run, console) == 0
     rows = json.loads((tmp_path / "sw" / "sweep.json").read_text())["rows"]
     (tmp_path / "sw" / rows[2]["dir"] / "results.json").unlink()
     capsys.readouterr()
-    assert command.run(_args(*argv, "--resume"), fake_run, console) == 0
+    assert command.run(run_args(*argv, "--resume"), fake_run, console) == 0
     err = capsys.readouterr().err
     assert err.count("already done") == 2 and "point 2 done" in err
     rows2 = json.loads((tmp_path / "sw" / "sweep.json").read_text())["rows"]
     assert [r["resumed"] for r in rows2] == [True, True, False]
     assert [r["summary"] for r in rows2] == [r["summary"] for r in rows]
     # --resume needs the directory to resume; a single run has nothing to resume
-    assert command.run(_args(*sets, "--sweep", "experiment.seed=1,2", "--resume"),
+    assert command.run(run_args(*sets, "--sweep", "experiment.seed=1,2", "--resume"),
                        fake_run, console) == 2
     assert "--resume needs --out DIR" in capsys.readouterr().err
-    assert command.run(_args(*sets, "--resume", "--out", out), fake_run, console) == 2
+    assert command.run(run_args(*sets, "--resume", "--out", out), fake_run, console) == 2
     assert "--resume applies to sweeps" in capsys.readouterr().err
 
 
