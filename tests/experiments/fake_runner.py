@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import os
 import random
 from pathlib import Path
 from typing import Any
@@ -118,3 +119,11 @@ def fake_run(config: dict[str, Any], out_dir: Path | None, *,
     if out_dir is None:
         return results
     return write_outputs(results, out_dir, data)
+
+
+def crash_run(config: dict[str, Any], out_dir: Path | None, **kw: Any) -> dict[str, Any]:
+    """Like :func:`fake_run`, but the process running seed 2 dies on the spot (a worker
+    killed by the OOM killer or a segfault in a C library looks like this)."""
+    if config["experiment"]["seed"] == 2:
+        os._exit(3)
+    return fake_run(config, out_dir, **kw)

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 
 import pytest
 from rich.console import Console
 
 distributed = pytest.importorskip("distributed")
+import dask  # noqa: E402
 
 from uet.experiments import command  # noqa: E402
 from uet.experiments.executor import (  # noqa: E402
@@ -27,6 +29,7 @@ from uet.experiments.executor import (  # noqa: E402
 from uet.experiments.runner import run_experiment  # noqa: E402
 from uet.experiments.sweep import expand, run_points, run_sweep  # noqa: E402
 
+from .fake_runner import crash_run  # noqa: E402
 from .run_args import run_args  # noqa: E402
 
 SMALL = """
@@ -59,7 +62,9 @@ def experiment(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def cluster():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+    # a task whose worker dies is not retried (the default retries it on 3 more workers)
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   host="127.0.0.1", dashboard_address="127.0.0.1:0",
                                   silence_logs=logging.ERROR) as c, \
             distributed.Client(c) as client:
@@ -90,8 +95,9 @@ def test_dask_cluster_gives_the_local_results(experiment, cluster, tmp_path):
     # the workers wrote the point directories (a shared file system here)
     for o in on_dask:
         assert (tmp_path / "dask" / o["dir"] / "results.json").is_file()
-    # and the points really ran on the cluster's worker processes
-    assert {o["worker"] for o in on_dask} and cluster[1].run(lambda: 1)
+    # and the points really ran in the cluster's worker processes, not in this one
+    pids = {int(o["worker"].rsplit(":", 1)[1]) for o in on_dask}
+    assert pids <= set(cluster[1].run(os.getpid).values()) and os.getpid() not in pids
 
 
 def test_failing_point_is_reported_and_the_others_complete(experiment, cluster, tmp_path):
@@ -107,6 +113,15 @@ def test_failing_point_is_reported_and_the_others_complete(experiment, cluster, 
     assert "no-such-profile.toml: no such profile file" in rows[1]["error"]
     assert [r["completed"] for i, r in enumerate(rows) if i != 1] == [True, True, True]
     assert not (tmp_path / points[1].name / "results.json").exists()
+
+
+def test_a_worker_that_dies_fails_its_point_only(cluster, tmp_path) -> None:
+    _, points = expand(None, ["output.plots=false", "output.progress=false"],
+                       ["experiment.seed=1,2,3"])
+    rows = run_sweep(points, crash_run, tmp_path, DaskExecutor(client=cluster[1]))
+    assert rows[1]["error"].startswith("KilledWorker: ") and not rows[1]["completed"]
+    assert [rows[0]["completed"], rows[2]["completed"]] == [True, True]
+    cluster[1].wait_for_workers(2, timeout=30)  # the nanny restarted it
 
 
 def test_existing_scheduler_and_local_cluster_from_the_command_line(experiment, cluster,

@@ -119,3 +119,16 @@ def test_jobs_must_be_a_positive_integer(bad, capsys) -> None:
     err = capsys.readouterr().err
     assert f"argument --jobs: {bad!r} is not a positive integer" in err
     assert "Traceback" not in err
+
+
+def test_results_from_a_worker_without_the_shared_disk_are_kept(tmp_path) -> None:
+    """A remote worker may write its point directory on its own disk: the results that come
+    back are written here, so --resume finds them next time."""
+    _, points = expand(None, QUIET, ["experiment.seed=1,2"])
+    remote = Counting()
+    out = run_points(points, lambda c, o, **kw: remote(c, None, **kw), tmp_path,
+                     SerialExecutor())
+    assert all((tmp_path / o["dir"] / "results.json").is_file() for o in out)
+    again = Counting()
+    run_points(points, again, tmp_path, SerialExecutor(), resume=True)
+    assert remote.seeds == [1, 2] and again.seeds == []

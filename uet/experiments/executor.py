@@ -61,9 +61,10 @@ class Task:
 
 def run_task(fn: RunFn, payload: dict[str, Any]) -> dict[str, Any]:
     """Run one task payload, never raising: ``{"index", "results" | "error" (+
-    "traceback"), "timeseries"?, "wall_time_s", "worker"}``."""
+    "traceback"), "timeseries"?, "wall_time_s", "worker" ("host:pid")}``."""
     t0 = time.perf_counter()
-    out: dict[str, Any] = {"index": payload["index"], "worker": socket.gethostname()}
+    out: dict[str, Any] = {"index": payload["index"],
+                           "worker": f"{socket.gethostname()}:{os.getpid()}"}
     try:
         out_dir = payload.get("out_dir")
         if out_dir is not None:
