@@ -86,7 +86,8 @@ def test_every_config_form_runs_the_same(tmp_path) -> None:
     toml = ('[topology]\nkind = "star"\nhosts = 4\n[traffic]\npattern = "permutation"\n'
             'size = "64KiB"\n[[impairments]]\nclass = "host"\ndirection = "up"\n'
             'loss = 0.01\n')
-    path = tmp_path / "star.toml"
+    path = tmp_path / "000_seed=1" / "star.toml"  # a sweep point's directory name
+    path.parent.mkdir()
     path.write_text(toml, encoding="utf-8")
     a, b, c = uet.run(SMALL), uet.run(toml), uet.run(path)
     d = uet.run(str(path))

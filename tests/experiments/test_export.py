@@ -127,3 +127,22 @@ def test_export_from_the_command_line(tmp_path, capsys) -> None:
     err = capsys.readouterr().err
     assert rc == 2 and "--export xlsx: unknown format; allowed: csv, parquet" in err
     assert not (tmp_path / "bad").exists()  # refused before anything ran
+
+
+def test_a_failed_point_has_an_empty_summary_row() -> None:
+    from uet.experiments.api import SweepResults
+
+    cfg = load_config(None, [*QUIET, "impairments[0].loss=0.01"])
+    doc = fake_run(cfg, None)
+    rows = [{"point": 0, "experiment.seed": 1, "summary": doc["summary"], "error": None,
+             "completed": True, "dir": None},
+            {"point": 1, "experiment.seed": 2, "summary": {}, "error": "RuntimeError: boom",
+             "completed": False, "dir": None}]
+    sw = SweepResults(["experiment.seed"], rows, [Results(doc), None])
+    df = sw.summary
+    assert list(df["error"]) == ["", "RuntimeError: boom"]
+    assert df.loc[0, "drops_by_reason.loss"] == doc["summary"]["drops_by_reason"]["loss"] > 0
+    assert pd.isna(df.loc[1, "drops_by_reason.loss"]) and pd.isna(df.loc[1, "fct_median_us"])
+    assert str(df["drops_by_reason.loss"].dtype) == "Int64"
+    assert len(sw.flows) == 16 and set(sw.flows["point"]) == {0}
+    assert list(sw.aggregate.query("metric == 'drops'")["failed"]) == [1]

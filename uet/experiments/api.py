@@ -46,7 +46,8 @@ def _raw_config(config: ConfigLike, sets: Mapping[str, Any] | None
     elif isinstance(config, Mapping):
         raw, src = copy.deepcopy(dict(config)), Source("<dict>")
     elif isinstance(config, str):
-        if "\n" in config or "=" in config or config.lstrip().startswith("["):
+        looks_like_toml = "\n" in config or "=" in config or config.lstrip().startswith("[")
+        if looks_like_toml and not Path(config).is_file():
             try:
                 raw = tomllib.loads(config)
             except tomllib.TOMLDecodeError as exc:

@@ -150,9 +150,10 @@ def _uet_version() -> str:
 class DaskExecutor:
     """Dask distributed. ``address=None``: a ``LocalCluster`` of ``jobs`` single-threaded
     worker processes (``processes=False``: threads of this process, for tests), started and
-    closed by :meth:`run`; ``address="tcp://HOST:PORT"``: that scheduler's workers (which
-    must import the same uet version: checked before anything is submitted); ``client``: an
-    existing ``distributed.Client`` (the notebook API), left open."""
+    closed by :meth:`run`; ``address="tcp://HOST:PORT"``: that scheduler's workers (those
+    connected must import the same uet version: checked before anything is submitted;
+    points wait for workers that have not started yet); ``client``: an existing
+    ``distributed.Client`` (the notebook API), left open."""
 
     def __init__(self, address: str | None = None, jobs: int | None = None, *,
                  processes: bool = True, client: Any = None,
@@ -204,9 +205,8 @@ class DaskExecutor:
             raise ExecutorError(f"Dask workers at {self.scheduler_address} cannot import "
                                 f"uet ({type(exc).__name__}: {exc}); install uet on "
                                 f"every worker") from None
-        if not versions:
-            raise ExecutorError(f"the Dask scheduler at {self.scheduler_address} has no "
-                                f"workers")
+        # no worker yet is fine: batch clusters (dask-jobqueue) start theirs when the
+        # queue lets them, and the points wait for them
         bad = {w: v for w, v in versions.items() if v != __version__}
         if bad:
             w, v = next(iter(bad.items()))

@@ -171,14 +171,16 @@ def series_frame(series: Mapping[str, Any] | None, lead: Mapping[str, Any] | Non
 
 def summary_frame(records: Iterable[Mapping[str, Any]]) -> Any:
     """Summary DataFrame: one row per record (:func:`summary_record`, with any leading
-    columns the caller put first); numeric columns keep their type, a count that one run
-    lacks is 0 (``drops_by_reason.fcs`` of a run with no FCS drop)."""
+    columns the caller put first); counts are nullable integers, 0 where a run lacks the
+    key (``drops_by_reason.fcs`` of a run with no FCS drop), empty for a failed point."""
     pd = pandas()
     recs = [dict(r) for r in records]
     df = pd.DataFrame(recs)
     counts = [c for c in df.columns if "." in c and c.split(".", 1)[0] in _COUNT_FIELDS]
     if counts:
-        df[counts] = df[counts].fillna(0).astype("int64")
+        ran = df["completed"].notna() if "completed" in df else slice(None)
+        df[counts] = df[counts].astype("Int64")
+        df.loc[ran, counts] = df.loc[ran, counts].fillna(0)
     return df
 
 
