@@ -54,7 +54,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
                 r.label = str(r.path)
         check_compatible(runs)
     except (CompareError, ValueError) as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 2
     doc = compare_doc(runs, metrics)
     out = Path(args.out) if args.out else default_out_dir("runs", prefix="compare-")

@@ -100,7 +100,8 @@ def _runner() -> RunFn | None:
 
 
 def _fail(message: str) -> int:
-    Console(stderr=True).print(f"[red]error:[/red] {escape(message)}", highlight=False)
+    Console(stderr=True).print(f"[red]error:[/red] {escape(message)}", highlight=False,
+                               soft_wrap=True)
     return 2
 
 

@@ -22,6 +22,7 @@ exception, so it does not stop the others.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import socket
 import time
@@ -37,6 +38,8 @@ OnResult = Callable[[int, dict[str, Any]], None]
 
 #: what ``--executor`` accepts (the dask:// form names an existing scheduler)
 EXECUTORS = "local, dask, or dask://HOST:PORT"
+DASK_MISSING = ("--executor dask needs Dask distributed: pip install 'dask[distributed]' "
+                "(or uet's extra: pip install -e '.[dask]' in the uet checkout)")
 
 
 class ExecutorError(ValueError):
@@ -158,6 +161,8 @@ class DaskExecutor:
     def __init__(self, address: str | None = None, jobs: int | None = None, *,
                  processes: bool = True, client: Any = None,
                  connect_timeout_s: float = 10.0) -> None:
+        if client is None and importlib.util.find_spec("distributed") is None:
+            raise ExecutorError(DASK_MISSING)
         if address is not None and jobs is not None:
             raise ExecutorError("--jobs: not used with an existing Dask scheduler (its "
                                 "workers run the points); drop --jobs")
@@ -247,8 +252,7 @@ def _import_distributed() -> Any:
     try:
         import distributed
     except ModuleNotFoundError:
-        raise ExecutorError("--executor dask needs Dask distributed: pip install "
-                            "'uet[dask]'") from None
+        raise ExecutorError(DASK_MISSING) from None
     return distributed
 
 

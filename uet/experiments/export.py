@@ -16,6 +16,9 @@ from typing import Any
 
 #: the formats ``--export`` accepts
 FORMATS = ("csv", "parquet")
+#: how to get the libraries the tables need
+DATA_HINT = ("pip install pandas pyarrow (or uet's extra: pip install -e '.[data]' in the "
+             "uet checkout)")
 
 
 class ExportError(ValueError):
@@ -44,13 +47,12 @@ def check_available(formats: Sequence[str]) -> None:
     try:
         import pandas  # noqa: F401
     except ModuleNotFoundError:
-        raise ExportError("--export needs pandas: pip install 'uet[data]'") from None
+        raise ExportError("--export needs pandas: " + DATA_HINT) from None
     if "parquet" in formats:
         try:
             import pyarrow  # noqa: F401
         except ModuleNotFoundError:
-            raise ExportError("--export parquet needs pyarrow: pip install "
-                              "'uet[data]'") from None
+            raise ExportError("--export parquet needs pyarrow: " + DATA_HINT) from None
 
 
 def write_tables(tables: Mapping[str, Any], out_dir: str | Path, formats: Sequence[str]

@@ -86,7 +86,9 @@ def pandas() -> Any:
     try:
         import pandas as pd
     except ModuleNotFoundError:
-        raise ModuleNotFoundError("tables need pandas: pip install 'uet[data]'") from None
+        from uet.experiments.export import DATA_HINT
+
+        raise ModuleNotFoundError("tables need pandas: " + DATA_HINT) from None
     return pd
 
 
