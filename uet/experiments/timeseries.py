@@ -143,6 +143,14 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
 
 
+def plain(series: Mapping[str, Any]) -> dict[str, Any]:
+    """The series with every :class:`Points` as ``[[t_ps, value], ...]`` lists (the
+    ``timeseries.json`` shape, for callers that keep or ship them)."""
+    return {kind: {name: pts.as_lists() if isinstance(pts, Points) else pts
+                   for name, pts in table.items()} if isinstance(table, dict) else table
+            for kind, table in series.items()}
+
+
 def dumps(series: Mapping[str, Any]) -> str:
     """The series as JSON (:class:`Points` written as ``[[t_ps, value], ...]``)."""
     return json.dumps(series, default=_json_default)
