@@ -31,6 +31,7 @@ from typing import Any
 import trio
 
 from uet.endpoint.fep import SINK_INDEX, SINK_KEY, DeliveryAudit, FabricEndpoint
+from uet.experiments import timeseries
 from uet.experiments.collectives import ByteState
 from uet.experiments.collector import quiet_collector
 from uet.experiments.config import fabric_topology, resolve_path
@@ -39,7 +40,6 @@ from uet.experiments.impairments import plan
 from uet.experiments.progress import RunProgress
 from uet.experiments.report import write_outputs
 from uet.experiments.results import build_results, check_results
-from uet.experiments import timeseries
 from uet.experiments.timeseries import ChangeRecorder, Points, SeriesRecorder, flow_label
 from uet.experiments.traffic import build_workload
 from uet.experiments.workload import DependencyTracker, Flow, Workload
