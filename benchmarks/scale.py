@@ -6,9 +6,11 @@ Workload: every host sends one message to another (the seeded derangement of the
 htsim anchor fabric (``experiments/htsim/permutation-128ev.toml`` with
 ``--set topology.k=K --set traffic.pattern=permutation --set traffic.size=SIZE``).
 
-Per run: the whole command's wall time and peak RSS (the child process, as ``time`` would
-report them), events and packet-hops (frames put on links) per second of the run itself
-(``results.json``: ``run.run_time_s``), and tail FCT / ideal. With ``--htsim BINARY`` the
+Per run: the whole command's wall time, CPU time and peak RSS (the child process, as
+``time`` would report them), events and packet-hops (frames put on links) per second of
+the run itself (``results.json``: ``run.run_time_s``) and per CPU second of it
+(``run.run_cpu_s``: what to compare on a shared machine; "vs first" divides by the first
+size's), and tail FCT / ideal. With ``--htsim BINARY`` the
 reference simulator runs the same permutation (written as its connection matrix) right
 after each of ours, alternating, so the ratio holds on a loaded machine; its tail is
 divided by the ideal in its own packet format. Medians over ``--runs``.
@@ -57,7 +59,9 @@ def run_uet(k: int, size: str, out: Path, extra: list[str]) -> dict[str, Any]:
     run, summ = doc["run"], doc["summary"]
     run_s = run.get("run_time_s") or run["wall_time_s"]
     hops = run.get("packet_hops") or sum(c["tx_frames"] for c in doc["counters"]["link"].values())
+    run_cpu = run.get("run_cpu_s") or run_s
     return {"wall_s": wall, "cpu_s": _CPU[0], "rss_mb": rss, "run_s": run_s,
+            "run_cpu_s": run_cpu, "hops_per_cpu_s": hops / run_cpu,
             "events": run["events"],
             "packet_hops": hops, "events_per_s": run["events"] / run_s,
             "hops_per_s": hops / run_s, "events_per_hop": run["events"] / hops,
@@ -147,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"hosts {hosts} run {i + 1}: {ours[-1]['wall_s']:.2f} s "
                       f"{ours[-1]['rss_mb']:.0f} MB", file=sys.stderr)
             row: dict[str, Any] = {"hosts": hosts, "k": k, "size": size, "runs": args.runs}
-            for key in ("wall_s", "cpu_s", "rss_mb", "run_s", "events_per_s", "hops_per_s",
+            for key in ("wall_s", "cpu_s", "rss_mb", "run_s", "run_cpu_s", "hops_per_cpu_s",
+                        "events_per_s", "hops_per_s",
                         "events_per_hop", "tail_over_ideal"):
                 row[key] = median(ours, key)
             row["packet_hops"] = ours[0]["packet_hops"]
@@ -161,9 +166,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(table, indent=2))
         return 0
-    base = table[0]["hops_per_s"]
+    base = table[0]["hops_per_cpu_s"]
     head = (f"{'hosts':>6} {'wall s':>8} {'cpu s':>7} {'RSS MB':>7} {'run s':>7} {'events/s':>9} "
-            f"{'hops/s':>8} {'vs first':>8} {'ev/hop':>6} {'tail/ideal':>10}")
+            f"{'hops/s':>8} {'hops/cpu-s':>10} {'vs first':>8} {'ev/hop':>6} "
+            f"{'tail/ideal':>10}")
     if args.htsim:
         head += (f" {'htsim s':>8} {'htsim cpu':>9} {'htsim MB':>8} {'htsim tail':>10} "
                  f"{'ratio':>6}")
@@ -172,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         line = (f"{r['hosts']:>6} {r['wall_s']:>8.2f} {r['cpu_s']:>7.2f} {r['rss_mb']:>7.0f} "
                 f"{r['run_s']:>7.2f} "
                 f"{r['events_per_s']:>9,.0f} {r['hops_per_s']:>8,.0f} "
-                f"{r['hops_per_s'] / base:>8.2f} {r['events_per_hop']:>6.2f} "
+                f"{r['hops_per_cpu_s']:>10,.0f} {r['hops_per_cpu_s'] / base:>8.2f} "
+                f"{r['events_per_hop']:>6.2f} "
                 f"{r['tail_over_ideal']:>10.3f}")
         if "htsim_wall_s" in r:
             line += (f" {r['htsim_wall_s']:>8.2f} {r['htsim_cpu_s']:>9.2f} "

@@ -107,6 +107,8 @@ RESULTS_SCHEMA: dict[str, F] = {
                           required=False),
         "run_time_s": F("num?", "wall-clock time driving the fabric (packet_hops / "
                         "run_time_s is the emulation speed)", required=False),
+        "run_cpu_s": F("num?", "CPU time of the process while driving the fabric (the "
+                       "speed on a shared machine: packet_hops / run_cpu_s)", required=False),
         "uet_version": F("str", "uet version"),
     }, "how the run went"),
     "summary": F(SUMMARY_SPEC, "the headline numbers"),
@@ -214,7 +216,8 @@ def build_results(config: Mapping[str, Any], flows: Iterable[Mapping[str, Any]],
                "virtual_time_ps": int(run.get("virtual_time_ps", 0)),
                "wall_time_s": float(run.get("wall_time_s", 0.0)),
                "uet_version": __version__}
-    for key in ("last_delivery_ps", "events", "packet_hops", "build_time_s", "run_time_s"):
+    for key in ("last_delivery_ps", "events", "packet_hops", "build_time_s", "run_time_s",
+                "run_cpu_s"):
         if key in run:
             run_out[key] = run[key]
     doc = {

@@ -438,10 +438,12 @@ class Runner:
         show = bool(opts["progress"]) and (sys.stderr.isatty() or _in_notebook())
         progress = RunProgress(len(self.wl.flows), self.limit_ps,
                                description=self.cfg["experiment"]["name"], enabled=show)
+        cpu0 = time.process_time()
         with progress, quiet_collector():
             trio.run(self.drive, progress, t0)
         t_ran = time.perf_counter()
-        self.timing = {"build_time_s": t_built - t0, "run_time_s": t_ran - t_built}
+        self.timing = {"build_time_s": t_built - t0, "run_time_s": t_ran - t_built,
+                       "run_cpu_s": time.process_time() - cpu0}
         wall = t_ran - t0
         fab.close()
         series = self.sampler.finish() if self.sampler is not None else None
