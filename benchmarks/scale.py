@@ -8,8 +8,8 @@ htsim anchor fabric (``experiments/htsim/permutation-128ev.toml`` with
 
 Per run: the whole command's wall time, CPU time and peak RSS (the child process, as
 ``time`` would report them), events and packet-hops (frames put on links) per second of
-the run itself (``results.json``: ``run.run_time_s``) and per CPU second of it
-(``run.run_cpu_s``: what to compare on a shared machine; "vs first" divides by the first
+the run itself (``results.json``: ``run.timing.run_s``) and per CPU second of it
+(``run.timing.run_cpu_s``: what to compare on a shared machine; "vs first" divides by the first
 size's), and tail FCT / ideal. With ``--htsim BINARY`` the
 reference simulator runs the same permutation (written as its connection matrix) right
 after each of ours, alternating, so the ratio holds on a loaded machine; its tail is
@@ -57,9 +57,10 @@ def run_uet(k: int, size: str, out: Path, extra: list[str]) -> dict[str, Any]:
         raise SystemExit(f"uet run failed ({proc.returncode}): {proc.stderr[-2000:]}")
     doc = json.loads((out / "results.json").read_text())
     run, summ = doc["run"], doc["summary"]
-    run_s = run.get("run_time_s") or run["wall_time_s"]
+    timing = run.get("timing") or {}
+    run_s = timing.get("run_s") or run["wall_time_s"]
     hops = run.get("packet_hops") or sum(c["tx_frames"] for c in doc["counters"]["link"].values())
-    run_cpu = run.get("run_cpu_s") or run_s
+    run_cpu = timing.get("run_cpu_s") or run_s
     return {"wall_s": wall, "cpu_s": _CPU[0], "rss_mb": rss, "run_s": run_s,
             "run_cpu_s": run_cpu, "hops_per_cpu_s": hops / run_cpu,
             "events": run["events"],

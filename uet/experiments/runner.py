@@ -442,7 +442,7 @@ class Runner:
         with progress, quiet_collector():
             trio.run(self.drive, progress, t0)
         t_ran = time.perf_counter()
-        self.timing = {"build_time_s": t_built - t0, "run_time_s": t_ran - t_built,
+        self.timing = {"build_s": t_built - t0, "run_s": t_ran - t_built,
                        "run_cpu_s": time.process_time() - cpu0}
         wall = t_ran - t0
         fab.close()
@@ -504,7 +504,7 @@ class Runner:
                 "virtual_time_ps": int(self.virtual_ps),
                 "last_delivery_ps": int(self.last_delivery) if self.end_ps else None,
                 "wall_time_s": wall, "events": self.fab.loop.events,
-                "packet_hops": self.fab.net.packet_hops(), **self.timing}
+                "packet_hops": self.fab.net.packet_hops(), "timing": self.timing}
 
     def collective_check(self) -> dict[str, Any]:
         """The all-reduce's data check: ranks whose final buffer is wrong (empty: every
