@@ -8,17 +8,50 @@
 --
 -- Field names are the ones of Wireshark's own UET dissector (epan/dissectors/packet-uet.c,
 -- commit 2e69f352), so display filters and columns carry over. Where that dissector and our
--- wire format (shared reference, section 9.1) disagree, our layout wins; every such
+-- wire format (docs/wire-format.md) disagree, our layout wins; every such
 -- difference, and every field added here, is listed in docs/wireshark.md.
 --
--- Load it with `uet wireshark install` (copies it into ~/.local/lib/wireshark/plugins/) or
--- by hand: `wireshark -X lua_script:PATH/uet.lua` (needed when running as root, because
--- Wireshark then skips personal plugin folders).
+-- Load it with `uet wireshark install` (copies it into Wireshark's personal Lua plugin
+-- folder, ~/.local/lib/wireshark/plugins/ on Linux) or by hand:
+-- `wireshark -X lua_script:PATH/uet.lua`. Loading it twice (an installed copy plus
+-- -X lua_script) keeps the first copy and ignores the second, saying so when the two files
+-- differ: a second registration would take the dissector tables under another protocol
+-- name and every uet.* filter would match nothing.
 --
 -- The canonical copy is uet/wireshark/uet.lua (shipped as package data);
 -- tools/wireshark/uet.lua is a symbolic link to it.
 
-local PLUGIN_VERSION = "0.1.0"
+local PLUGIN_VERSION = "0.2.0"
+
+-------------------------------------------------------------------------------- one copy only
+
+-- Every Lua plugin of a Wireshark process shares one global table: the first copy of this
+-- file to run leaves its path there, and later copies stop before registering anything.
+local THIS_FILE = (debug.getinfo(1, "S").source or ""):gsub("^@", "")
+do
+    local first = rawget(_G, "uet_lua_plugin")
+    if first then
+        local function contents(path)
+            local f = io.open(path, "rb")
+            if not f then
+                return nil
+            end
+            local text = f:read("*a")
+            f:close()
+            return text
+        end
+        local a, b = contents(first.path), contents(THIS_FILE)
+        if first.path ~= THIS_FILE and (a == nil or a ~= b) then
+            report_failure(string.format(
+                "uet.lua: %s was not loaded: another copy of the UET dissector (version %s, " ..
+                "%s) is loaded already and stays in use; remove one of them (uet wireshark " ..
+                "install replaces the installed copy, and an installed copy needs no " ..
+                "-X lua_script)", THIS_FILE, first.version, first.path))
+        end
+        return
+    end
+    rawset(_G, "uet_lua_plugin", { version = PLUGIN_VERSION, path = THIS_FILE })
+end
 
 if set_plugin_info then
     set_plugin_info({
@@ -1479,3 +1512,4 @@ end
 register_handoff()
 DissectorTable.get("udp.port"):add_for_decode_as(uet)
 DissectorTable.get("ip.proto"):add_for_decode_as(uet_ip)
+
