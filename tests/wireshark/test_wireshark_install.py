@@ -130,7 +130,7 @@ def test_installed_copy_and_lua_script_keep_one_uet_protocol(tmp_path, monkeypat
                                 f"lua_script:{plugin_path()}"], capture_output=True,
                                text=True, timeout=60, env=tshark_env(home)).stdout
     names = [line.split("\t")[2] for line in protocols.splitlines() if "\t" in line]
-    assert names.count("uet") == 1 and "uetlua" not in names
+    assert names.count("uet") == 1 and "uetlua" not in names and "uet.diff" in names
     # no installed copy: -X lua_script is how it loads
     empty = tmp_path / "empty"
     empty.mkdir()

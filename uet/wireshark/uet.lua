@@ -1513,3 +1513,116 @@ register_handoff()
 DissectorTable.get("udp.port"):add_for_decode_as(uet)
 DissectorTable.get("ip.proto"):add_for_decode_as(uet_ip)
 
+-------------------------------------------------------------------------------- diff marks
+
+-- `uet diff A B --write DIFF.pcapng` merges two captures into one file (interfaces A:h0,
+-- B:h0, ...) and marks every differing packet with a packet comment in a fixed form
+-- (uet/capture/diffcap.py):
+--   uet-diff: only in A | A#7
+--   uet-diff: uet.pds.flags 0x4 -> 0xc; uet.pds.flags.ar 0 -> 1 | A#5 B#5 frame 10
+--   uet-diff: moved to another path (EV 812 -> 3301) | A#7 B#9 frame 15 occurrence 2
+-- This postdissector (it runs on every frame, UET or not) turns such a comment into the
+-- uet.diff tree, so the marks can be filtered (uet.diff.kind == "only_in_a") and shown as
+-- columns. Its protocol is "uet.diff" whatever prefix the dissector above took.
+
+local diff = Proto("uet.diff", "UET capture diff (uet diff --write)")
+local DF = {
+    kind = ProtoField.string("uet.diff.kind", "Difference"),
+    side = ProtoField.string("uet.diff.side", "Side (capture)"),
+    a_frame = ProtoField.uint32("uet.diff.a_frame", "Frame in capture A", base.DEC),
+    b_frame = ProtoField.uint32("uet.diff.b_frame", "Frame in capture B", base.DEC),
+    peer = ProtoField.framenum("uet.diff.peer", "Counterpart in this file"),
+    occurrence = ProtoField.uint32("uet.diff.occurrence", "Occurrence of the key", base.DEC),
+    ev_a = ProtoField.uint32("uet.diff.ev_a", "EV in A", base.DEC),
+    ev_b = ProtoField.uint32("uet.diff.ev_b", "EV in B", base.DEC),
+    field = ProtoField.string("uet.diff.field", "Field"),
+    value_a = ProtoField.string("uet.diff.value_a", "Value in A"),
+    value_b = ProtoField.string("uet.diff.value_b", "Value in B"),
+    text = ProtoField.string("uet.diff.comment", "Comment"),
+}
+diff.fields = { DF.kind, DF.side, DF.a_frame, DF.b_frame, DF.peer, DF.occurrence, DF.ev_a,
+                DF.ev_b, DF.field, DF.value_a, DF.value_b, DF.text }
+
+local DIFF_KIND = {
+    only_in_a = "only in A", only_in_b = "only in B", changed = "changed",
+    moved = "moved to another path",
+}
+local f_comment = Field.new("frame.comment")
+local f_ifname = Field.new("frame.interface_name")
+
+local function diff_changes(text, t)
+    for part in (text .. "; "):gmatch("(.-); ") do
+        local name, va, vb = part:match("^(%S+) (.-) %-> (.*)$")
+        if name then
+            local it = t:add(DF.field, name)
+            it:append_text(string.format(": %s -> %s", va, vb))
+            it:add(DF.value_a, va)
+            it:add(DF.value_b, vb)
+        end
+    end
+end
+
+local function diff_mark(text, pinfo, tree)
+    local what, refs = text:match("^uet%-diff: (.*) | (.-)$")
+    if not what then
+        what, refs = text:match("^uet%-diff: (.*)$"), ""
+    end
+    local kind, changes
+    if what == "only in A" then
+        kind = "only_in_a"
+    elseif what == "only in B" then
+        kind = "only_in_b"
+    elseif what:sub(1, 21) == "moved to another path" then
+        kind = "moved"
+        changes = what:match("^moved to another path %b(); (.*)$")
+    else
+        kind, changes = "changed", what
+    end
+    local t = tree:add(diff, "UET diff: " .. DIFF_KIND[kind])
+    t:add(DF.kind, kind):set_generated()
+    local name = f_ifname()
+    local side = name and tostring(name.value):match("^([AB]):")
+    if side then
+        t:add(DF.side, side):set_generated()
+    end
+    local a, b = refs:match("A#(%d+)"), refs:match("B#(%d+)")
+    if a then
+        t:add(DF.a_frame, tonumber(a)):set_generated()
+    end
+    if b then
+        t:add(DF.b_frame, tonumber(b)):set_generated()
+    end
+    local peer = refs:match("frame (%d+)")
+    if peer then
+        t:add(DF.peer, tonumber(peer)):set_generated()
+    end
+    local occ = refs:match("occurrence (%d+)")
+    if occ then
+        t:add(DF.occurrence, tonumber(occ)):set_generated()
+    end
+    if kind == "moved" then
+        local ea, eb = what:match("%(EV (%S+) %-> (%S+)%)")
+        if tonumber(ea) then
+            t:add(DF.ev_a, tonumber(ea)):set_generated()
+        end
+        if tonumber(eb) then
+            t:add(DF.ev_b, tonumber(eb)):set_generated()
+        end
+    end
+    if changes then
+        diff_changes(changes, t)
+    end
+    t:add(DF.text, text):set_generated()
+    pinfo.cols.info:prepend("[" .. DIFF_KIND[kind] .. "] ")
+end
+
+function diff.dissector(tvb, pinfo, tree)
+    local comments = { f_comment() }
+    for _, c in ipairs(comments) do
+        local text = tostring(c.value)
+        if text:sub(1, 10) == "uet-diff: " then
+            diff_mark(text, pinfo, tree)
+        end
+    end
+end
+register_postdissector(diff)
