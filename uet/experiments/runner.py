@@ -41,7 +41,7 @@ from uet.experiments.progress import RunProgress
 from uet.experiments.report import write_outputs
 from uet.experiments.results import build_results, check_results
 from uet.experiments.timeseries import ChangeRecorder, Points, SeriesRecorder, flow_label
-from uet.experiments.traffic import build_workload
+from uet.experiments.traffic import build_workload, traffic_seed
 from uet.experiments.workload import DependencyTracker, Flow, Workload
 from uet.fabric.eventlog import EventLog
 from uet.fabric.network import Network
@@ -244,7 +244,7 @@ class Runner:
         self.offsets: dict[int, int] = {}
         self.bytes_state: ByteState | None = None
         if self.wl.collective is not None:
-            self.bytes_state = ByteState(self.wl.collective, seed=exp["seed"])
+            self.bytes_state = ByteState(self.wl.collective, seed=traffic_seed(config))
         self.files: dict[str, Any] = {}
         self.stop_reason: str | None = None
         self.last_delivery = 0
