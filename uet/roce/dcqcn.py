@@ -56,7 +56,7 @@ TRACE_MAX = 4096
 
 class ReactionPoint:
     """One QP's DCQCN rate (bits per second) and its timers. ``trace`` (if enabled) keeps
-    ``(now, event, rc, rt, alpha, T, BC)`` after every change, events ``cnp``,
+    ``(now, event, rc, rt, alpha, T, BC, phase)`` after every change, events ``cnp``,
     ``cnp_ignored``, ``timer``, ``bytes``."""
 
     __slots__ = ("cfg", "line", "rc", "rt", "alpha", "alpha_at", "t", "bc", "bytes",
@@ -95,7 +95,8 @@ class ReactionPoint:
         if tr is not None:
             if len(tr) >= TRACE_MAX:
                 del tr[:TRACE_MAX // 2]
-            tr.append((now, event, self.rc, self.rt, self.alpha, self.t, self.bc))
+            tr.append((now, event, self.rc, self.rt, self.alpha, self.t, self.bc,
+                       self.phase.value))
 
     def alpha_now(self, now: int) -> float:
         """alpha at ``now``, the alpha timer's decays since the last CNP applied."""

@@ -54,10 +54,14 @@ def udp_source_port(qpn: int, dqpn: int, src_ip: str, dst_ip: str, seed: int) ->
 
 
 _OPS = {  # (kind, first, last) -> opcode
-    (WrKind.WRITE, True, True): Opcode.WRITE_ONLY, (WrKind.WRITE, True, False): Opcode.WRITE_FIRST,
-    (WrKind.WRITE, False, False): Opcode.WRITE_MIDDLE, (WrKind.WRITE, False, True): Opcode.WRITE_LAST,
-    (WrKind.SEND, True, True): Opcode.SEND_ONLY, (WrKind.SEND, True, False): Opcode.SEND_FIRST,
-    (WrKind.SEND, False, False): Opcode.SEND_MIDDLE, (WrKind.SEND, False, True): Opcode.SEND_LAST,
+    (WrKind.WRITE, True, True): Opcode.WRITE_ONLY,
+    (WrKind.WRITE, True, False): Opcode.WRITE_FIRST,
+    (WrKind.WRITE, False, False): Opcode.WRITE_MIDDLE,
+    (WrKind.WRITE, False, True): Opcode.WRITE_LAST,
+    (WrKind.SEND, True, True): Opcode.SEND_ONLY,
+    (WrKind.SEND, True, False): Opcode.SEND_FIRST,
+    (WrKind.SEND, False, False): Opcode.SEND_MIDDLE,
+    (WrKind.SEND, False, True): Opcode.SEND_LAST,
 }
 _IMM = {Opcode.WRITE_ONLY: Opcode.WRITE_ONLY_IMM, Opcode.WRITE_LAST: Opcode.WRITE_LAST_IMM,
         Opcode.SEND_ONLY: Opcode.SEND_ONLY_IMM, Opcode.SEND_LAST: Opcode.SEND_LAST_IMM}
