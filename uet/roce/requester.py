@@ -113,7 +113,7 @@ class Requester:
 
     __slots__ = ("cfg", "mtu", "wqes", "next_psn", "una", "nxt", "max_sent", "cur", "seg",
                  "rto_at", "retries", "rnr_left", "rnr_until", "state", "rtx", "rtx_set",
-                 "rto_ps", "stats", "last_posted", "cap")
+                 "rto_ps", "stats", "last_posted", "cap", "cause")
 
     def __init__(self, cfg: RoceConfig, start_psn: int, stats: Counter[str]) -> None:
         self.cfg = cfg
@@ -131,7 +131,8 @@ class Requester:
         self.rnr_until: int | None = None
         self.state = ReqState.IDLE
         self.rtx: deque[int] = deque()
-        self.rtx_set: set[int] = set()
+        self.rtx_set: dict[int, str] = {}  # IRN: PSN queued for retransmission -> cause
+        self.cause = "nak"  # why go-back-N last rewound (counted as retx.<cause>)
         self.rto_ps = local_ack_timeout_ps(cfg.timeout)
         self.stats = stats
         self.last_posted: SendWqe | None = None
@@ -203,13 +204,14 @@ class Requester:
             return None
         while self.rtx:  # IRN: NAKed or timed-out PSNs first
             psn = self.rtx.popleft()
-            self.rtx_set.discard(psn)
+            cause = self.rtx_set.pop(psn, "nak")
             if psn_diff(psn, self.una) < 0:
                 continue  # acknowledged meanwhile
             loc = self._locate(psn)
             if loc is None:
                 continue
             self._armed(now)
+            self.stats["retx." + cause] += 1
             return loc[0], loc[1], psn, True
         if psn_diff(self.next_psn, self.nxt) <= 0:
             return None
@@ -223,7 +225,9 @@ class Requester:
             w, seg = loc
         psn = self.nxt
         retx = psn_diff(psn, self.max_sent) <= 0
-        if not retx:
+        if retx:
+            self.stats["retx." + self.cause] += 1
+        else:
             self.max_sent = psn
         self.nxt = (psn + 1) & PSN_MASK
         if seg + 1 < w.npkts:
@@ -246,8 +250,10 @@ class Requester:
             return round(us * PS_PER_US)
         return self.rto_ps
 
-    def _rewind(self, psn: int) -> None:
-        """Go back to ``psn`` (the next packet sent is ``psn``)."""
+    def _rewind(self, psn: int, cause: str | None = None) -> None:
+        """Go back to ``psn`` (the next packet sent is ``psn``), for ``cause``."""
+        if cause is not None:
+            self.cause = cause
         self.nxt = psn
         loc = self._locate(psn)
         self.cur, self.seg = loc if loc is not None else (None, 0)
@@ -308,9 +314,9 @@ class Requester:
         if self.cfg.irn:
             if psn not in self.rtx_set:
                 self.rtx.append(psn)
-                self.rtx_set.add(psn)
+                self.rtx_set[psn] = "nak"
         else:
-            self._rewind(psn)
+            self._rewind(psn, "nak")
         self._progress(now)
         if self.state is ReqState.IDLE:  # pragma: no cover - a NAKed PSN is outstanding
             self._go(ReqState.ACTIVE)
@@ -328,7 +334,7 @@ class Requester:
                 return done + self.fail(now, WcStatus.RNR_RETRY_EXC_ERR)
             self.rnr_left -= 1
         self.retries = self.cfg.retry_cnt
-        self._rewind(psn)
+        self._rewind(psn, "rnr")
         self.rtx.clear()
         self.rtx_set.clear()
         self.rto_at = None
@@ -389,9 +395,9 @@ class Requester:
         if self.cfg.irn:
             if self.una not in self.rtx_set:
                 self.rtx.appendleft(self.una)
-                self.rtx_set.add(self.una)
+                self.rtx_set[self.una] = "rto"
         else:
-            self._rewind(self.una)
+            self._rewind(self.una, "rto")
         t = self._rto()
         self.rto_at = now + t if t is not None else None
         return []
