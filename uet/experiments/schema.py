@@ -7,7 +7,8 @@ Tables: ``[experiment]``, ``[topology]`` (+ ``topology.pfc``), ``[[impairments]]
 ``impairments.gilbert``), ``[transport]``, ``[transport.cms]`` (explicit keys plus any other
 :class:`uet.cms.api.CmsConfig` field), ``[transport.pds]`` (any
 :class:`uet.pds.config.PdsConfig` field), ``[transport.roce]`` (any
-:class:`uet.roce.config.RoceConfig` field), ``[traffic]``, ``[capture]``, ``[output]``.
+:class:`uet.roce.config.RoceConfig` field), ``[traffic]``, ``[capture]``, ``[output]``,
+``[versus]`` (the runs of ``uet versus``).
 Topology key names are those of :mod:`uet.fabric.topology`, impairment keys those of
 :class:`uet.fabric.impairments.Impairments`, CMS keys those of ``CmsConfig``.
 """
@@ -333,10 +334,17 @@ OUTPUT = Table("output", "What is written besides results.json.", {
     "timeseries": _K("bool", True, "write the sampled time series (timeseries.json)"),
 })
 
+VERSUS = Table("versus", "What uet versus runs: the variants compared side by side.", {
+    "variants": _K("str_list", ["uet: transport.stack=uet", "roce: transport.stack=roce"],
+                   "one run per entry, \"label: key=value; key=value\" (--set syntax); "
+                   "every run has the same seed, fabric and workload, changed only by its "
+                   "own keys", pattern=r"\s*[A-Za-z0-9_.+-]+\s*:.*"),
+})
+
 #: every table by name, top-level sections first in file order
 TABLES: dict[str, Table] = {t.name: t for t in (
     EXPERIMENT, TOPOLOGY, PFC, IMPAIRMENTS, GILBERT, TRANSPORT, CMS, PDS, ROCE, TRAFFIC,
-    CAPTURE, OUTPUT)}
+    CAPTURE, OUTPUT, VERSUS)}
 SECTIONS: tuple[str, ...] = tuple(t.name for t in TABLES.values() if not t.nested)
 
 # ----------------------------------------------------------------------------- sizes

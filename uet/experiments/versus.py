@@ -1,26 +1,30 @@
 """UET against the RoCEv2 baseline on the same fabric, workload and seed.
 
-:func:`run_versus` runs one experiment file once per stack (``transport.stack`` set to
-``uet`` then ``roce``; everything else, the seed included, unchanged), each into its own
-directory, and returns both results; :func:`versus_table` puts the headline numbers side
-by side, :func:`plot_versus` draws one figure (FCT / ideal CDF of both stacks, and their
-tail, median and victim-flow FCT over ideal), and :func:`write_versus` saves
-``versus.json`` (the numbers) and ``versus.png``.
+A comparison is a list of *variants*, each a label and ``--set`` style assignments applied
+to the same experiment file: by default ``uet: transport.stack=uet`` and ``roce:
+transport.stack=roce``, or the file's ``versus.variants`` (e.g. RoCE with 1 and with 8
+QPs per flow, or go-back-N and IRN). Everything else, the seed included, is the same.
+:func:`run_versus` runs each variant into ``DIR/<label>/``, :func:`versus_table` puts the
+headline numbers side by side, :func:`plot_versus` draws one figure (the FCT / ideal CDF
+of every variant, and their tail, p99, median and victim-flow FCT over ideal), and
+:func:`write_versus` saves ``versus.json`` (the numbers) and ``versus.png``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
-from uet.experiments.config import load_config
+from uet.experiments.config import ConfigError, load_config, parse_assignment
 
 STACKS = ("uet", "roce")
 LABELS = {"uet": "UET", "roce": "RoCEv2"}
+COLORS = ("tab:blue", "tab:red", "tab:orange", "tab:green", "tab:purple", "tab:brown")
 
 #: (label, summary key, format, lower is better)
 ROWS: tuple[tuple[str, str, str, bool], ...] = (
@@ -44,21 +48,59 @@ ROWS: tuple[tuple[str, str, str, bool], ...] = (
 )
 
 RunFn = Callable[[dict[str, Any], Path], dict[str, Any]]
+_LABEL = re.compile(r"[A-Za-z0-9_.+-]+")
+
+
+def parse_variant(text: str, where: str = "versus.variants") -> tuple[str, list[str]]:
+    """``"roce-8qp: transport.stack=roce; transport.roce.qps_per_flow=8"`` ->
+    ``("roce-8qp", ["transport.stack=roce", "transport.roce.qps_per_flow=8"])``."""
+    label, sep, rest = text.partition(":")
+    label = label.strip()
+    if not sep or not _LABEL.fullmatch(label):
+        raise ConfigError(where, f"bad variant {text!r}",
+                          allowed='"label: key=value; key=value" with a label of letters, '
+                          "digits and _ . + -")
+    sets = [a.strip() for a in rest.split(";") if a.strip()]
+    for a in sets:
+        parse_assignment(a)  # raises ConfigError naming the bad assignment
+    return label, sets
+
+
+def variant_configs(path: str | Path | None, sets: Sequence[str] = (),
+                    variants: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+    """The validated config of every variant (``variants`` None: the file's
+    ``versus.variants``). Raises :class:`ConfigError` for a bad file, key or variant."""
+    if variants is None:
+        variants = load_config(path, sets)["versus"]["variants"]
+    out: dict[str, dict[str, Any]] = {}
+    for i, text in enumerate(variants):
+        label, vsets = parse_variant(text, f"versus.variants[{i}]")
+        if label in out:
+            raise ConfigError(f"versus.variants[{i}]", f"label {label!r} used twice",
+                              allowed="distinct labels")
+        out[label] = load_config(path, [*sets, *vsets])
+    if not out:
+        raise ConfigError("versus.variants", "no variants", allowed="at least one")
+    return out
 
 
 def stack_configs(path: str | Path | None, sets: Sequence[str] = (),
                   stacks: Sequence[str] = STACKS) -> dict[str, dict[str, Any]]:
-    """The validated config of each stack (raises ConfigError for a bad file or key)."""
-    return {s: load_config(path, [*sets, f"transport.stack={s}"]) for s in stacks}
+    """One variant per stack, labelled by the stack's name."""
+    return variant_configs(path, sets, [f"{s}: transport.stack={s}" for s in stacks])
 
 
 def run_versus(configs: Mapping[str, dict[str, Any]], out_dir: str | Path,
                run: RunFn | None = None) -> dict[str, dict[str, Any]]:
-    """Run each stack's config into ``out_dir/<stack>/``; returns results by stack."""
+    """Run each variant's config into ``out_dir/<label>/``; returns results by label."""
     if run is None:
         from uet.experiments.runner import run_experiment as run
     out = Path(out_dir)
-    return {stack: run(cfg, out / stack) for stack, cfg in configs.items()}
+    return {label: run(cfg, out / label) for label, cfg in configs.items()}
+
+
+def _name(label: str) -> str:
+    return LABELS.get(label, label)
 
 
 def _fmt(v: Any, fmt: str) -> str:
@@ -71,64 +113,66 @@ def _fmt(v: Any, fmt: str) -> str:
 
 def comparison(results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """The side-by-side numbers as plain data (``versus.json``)."""
-    stacks = list(results)
-    first = results[stacks[0]]
+    labels = list(results)
+    first = results[labels[0]]
     rows = []
-    for label, key, _fmt_s, lower in ROWS:
-        vals = {s: results[s]["summary"].get(key) for s in stacks}
-        rows.append({"metric": label, "key": key, "lower_is_better": lower, **vals})
+    for label, key, _f, lower in ROWS:
+        rows.append({"metric": label, "key": key, "lower_is_better": lower,
+                     **{v: results[v]["summary"].get(key) for v in labels}})
     return {"experiment": first["experiment"]["name"], "seed": first["experiment"]["seed"],
-            "stacks": stacks, "rows": rows,
-            "completed": {s: results[s]["run"]["completed"] for s in stacks}}
+            "variants": {v: {"stack": results[v]["experiment"]["config"]["transport"]
+                             .get("stack", "uet"),
+                             "overrides": results[v]["experiment"]["config"]["source"]
+                             ["overrides"]} for v in labels},
+            "rows": rows, "completed": {v: results[v]["run"]["completed"] for v in labels}}
 
 
 def versus_table(results: Mapping[str, Mapping[str, Any]]) -> Table:
-    """One rich table: a column per stack, and RoCE / UET where both are numbers."""
-    stacks = list(results)
-    first = results[stacks[0]]
-    title = f"{first['experiment']['name']}: " + " vs ".join(LABELS.get(s, s) for s in stacks)
+    """One rich table: a column per variant, then each other variant over the first."""
+    labels = list(results)
+    first = results[labels[0]]
+    title = f"{first['experiment']['name']}: " + " vs ".join(_name(v) for v in labels)
     table = Table(title=title + f" (seed {first['experiment']['seed']})", header_style="bold")
     table.add_column("metric")
-    for s in stacks:
-        table.add_column(LABELS.get(s, s), justify="right")
-    ratio = len(stacks) == 2
-    if ratio:
-        table.add_column(f"{LABELS.get(stacks[1], stacks[1])} / {LABELS.get(stacks[0], stacks[0])}",
-                         justify="right", style="dim")
+    for v in labels:
+        table.add_column(_name(v), justify="right")
+    for v in labels[1:]:
+        table.add_column(f"{_name(v)} / {_name(labels[0])}", justify="right", style="dim")
     for label, key, fmt, lower in ROWS:
-        vals = [results[s]["summary"].get(key) for s in stacks]
-        if all(v is None for v in vals):
+        vals = [results[v]["summary"].get(key) for v in labels]
+        if all(x is None for x in vals):
             continue
-        cells = [_fmt(v, fmt) for v in vals]
-        if ratio:
-            a, b = vals
+        cells = [_fmt(x, fmt) for x in vals]
+        a = vals[0]
+        for b in vals[1:]:
             if isinstance(a, int | float) and isinstance(b, int | float) and a:
                 r = b / a
-                worse = (r > 1.0) if lower else (r < 1.0)
-                cells.append(f"[{'red' if worse and abs(r - 1) > 0.05 else 'green'}]{r:.2f}x")
+                worse = r > 1.0 if lower else r < 1.0
+                colour = "red" if worse and abs(r - 1) > 0.05 else "green"
+                cells.append(f"[{colour}]{r:.2f}x")
             else:
                 cells.append("")
         table.add_row(label, *cells)
-    walls = [f"{results[s]['run']['wall_time_s']:.1f} s" for s in stacks]
-    table.add_row("[dim]wall time", *[f"[dim]{w}" for w in walls], *([""] if ratio else []))
+    table.add_row("[dim]wall time", *[f"[dim]{results[v]['run']['wall_time_s']:.1f} s"
+                                      for v in labels], *[""] * (len(labels) - 1))
     return table
 
 
 def plot_versus(results: Mapping[str, Mapping[str, Any]], path: str | Path) -> Path:
-    """FCT / ideal CDF of every stack (left) and tail / median / victim FCT over ideal
-    side by side (right)."""
+    """The FCT / ideal CDF of every variant (left) and their tail, p99, median and
+    victim FCT over ideal side by side (right)."""
     from uet.experiments.plots import _cdf, _save, plt
 
-    stacks = list(results)
-    colors = {"uet": "tab:blue", "roce": "tab:red"}
+    labels = list(results)
+    colors = {v: COLORS[i % len(COLORS)] for i, v in enumerate(labels)}
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for s in stacks:
-        ratios = [f["fct_over_ideal"] for f in results[s]["flows"]
+    for v in labels:
+        ratios = [f["fct_over_ideal"] for f in results[v]["flows"]
                   if f.get("fct_over_ideal") is not None]
         if ratios:
             xs, ys = _cdf(ratios)
-            ax1.step(xs, ys, where="post", color=colors.get(s), linewidth=1.6,
-                     label=f"{LABELS.get(s, s)} ({len(ratios)} flows)")
+            ax1.step(xs, ys, where="post", color=colors[v], linewidth=1.6,
+                     label=f"{_name(v)} ({len(ratios)} flows)")
     ax1.axvline(1.0, color="tab:gray", linestyle="--", linewidth=1, label="ideal")
     ax1.set_xlabel("FCT / ideal")
     ax1.set_ylabel("fraction of flows")
@@ -137,23 +181,23 @@ def plot_versus(results: Mapping[str, Mapping[str, Any]], path: str | Path) -> P
     ax1.legend(fontsize=8, loc="lower right")
     metrics = [("tail", "fct_tail_over_ideal"), ("p99", "fct_p99_over_ideal"),
                ("median", "fct_median_over_ideal"), ("victim", "victim_fct_max_over_ideal")]
-    metrics = [m for m in metrics if any(results[s]["summary"].get(m[1]) is not None
-                                         for s in stacks)]
-    width = 0.8 / max(1, len(stacks))
-    for i, s in enumerate(stacks):
-        vals = [results[s]["summary"].get(k) or 0.0 for _n, k in metrics]
-        xs = [j + (i - (len(stacks) - 1) / 2) * width for j in range(len(metrics))]
-        bars = ax2.bar(xs, vals, width, color=colors.get(s), label=LABELS.get(s, s))
-        for b, v in zip(bars, vals, strict=True):
-            ax2.annotate(f"{v:.2f}", (b.get_x() + b.get_width() / 2, v), ha="center",
+    metrics = [m for m in metrics if any(results[v]["summary"].get(m[1]) is not None
+                                         for v in labels)]
+    width = 0.8 / max(1, len(labels))
+    for i, v in enumerate(labels):
+        vals = [results[v]["summary"].get(k) or 0.0 for _n, k in metrics]
+        xs = [j + (i - (len(labels) - 1) / 2) * width for j in range(len(metrics))]
+        bars = ax2.bar(xs, vals, width, color=colors[v], label=_name(v))
+        for bar, val in zip(bars, vals, strict=True):
+            ax2.annotate(f"{val:.2f}", (bar.get_x() + bar.get_width() / 2, val), ha="center",
                          va="bottom", fontsize=7)
     ax2.axhline(1.0, color="tab:gray", linestyle="--", linewidth=1)
     ax2.set_xticks(range(len(metrics)), [n for n, _k in metrics])
     ax2.set_ylabel("FCT / ideal")
     ax2.grid(alpha=0.3, axis="y")
     ax2.legend(fontsize=8)
-    name = results[stacks[0]]["experiment"]["name"]
-    fig.suptitle(f"{name}: " + " vs ".join(LABELS.get(s, s) for s in stacks), fontsize=11)
+    name = results[labels[0]]["experiment"]["name"]
+    fig.suptitle(f"{name}: " + " vs ".join(_name(v) for v in labels), fontsize=11)
     return _save(fig, Path(path))
 
 

@@ -41,7 +41,14 @@ from uet.roce.constants import (
     Opcode,
     syndrome_kind,
 )
-from uet.roce.qp import QPS_PER_PEER, QueuePair, peer_of_qpn, qpn_for, udp_source_port
+from uet.roce.qp import (
+    QPN_BASE,
+    QPS_PER_PEER,
+    QueuePair,
+    peer_of_qpn,
+    qpn_for,
+    udp_source_port,
+)
 from uet.roce.records import RoceFrame
 from uet.roce.requester import QueueFull, ReqState, SendWqe, WcStatus, WrKind
 from uet.roce.responder import AutoBuffer, ResponderContext
@@ -382,7 +389,7 @@ class RoceEndpoint:
         qp = self.qps.get(f.bth.dqpn)
         if qp is None:
             peer, k = peer_of_qpn(f.bth.dqpn)
-            if (f.bth.dqpn < 1 or peer not in self.ctx.peers
+            if (f.bth.dqpn < QPN_BASE or peer not in self.ctx.peers
                     or self.ctx.peers[peer][0] != f.src_ip):
                 st["rx_unknown_qp"] += 1
                 return

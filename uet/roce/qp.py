@@ -5,7 +5,7 @@ sends.
 Connections are set up out of band, as RDMA applications do (the CM or a TCP side
 channel exchanges QP numbers and start PSNs); here both ends derive them from the host
 indices, so no setup traffic is emulated: the QP to peer ``p`` with index ``k`` is QPN
-``1 + 64 p + k`` on every host, and a host's peer learns its ``dqpn`` the same way. Each
+``0x100 + 64 p + k`` on every host, and a host's peer learns its ``dqpn`` the same way. Each
 direction's start PSN comes from a hash of the two addresses and ``k`` (or
 ``RoceConfig.start_psn``). The UDP source port, the flow's ECMP entropy, is fixed per QP
 (a hash of the QPNs, the addresses and a seed, in 0xC000..0xFFFF as the RoCEv2 annex
@@ -27,7 +27,9 @@ from uet.roce.responder import Responder, ResponderContext
 
 #: QPs per peer host a QPN can name (k in 0..63)
 QPS_PER_PEER = 64
-QPN_BASE = 1
+#: QPNs 0 and 1 are the subnet and general service interfaces (management datagrams, which
+#: Wireshark decodes as MADs); data QPs start above them, as a NIC's do
+QPN_BASE = 0x100
 
 
 def qpn_for(peer_index: int, k: int) -> int:
