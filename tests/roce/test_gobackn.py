@@ -231,3 +231,36 @@ def test_long_lossy_stream_gobackn():
 
 def test_long_lossy_stream_irn():
     _lossy_stream(True, 8)
+
+
+def test_ack_coalescing_acks_every_nth_packet_and_the_last():
+    cfg = RoceConfig(ack_coalesce=4, dcqcn={"enabled": False})
+    r = rig(cfg)
+    msg = r.eps[0].send_message(0, 1, 66 * MTU)
+    r.poke(0)
+    r.run()
+    assert msg.ok
+    acks = [f.bth.psn for f in r.arrivals(0, ACK)]
+    first = r.arrivals(1)[0].bth.psn
+    # every 4th packet, then the last one (it asks: AckReq)
+    assert acks == [psn_add(first, i) for i in range(3, 64, 4)] + [psn_add(first, 65)]
+    assert r.arrivals(1)[-1].bth.ackreq and not r.arrivals(1)[0].bth.ackreq
+
+
+def test_bdp_flow_control_caps_the_packets_in_flight():
+    cfg = RoceConfig(irn=True, max_inflight_packets=6, dcqcn={"enabled": False})
+    r = rig(cfg, rule=lambda h, f, n: "drop" if h == 1 and n in (10, 30, 31) else None)
+    qp = r.eps[0].qp(1)
+    seen = []
+    pop = r.net.nics[0].ep.pop_data
+
+    def watched(now):
+        out = pop(now)
+        seen.append(qp.req.inflight)
+        return out
+
+    r.net.nics[0].ep.pop_data = watched
+    msg = r.eps[0].send_message(0, 1, 80 * MTU)
+    r.poke(0)
+    r.run()
+    assert msg.ok and max(seen) == 6
