@@ -32,6 +32,7 @@ ROWS: tuple[tuple[str, str, str, bool], ...] = (
     ("FCT p99 / ideal", "fct_p99_over_ideal", ".3f", True),
     ("FCT median / ideal", "fct_median_over_ideal", ".3f", True),
     ("FCT tail (µs)", "fct_max_us", ",.1f", True),
+    ("last delivery (µs)", "last_delivery_us", ",.1f", True),
     ("goodput (Gb/s)", "goodput_gbps", ",.1f", False),
     ("victim flow FCT (µs)", "victim_fct_max_us", ",.1f", True),
     ("victim flow FCT / ideal", "victim_fct_max_over_ideal", ".3f", True),
@@ -99,6 +100,15 @@ def run_versus(configs: Mapping[str, dict[str, Any]], out_dir: str | Path,
     return {label: run(cfg, out / label) for label, cfg in configs.items()}
 
 
+def _value(res: Mapping[str, Any], key: str) -> Any:
+    """A summary number, or ``last_delivery_us`` (the run's last delivery: a collective's
+    completion time)."""
+    if key == "last_delivery_us":
+        last = res["run"].get("last_delivery_ps")
+        return None if last is None else last / 1e6
+    return res["summary"].get(key)
+
+
 def _name(label: str) -> str:
     return LABELS.get(label, label)
 
@@ -118,7 +128,7 @@ def comparison(results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     rows = []
     for label, key, _f, lower in ROWS:
         rows.append({"metric": label, "key": key, "lower_is_better": lower,
-                     **{v: results[v]["summary"].get(key) for v in labels}})
+                     **{v: _value(results[v], key) for v in labels}})
     return {"experiment": first["experiment"]["name"], "seed": first["experiment"]["seed"],
             "variants": {v: {"stack": results[v]["experiment"]["config"]["transport"]
                              .get("stack", "uet"),
@@ -139,7 +149,7 @@ def versus_table(results: Mapping[str, Mapping[str, Any]]) -> Table:
     for v in labels[1:]:
         table.add_column(f"{_name(v)} / {_name(labels[0])}", justify="right", style="dim")
     for label, key, fmt, lower in ROWS:
-        vals = [results[v]["summary"].get(key) for v in labels]
+        vals = [_value(results[v], key) for v in labels]
         if all(x is None for x in vals):
             continue
         cells = [_fmt(x, fmt) for x in vals]
