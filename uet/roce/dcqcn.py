@@ -26,6 +26,7 @@ from __future__ import annotations
 from enum import Enum
 
 from uet.roce.config import DcqcnConfig
+from uet.roce.states import transition
 
 PS_PER_US = 1_000_000
 
@@ -86,9 +87,7 @@ class ReactionPoint:
         self.min_dec_ps = round(cfg.min_decrease_interval_us * PS_PER_US)
 
     def _go(self, phase: RpPhase) -> None:
-        if phase not in RP_TRANSITIONS[self.phase]:
-            raise AssertionError(f"DCQCN phase {self.phase.name} -> {phase.name}")
-        self.phase = phase
+        self.phase = transition(RP_TRANSITIONS, self.phase, phase, "DCQCN phase")
 
     def _log(self, now: int, event: str) -> None:
         tr = self.trace

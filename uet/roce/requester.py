@@ -27,6 +27,7 @@ from typing import Any
 from uet.roce.config import RoceConfig
 from uet.roce.constants import PSN_MASK, RNR_TIMER_US, local_ack_timeout_ps
 from uet.roce.records import psn_diff
+from uet.roce.states import transition
 
 PS_PER_US = 1_000_000
 
@@ -141,11 +142,7 @@ class Requester:
     # ------------------------------------------------------------------ state
 
     def _go(self, state: ReqState) -> None:
-        if state is self.state:
-            return
-        if state not in REQ_TRANSITIONS[self.state]:
-            raise AssertionError(f"requester {self.state.name} -> {state.name}")
-        self.state = state
+        self.state = transition(REQ_TRANSITIONS, self.state, state, "requester")
 
     @property
     def inflight(self) -> int:

@@ -36,6 +36,7 @@ from uet.roce.constants import (
     NakCode,
 )
 from uet.roce.records import RoceFrame, psn_diff
+from uet.roce.states import transition
 
 _FIRST = frozenset(int(o) for o in FIRST_OPCODES)
 _MIDDLE = frozenset(int(o) for o in MIDDLE_OPCODES)
@@ -111,11 +112,7 @@ class Responder:
         self.rnr_timer = cfg.min_rnr_timer
 
     def _go(self, state: RespState) -> None:
-        if state is self.state:
-            return
-        if state not in RESP_TRANSITIONS[self.state]:
-            raise AssertionError(f"responder {self.state.name} -> {state.name}")
-        self.state = state
+        self.state = transition(RESP_TRANSITIONS, self.state, state, "responder")
 
     def _ack(self, out: list[Answer]) -> None:
         self.since_ack = 0
