@@ -14,6 +14,7 @@ import sys
 #: subcommand -> (module under uet.commands, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("run", "run an experiment (the built-in default when no file is given)"),
+    "compare": ("compare", "results of runs side by side: metrics, ratios, FCT CDFs"),
     "decode": ("decode", "decode a pcap/pcapng capture, one line or JSON object per frame"),
     "diff": ("diff", "semantic diff of two captures (per PDC, per PSN, per field)"),
     "versus": ("versus", "one experiment with UET and with the RoCEv2 baseline, side by side"),

@@ -35,8 +35,11 @@ def summary_table(results: Mapping[str, Any]) -> Table:
     s = results["summary"]
     run = results["run"]
     exp = results["experiment"]
+    tseed = exp.get("traffic_seed", exp["seed"])
     stack = exp["config"]["transport"].get("stack", "uet")
-    title = f"{exp['name']} (seed {exp['seed']}" + (", RoCEv2)" if stack == "roce" else ")")
+    title = (f"{exp['name']} (seed {exp['seed']}"
+             + (f", traffic seed {tseed}" if tseed != exp["seed"] else "")
+             + (", RoCEv2" if stack == "roce" else "") + ")")
     table = Table(title=title, show_header=True, header_style="bold")
     table.add_column("metric")
     table.add_column("value", justify="right")
