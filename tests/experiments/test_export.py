@@ -146,3 +146,11 @@ def test_a_failed_point_has_an_empty_summary_row() -> None:
     assert str(df["drops_by_reason.loss"].dtype) == "Int64"
     assert len(sw.flows) == 16 and set(sw.flows["point"]) == {0}
     assert list(sw.aggregate.query("metric == 'drops'")["failed"]) == [1]
+
+
+def test_summary_records_both_seeds() -> None:
+    fixed = uet.run(SMALL, set={"experiment.seed": 3, "traffic.seed": 7})
+    df = fixed.summary
+    assert (df.loc[0, "seed"], df.loc[0, "traffic_seed"]) == (3, 7)
+    assert str(df["traffic_seed"].dtype) == "Int64"
+    assert uet.run(SMALL, set={"experiment.seed": 3}).summary.loc[0, "traffic_seed"] == 3

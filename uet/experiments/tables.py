@@ -60,6 +60,8 @@ SERIES_UNITS = {
 SUMMARY_LEAD: tuple[tuple[str, str, str, str], ...] = (
     ("experiment", "str", "", "experiment.name"),
     ("seed", "int64", "", "experiment.seed"),
+    ("traffic_seed", "Int64", "", "the seed the traffic used (traffic.seed, or "
+     "experiment.seed when that is -1)"),
     ("completed", "bool", "", "every message was delivered"),
     ("stop_reason", "str", "", "done, time_limit, wall_limit, stalled or error"),
     ("virtual_time_us", "float64", "µs", "virtual time reached"),
@@ -154,7 +156,8 @@ def summary_record(results: Mapping[str, Any]) -> dict[str, Any]:
     """One run's summary row: SUMMARY_LEAD then the flattened ``summary``."""
     run = results["run"]
     exp = results["experiment"]
-    return {"experiment": exp["name"], "seed": exp["seed"], "completed": run["completed"],
+    return {"experiment": exp["name"], "seed": exp["seed"],
+            "traffic_seed": exp.get("traffic_seed"), "completed": run["completed"],
             "stop_reason": run["stop_reason"],
             "virtual_time_us": run["virtual_time_ps"] / 1e6,
             "wall_time_s": run["wall_time_s"], **_flatten(results["summary"])}
@@ -178,6 +181,8 @@ def summary_frame(records: Iterable[Mapping[str, Any]]) -> Any:
     pd = pandas()
     recs = [dict(r) for r in records]
     df = pd.DataFrame(recs)
+    if "traffic_seed" in df:  # older results.json do not record it
+        df["traffic_seed"] = df["traffic_seed"].astype("Int64")
     counts = [c for c in df.columns if "." in c and c.split(".", 1)[0] in _COUNT_FIELDS]
     if counts:
         ran = df["completed"].notna() if "completed" in df else slice(None)
