@@ -63,7 +63,8 @@ EVENT_LOG = "events.jsonl"
 def run_experiment(config: dict[str, Any], out_dir: Path | None,
                    *, series: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run one validated experiment; write its files into ``out_dir``; return the results
-    document (``results.json``).
+    document (``results.json``). ``transport.stack = "roce"`` runs the RoCEv2 baseline
+    (:class:`uet.experiments.roce_stack.RoceRunner`) on the same fabric and workload.
 
     ``out_dir=None`` writes nothing (no capture, event log, plots or JSON files: the
     notebook API's ``uet.run(config)``); the results are the same. ``series``: a dict that
@@ -73,7 +74,12 @@ def run_experiment(config: dict[str, Any], out_dir: Path | None,
     out = None if out_dir is None else Path(out_dir)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-    run = Runner(config, out)
+    cls: type[Runner] = Runner
+    if config["transport"].get("stack", "uet") == "roce":
+        from uet.experiments.roce_stack import RoceRunner
+
+        cls = RoceRunner
+    run = cls(config, out)
     results = run.execute()
     if series is not None and run.series is not None:
         series.update(timeseries.plain(run.series))
@@ -161,8 +167,10 @@ class Sampler:
     so idle links and queues cost nothing and the step shape is kept exactly. A sample
     reads every channel's and port's counter in one pass; only changed series do more."""
 
-    def __init__(self, fab: Fabric, traced: dict[int, tuple[str, int, int]]) -> None:
+    def __init__(self, fab: Fabric, traced: dict[int, tuple[str, int, int]],
+                 window: Callable[[int, int], int | None] | None = None) -> None:
         rec = SeriesRecorder()
+        self.window = window or self._cwnd
         net = fab.net
         self.channels = [ch for link in net.links for ch in (link.ab, link.ba)]
         self.ports = [p for sw in net.switches.values() for p in sw.ports]
@@ -185,7 +193,7 @@ class Sampler:
         self.queues.sample(now, [sum(p.qbytes) for p in self.ports])
         cwnds, state = self.cwnds, self.state
         for label, src, dst in active.values():
-            w = self._cwnd(src, dst)
+            w = self.window(src, dst)
             if w is None:
                 continue
             st = state.get(label)
@@ -224,7 +232,13 @@ class Sampler:
 
 
 class Runner:
-    """One run: build, drive, collect (see the module docstring)."""
+    """One run: build, drive, collect (see the module docstring). The end point specific
+    steps (:meth:`endpoint_factory`, :meth:`attach`, :meth:`_submit`, :meth:`_error`,
+    :meth:`_pdcs_closed`, :meth:`counters`, :meth:`wire_format`, :attr:`window`) are
+    methods, so another stack's runner overrides only those."""
+
+    #: the sampled congestion window of a flow (src, dst) -> bytes (None: the UET PDC's)
+    window: Callable[[int, int], int | None] | None = None
 
     def __init__(self, config: dict[str, Any], out_dir: Path | None) -> None:
         self.cfg = config
@@ -288,7 +302,14 @@ class Runner:
             fab.capture(self.out / cap["file"], cap["ifaces"], links=cap["links"],
                         snaplen=cap["snaplen"])
             self.files["capture"] = cap["file"]
-        self.eps: list[FabricEndpoint] = [fab.endpoint(i) for i in range(len(net.nics))]
+        self.attach(fab)
+        self.fab = fab
+        self.loop = fab.loop
+        return fab
+
+    def attach(self, fab: Fabric) -> None:
+        """Hook the runner into every host's end point (audits, completions, sinks)."""
+        self.eps: list[Any] = [fab.endpoint(i) for i in range(len(fab.net.nics))]
         self.audits: list[FlowAudit] = []
         for i, ep in enumerate(self.eps):
             audit = FlowAudit(ep.audit)
@@ -302,9 +323,6 @@ class Runner:
                 if res is not None:
                     res.regions[SINK_KEY].idempotent_safe = True
         self.sinks = [SinkSpace(ep, reuse=not rudi) for ep in self.eps]
-        self.fab = fab
-        self.loop = fab.loop
-        return fab
 
     # ------------------------------------------------------------------ flows
 
@@ -323,6 +341,11 @@ class Runner:
         if self.log.enabled:
             self.log.emit(now, "flow_start", flow=flow.id, src=flow.src, dst=flow.dst,
                           size=flow.size)
+        self._submit(flow, ep, payload, offset, now)
+        self.fab.host(flow.src).poke()
+
+    def _submit(self, flow: Flow, ep: Any, payload: Any, offset: int, now: int) -> None:
+        """Hand ``flow`` to its source end point (one RMA WRITE into the sink)."""
         msg = ep.send_message(now, flow.dst, flow.size, payload, offset=offset)
         audit = self.audits[flow.dst]
         for mid in msg.op.message_ids:
@@ -331,7 +354,6 @@ class Runner:
             self._finished(flow, msg.op, now)
         else:
             self.pending[flow.src, msg.op.op_id] = flow.id
-        self.fab.host(flow.src).poke()
 
     def _schedule(self, ready: list[tuple[int, Flow]]) -> None:
         self.scheduled += len(ready)
@@ -350,14 +372,20 @@ class Runner:
 
         return hook
 
+    def _error(self, op: Any) -> str | None:
+        """Why the operation that carried a flow failed (None: it succeeded)."""
+        if op is None or op.return_code == 1:
+            return None
+        try:
+            rc = ReturnCode(op.return_code).name
+        except ValueError:
+            rc = str(op.return_code)
+        return f"{op.opcode.name} failed: {rc}" + (f" ({op.reason})" if op.reason else "")
+
     def _finished(self, flow: Flow, op: Any, now: int) -> None:
-        if op is not None and op.return_code != 1:
-            try:
-                rc = ReturnCode(op.return_code).name
-            except ValueError:
-                rc = str(op.return_code)
-            self.errors[flow.id] = f"{op.opcode.name} failed: {rc}" + (
-                f" ({op.reason})" if op.reason else "")
+        error = self._error(op)
+        if error is not None:
+            self.errors[flow.id] = error
             if self.log.enabled:
                 self.log.emit(now, "flow_failed", flow=flow.id, error=self.errors[flow.id])
             return
@@ -393,7 +421,7 @@ class Runner:
         interval = max(1, round(self.cfg["output"]["sample_interval_us"] * PS_PER_US))
         sampling = self.cfg["output"]["plots"] or self.cfg["output"]["timeseries"]
         traced = self._traced()
-        sampler = Sampler(fab, traced) if sampling else None
+        sampler = Sampler(fab, traced, self.window) if sampling else None
         self.sampler = sampler
         total = len(self.wl.flows)
         async with fab:
