@@ -17,6 +17,7 @@ from typing import Any
 from uet.errors import RemoteError
 from uet.experiments.ideal import TopologyModel, WireFormat, ideal_fcts
 from uet.experiments.metrics import flow_rows, summarize
+from uet.experiments.traffic import traffic_seed
 
 SCHEMA_ID = "uet.results/1"
 
@@ -68,8 +69,13 @@ SUMMARY_SPEC: dict[str, F] = {
     "ideal_max_us": F("num", "largest ideal FCT of any flow (µs)"),
     "goodput_gbps": F("num", "bytes delivered x 8 / (last completion - first start)"),
     "flow_goodput_mean_gbps": F("num", "mean of size x 8 / FCT over completed flows"),
+    "victim_flows": F("int", "flows named in traffic.victims"),
+    "victim_fct_max_us": F("num?", "slowest victim flow's FCT (µs; null: none, or one "
+                           "unfinished)"),
+    "victim_fct_max_over_ideal": F("num?", "slowest victim flow's FCT/ideal"),
     "retransmissions": F("int", "packets retransmitted"),
-    "retransmissions_by_cause": F("counts", "retransmissions per cause (PDS retx.<cause>)"),
+    "retransmissions_by_cause": F("counts", "retransmissions per cause (PDS retx.<cause>; "
+                                  "RoCEv2: nak, rto, rnr)"),
     "nacks": F("int", "NACKs sent"),
     "nacks_by_code": F("counts", "NACKs sent per code"),
     "trims": F("int", "packets trimmed by switches"),
@@ -78,6 +84,7 @@ SUMMARY_SPEC: dict[str, F] = {
     "drops_by_reason": F("counts", "drops per reason (loss, fcs, queue, link_down, ...)"),
     "pfc_pause_us": F("num", "total time ports and NICs were paused by PFC (µs)"),
     "pfc_pause_frames": F("int", "PFC frames sent"),
+    "cnps": F("int", "congestion notification packets sent (RoCEv2 DCQCN; 0 for UET)"),
     "pdcs_opened": F("int", "PDCs opened"),
     "pdcs_closed": F("int", "PDCs closed"),
     "pdcs_closed_in_error": F("int", "PDCs closed in error"),
@@ -91,6 +98,8 @@ RESULTS_SCHEMA: dict[str, F] = {
         "name": F("str", "experiment.name"),
         "description": F("str", "experiment.description"),
         "seed": F("int", "experiment.seed"),
+        "traffic_seed": F("int", "the seed the traffic used: traffic.seed, or "
+                          "experiment.seed when that is -1"),
         "config": F("obj", "the validated config, every default filled in"),
     }, "what was run"),
     "run": F({
@@ -102,6 +111,16 @@ RESULTS_SCHEMA: dict[str, F] = {
                               "was)", required=False),
         "wall_time_s": F("num", "wall-clock duration"),
         "events": F("int?", "events processed by the fabric core", required=False),
+        "packet_hops": F("int?", "frames put on any link (one per frame per link crossed)",
+                         required=False),
+        "timing": F({
+            "build_s": F("num", "building the fabric and end points"),
+            "run_s": F("num", "driving the fabric (packet_hops / run_s: the emulation "
+                       "speed)"),
+            "run_cpu_s": F("num", "CPU time of the process while driving the fabric (the "
+                           "speed on a shared machine: packet_hops / run_cpu_s)"),
+        }, "wall-clock and CPU seconds of the run's phases (like wall_time_s, they differ "
+           "between runs)", required=False),
         "uet_version": F("str", "uet version"),
     }, "how the run went"),
     "summary": F(SUMMARY_SPEC, "the headline numbers"),
@@ -209,15 +228,16 @@ def build_results(config: Mapping[str, Any], flows: Iterable[Mapping[str, Any]],
                "virtual_time_ps": int(run.get("virtual_time_ps", 0)),
                "wall_time_s": float(run.get("wall_time_s", 0.0)),
                "uet_version": __version__}
-    for key in ("last_delivery_ps", "events"):
+    for key in ("last_delivery_ps", "events", "packet_hops", "timing"):
         if key in run:
             run_out[key] = run[key]
     doc = {
         "schema": SCHEMA_ID,
         "experiment": {"name": exp["name"], "description": exp["description"],
-                       "seed": exp["seed"], "config": _plain(config)},
+                       "seed": exp["seed"], "traffic_seed": traffic_seed(config),
+                       "config": _plain(config)},
         "run": run_out,
-        "summary": summarize(rows, counters),
+        "summary": summarize(rows, counters, config["traffic"].get("victims", ())),
         "flows": rows,
         "counters": _plain(counters),
         "files": dict(files or {}),

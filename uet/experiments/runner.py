@@ -31,15 +31,17 @@ from typing import Any
 import trio
 
 from uet.endpoint.fep import SINK_INDEX, SINK_KEY, DeliveryAudit, FabricEndpoint
+from uet.experiments import timeseries
 from uet.experiments.collectives import ByteState
+from uet.experiments.collector import quiet_collector
 from uet.experiments.config import fabric_topology, resolve_path
 from uet.experiments.ideal import TopologyModel, WireFormat
 from uet.experiments.impairments import plan
 from uet.experiments.progress import RunProgress
 from uet.experiments.report import write_outputs
-from uet.experiments.results import build_results
-from uet.experiments.timeseries import SeriesRecorder, flow_label
-from uet.experiments.traffic import build_workload
+from uet.experiments.results import build_results, check_results
+from uet.experiments.timeseries import ChangeRecorder, Points, SeriesRecorder, flow_label
+from uet.experiments.traffic import build_workload, traffic_seed
 from uet.experiments.workload import DependencyTracker, Flow, Workload
 from uet.fabric.eventlog import EventLog
 from uet.fabric.network import Network
@@ -58,13 +60,37 @@ DRAIN_CHECK_PS = 50 * PS_PER_US
 EVENT_LOG = "events.jsonl"
 
 
-def run_experiment(config: dict[str, Any], out_dir: Path) -> dict[str, Any]:
+def run_experiment(config: dict[str, Any], out_dir: Path | None,
+                   *, series: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run one validated experiment; write its files into ``out_dir``; return the results
-    document (``results.json``)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    run = Runner(config, out)
-    return run.execute()
+    document (``results.json``). ``transport.stack = "roce"`` runs the RoCEv2 baseline
+    (:class:`uet.experiments.roce_stack.RoceRunner`) on the same fabric and workload.
+
+    ``out_dir=None`` writes nothing (no capture, event log, plots or JSON files: the
+    notebook API's ``uet.run(config)``); the results are the same. ``series``: a dict that
+    receives the sampled time series (``timeseries.json``'s shape), for callers that keep
+    them in memory.
+    """
+    out = None if out_dir is None else Path(out_dir)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+    cls: type[Runner] = Runner
+    if config["transport"].get("stack", "uet") == "roce":
+        from uet.experiments.roce_stack import RoceRunner
+
+        cls = RoceRunner
+    run = cls(config, out)
+    results = run.execute()
+    if series is not None and run.series is not None:
+        series.update(timeseries.plain(run.series))
+    return results
+
+
+def _in_notebook() -> bool:
+    """True under Jupyter (rich draws its progress bars there as widgets)."""
+    from rich.console import Console
+
+    return Console(stderr=True).is_jupyter
 
 
 # ---------------------------------------------------------------------------- pieces
@@ -136,54 +162,53 @@ class SinkSpace:
 
 class Sampler:
     """Samples link bytes, queue occupancy and congestion windows into the
-    :class:`SeriesRecorder` shape, storing a point only where a series changes (plus the
-    last point of a flat stretch), so idle links and queues cost nothing and the step shape
-    is kept exactly."""
+    :class:`SeriesRecorder` shape (as :class:`~uet.experiments.timeseries.Points`),
+    storing a point only where a series changes (plus the last point of a flat stretch),
+    so idle links and queues cost nothing and the step shape is kept exactly. A sample
+    reads every channel's and port's counter in one pass; only changed series do more."""
 
-    def __init__(self, fab: Fabric, traced: dict[int, tuple[str, int, int]]) -> None:
+    def __init__(self, fab: Fabric, traced: dict[int, tuple[str, int, int]],
+                 window: Callable[[int, int], int | None] | None = None) -> None:
         rec = SeriesRecorder()
+        self.window = window or self._cwnd
         net = fab.net
         self.channels = [ch for link in net.links for ch in (link.ab, link.ba)]
         self.ports = [p for sw in net.switches.values() for p in sw.ports]
         self.eps = [fab.endpoint(i) for i in range(len(net.nics))]
         rec.links(0, {}, {ch.name: ch.rate_bps for ch in self.channels})
         self.data = rec.data
-        self.links = self.data["link_tx_bytes"]
-        self.queues = self.data["queue_bytes"]
+        self.links = ChangeRecorder([ch.name for ch in self.channels],
+                                    self.data["link_tx_bytes"])
+        self.queues = ChangeRecorder([p.name for p in self.ports], self.data["queue_bytes"])
         self.cwnds = self.data["cwnd_bytes"]
-        #: series -> [last value, skipped point [t, v] or None]
-        self.state: dict[int, list[Any]] = {}
+        #: cwnd series -> [last value, time of the last sample it was seen in]
+        self.state: dict[str, list[int]] = {}
         self.samples = 0
-
-    def _put(self, series: dict[str, list], name: str, now: int, value: float) -> None:
-        pts = series.get(name)
-        if pts is None:
-            series[name] = [[now, value]]
-            self.state[id(series[name])] = [value, None]
-            return
-        st = self.state[id(pts)]
-        if value == st[0]:
-            st[1] = [now, value]
-            return
-        if st[1] is not None:
-            pts.append(st[1])
-            st[1] = None
-        pts.append([now, value])
-        st[0] = value
 
     def sample(self, now: int, active: dict[int, tuple[str, int, int]]) -> None:
         """One sample at ``now``; ``active``: traced flows in progress, id -> (label, src,
         dst)."""
         self.samples += 1
-        put = self._put
-        for ch in self.channels:
-            put(self.links, ch.name, now, ch.tx_bytes)
-        for p in self.ports:
-            put(self.queues, p.name, now, sum(p.qbytes))
+        self.links.sample(now, [ch.tx_bytes for ch in self.channels])
+        self.queues.sample(now, [sum(p.qbytes) for p in self.ports])
+        cwnds, state = self.cwnds, self.state
         for label, src, dst in active.values():
-            w = self._cwnd(src, dst)
-            if w is not None:
-                put(self.cwnds, label, now, w)
+            w = self.window(src, dst)
+            if w is None:
+                continue
+            st = state.get(label)
+            if st is None:
+                pts = cwnds[label] = Points()
+                pts.append((now, w))
+                state[label] = [w, now]
+                continue
+            if w != st[0]:
+                pts = cwnds[label]
+                if pts.t[-1] != st[1]:
+                    pts.append((st[1], st[0]))
+                pts.append((now, w))
+                st[0] = w
+            st[1] = now
 
     def _cwnd(self, src: int, dst: int) -> int | None:
         ep = self.eps[src]
@@ -194,12 +219,12 @@ class Sampler:
 
     def finish(self) -> dict[str, Any]:
         """The series, each closed with its last sample."""
-        for series in (self.links, self.queues, self.cwnds):
-            for pts in series.values():
-                st = self.state[id(pts)]
-                if st[1] is not None:
-                    pts.append(st[1])
-                    st[1] = None
+        self.links.close()
+        self.queues.close()
+        for label, (w, t) in self.state.items():
+            pts = self.cwnds[label]
+            if pts.t[-1] != t:
+                pts.append((t, w))
         return self.data
 
 
@@ -207,11 +232,18 @@ class Sampler:
 
 
 class Runner:
-    """One run: build, drive, collect (see the module docstring)."""
+    """One run: build, drive, collect (see the module docstring). The end point specific
+    steps (:meth:`endpoint_factory`, :meth:`attach`, :meth:`_submit`, :meth:`_error`,
+    :meth:`_pdcs_closed`, :meth:`counters`, :meth:`wire_format`, :attr:`window`) are
+    methods, so another stack's runner overrides only those."""
 
-    def __init__(self, config: dict[str, Any], out_dir: Path) -> None:
+    #: the sampled congestion window of a flow (src, dst) -> bytes (None: the UET PDC's)
+    window: Callable[[int, int], int | None] | None = None
+
+    def __init__(self, config: dict[str, Any], out_dir: Path | None) -> None:
         self.cfg = config
         self.out = out_dir
+        self.series: dict[str, Any] | None = None
         exp = config["experiment"]
         self.limit_ps = round(exp["time_limit_us"] * PS_PER_US)
         self.wall_limit = exp["wall_limit_s"] or None
@@ -226,7 +258,7 @@ class Runner:
         self.offsets: dict[int, int] = {}
         self.bytes_state: ByteState | None = None
         if self.wl.collective is not None:
-            self.bytes_state = ByteState(self.wl.collective, seed=exp["seed"])
+            self.bytes_state = ByteState(self.wl.collective, seed=traffic_seed(config))
         self.files: dict[str, Any] = {}
         self.stop_reason: str | None = None
         self.last_delivery = 0
@@ -247,14 +279,18 @@ class Runner:
         cms.setdefault("base_rtt_ps", model.base_rtt_ps())
         cms.setdefault("trimming", self.cfg["topology"]["trimming"])
         sink = max((f.size for f in self.wl.flows), default=0)
+        # bulk data is counted and audited per flow; only collectives read it back, so
+        # only they need a sink of their own per host (else one scratch buffer for all)
         return FabricEndpoint.factory(profile=self._profile(), pds_overrides=dict(tr["pds"]),
                                       cms_overrides=cms, sink_bytes=sink,
+                                      shared_sink=self.bytes_state is None,
                                       mode=DeliveryMode[tr["mode"]])
 
     def build(self) -> Fabric:
         cfg = self.cfg
-        log = EventLog(self.out / EVENT_LOG) if cfg["output"]["event_log"] else EventLog()
-        if cfg["output"]["event_log"]:
+        logged = cfg["output"]["event_log"] and self.out is not None
+        log = EventLog(self.out / EVENT_LOG) if logged else EventLog()
+        if logged:
             self.files["event_log"] = EVENT_LOG
         self.log = log
         net = build(Network(seed=cfg["experiment"]["seed"], log=log), fabric_topology(cfg))
@@ -262,11 +298,18 @@ class Runner:
             net.impair(item["at"], item["cfg"], item["direction"])
         fab = Fabric(net, endpoint_factory=self.endpoint_factory(), eventlog=log)
         cap = cfg["capture"]
-        if cap["ifaces"] or cap["links"]:
+        if (cap["ifaces"] or cap["links"]) and self.out is not None:
             fab.capture(self.out / cap["file"], cap["ifaces"], links=cap["links"],
                         snaplen=cap["snaplen"])
             self.files["capture"] = cap["file"]
-        self.eps: list[FabricEndpoint] = [fab.endpoint(i) for i in range(len(net.nics))]
+        self.attach(fab)
+        self.fab = fab
+        self.loop = fab.loop
+        return fab
+
+    def attach(self, fab: Fabric) -> None:
+        """Hook the runner into every host's end point (audits, completions, sinks)."""
+        self.eps: list[Any] = [fab.endpoint(i) for i in range(len(fab.net.nics))]
         self.audits: list[FlowAudit] = []
         for i, ep in enumerate(self.eps):
             audit = FlowAudit(ep.audit)
@@ -280,9 +323,6 @@ class Runner:
                 if res is not None:
                     res.regions[SINK_KEY].idempotent_safe = True
         self.sinks = [SinkSpace(ep, reuse=not rudi) for ep in self.eps]
-        self.fab = fab
-        self.loop = fab.loop
-        return fab
 
     # ------------------------------------------------------------------ flows
 
@@ -301,6 +341,11 @@ class Runner:
         if self.log.enabled:
             self.log.emit(now, "flow_start", flow=flow.id, src=flow.src, dst=flow.dst,
                           size=flow.size)
+        self._submit(flow, ep, payload, offset, now)
+        self.fab.host(flow.src).poke()
+
+    def _submit(self, flow: Flow, ep: Any, payload: Any, offset: int, now: int) -> None:
+        """Hand ``flow`` to its source end point (one RMA WRITE into the sink)."""
         msg = ep.send_message(now, flow.dst, flow.size, payload, offset=offset)
         audit = self.audits[flow.dst]
         for mid in msg.op.message_ids:
@@ -309,7 +354,6 @@ class Runner:
             self._finished(flow, msg.op, now)
         else:
             self.pending[flow.src, msg.op.op_id] = flow.id
-        self.fab.host(flow.src).poke()
 
     def _schedule(self, ready: list[tuple[int, Flow]]) -> None:
         self.scheduled += len(ready)
@@ -328,14 +372,20 @@ class Runner:
 
         return hook
 
+    def _error(self, op: Any) -> str | None:
+        """Why the operation that carried a flow failed (None: it succeeded)."""
+        if op is None or op.return_code == 1:
+            return None
+        try:
+            rc = ReturnCode(op.return_code).name
+        except ValueError:
+            rc = str(op.return_code)
+        return f"{op.opcode.name} failed: {rc}" + (f" ({op.reason})" if op.reason else "")
+
     def _finished(self, flow: Flow, op: Any, now: int) -> None:
-        if op is not None and op.return_code != 1:
-            try:
-                rc = ReturnCode(op.return_code).name
-            except ValueError:
-                rc = str(op.return_code)
-            self.errors[flow.id] = f"{op.opcode.name} failed: {rc}" + (
-                f" ({op.reason})" if op.reason else "")
+        error = self._error(op)
+        if error is not None:
+            self.errors[flow.id] = error
             if self.log.enabled:
                 self.log.emit(now, "flow_failed", flow=flow.id, error=self.errors[flow.id])
             return
@@ -371,7 +421,7 @@ class Runner:
         interval = max(1, round(self.cfg["output"]["sample_interval_us"] * PS_PER_US))
         sampling = self.cfg["output"]["plots"] or self.cfg["output"]["timeseries"]
         traced = self._traced()
-        sampler = Sampler(fab, traced) if sampling else None
+        sampler = Sampler(fab, traced, self.window) if sampling else None
         self.sampler = sampler
         total = len(self.wl.flows)
         async with fab:
@@ -411,20 +461,29 @@ class Runner:
     def execute(self) -> dict[str, Any]:
         t0 = time.perf_counter()
         fab = self.build()
+        t_built = time.perf_counter()
         opts = self.cfg["output"]
-        show = bool(opts["progress"]) and sys.stderr.isatty()
+        show = bool(opts["progress"]) and (sys.stderr.isatty() or _in_notebook())
         progress = RunProgress(len(self.wl.flows), self.limit_ps,
                                description=self.cfg["experiment"]["name"], enabled=show)
-        with progress:
+        cpu0 = time.process_time()
+        with progress, quiet_collector():
             trio.run(self.drive, progress, t0)
-        wall = time.perf_counter() - t0
+        t_ran = time.perf_counter()
+        self.timing = {"build_s": t_built - t0, "run_s": t_ran - t_built,
+                       "run_cpu_s": time.process_time() - cpu0}
+        wall = t_ran - t0
         fab.close()
         series = self.sampler.finish() if self.sampler is not None else None
+        self.series = series
         results = build_results(self.cfg, self.flow_records(), self.counters(),
                                 run=self.run_info(wall), workload=self.wl,
                                 wire=self.wire_format(), files=self.files)
         if self.bytes_state is not None:
             results["collective"] = self.collective_check()
+        if self.out is None:
+            check_results(results)
+            return results
         return write_outputs(results, self.out, series)
 
     # ------------------------------------------------------------------ results
@@ -472,7 +531,8 @@ class Runner:
                 "stop_reason": self.stop_reason or "error",
                 "virtual_time_ps": int(self.virtual_ps),
                 "last_delivery_ps": int(self.last_delivery) if self.end_ps else None,
-                "wall_time_s": wall, "events": self.fab.loop.events}
+                "wall_time_s": wall, "events": self.fab.loop.events,
+                "packet_hops": self.fab.net.packet_hops(), "timing": self.timing}
 
     def collective_check(self) -> dict[str, Any]:
         """The all-reduce's data check: ranks whose final buffer is wrong (empty: every
