@@ -43,6 +43,12 @@ TREE = [
     ("uet.native", "PsnWindowError", LocalError, ValueError),
     ("uet.runtime.fabric", "FabricStalled", LocalError, RuntimeError),
     ("uet.runtime.host", "OperationTimeout", RemoteError, TimeoutError),
+    ("uet.capture.dfilter", "FilterError", LocalError, ValueError),
+    ("uet.experiments.compare", "CompareError", LocalError, ValueError),
+    ("uet.experiments.executor", "ExecutorError", ConfigError, ValueError),
+    ("uet.experiments.export", "ExportError", ConfigError, ValueError),
+    ("uet.roce.config", "RoceConfigError", ConfigError, ValueError),
+    ("uet.roce.requester", "QueueFull", LocalError, Exception),
 ]
 
 

@@ -35,7 +35,8 @@ def _second_half(msg_id: int, key: int = 0x51, opcode: int = SesOpcode.WRITE,
 def _target(profile: str = "hpc"):
     a, b, _ = pair(profile, seed=1, dup=0.0)
     b.resources.register(JOB, PID, RI)
-    b.resources.add_region(JOB, PID, RI, 0x51, bytearray(1 << 16), Perm.ALL)
+    b.resources.add_region(JOB, PID, RI, 0x51, bytearray(1 << 16), Perm.ALL,
+                           idempotent_safe=True)
     return b
 
 
@@ -140,3 +141,24 @@ def test_failed_reference_is_ignored_after_a_timeout():
     a.outq.clear()
     a.initiator.on_failed(PacketRef(op.op_id, 0, 0), "gone", now=5)
     assert op.return_code == Rc.UNDELIVERABLE and a.next_deadline() is None
+
+
+def test_rudi_late_packet_of_a_finished_write_gets_the_answer_again():
+    """Found by the long soak (benchmarks/soak.py, rudi-*): RUDI's response cache may drop
+    the answer to the packet that completed a WRITE; its retransmission then reaches the
+    SES again, which must answer OK again, or the initiator's WRITE never ends. Over RUD the
+    PDS keeps responses until cleared, and a late packet stays a silent duplicate."""
+    from uet.wire.constants import DeliveryMode
+
+    b = _target()
+    rudi = DeliveryMode.RUDI
+    assert b.target.handle("10.0.0.9", _first_half(3), None, bytes(4096), mode=rudi,
+                           now=1).response is None
+    done = b.target.handle("10.0.0.9", _second_half(3), None, bytes(4096), mode=rudi, now=2)
+    again = b.target.handle("10.0.0.9", _second_half(3), None, bytes(4096), mode=rudi, now=3)
+    assert done.response.return_code == Rc.OK and again is done
+    assert b.counters["final_replayed"] == 1
+    b.target.handle("10.0.0.9", _first_half(4), None, bytes(4096), conn=7, now=4)
+    b.target.handle("10.0.0.9", _second_half(4), None, bytes(4096), conn=7, now=5)
+    late = b.target.handle("10.0.0.9", _second_half(4), None, bytes(4096), conn=7, now=6)
+    assert late.response is None  # RUD: a duplicate

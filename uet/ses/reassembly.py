@@ -94,9 +94,11 @@ class Reassembly:
         self.history_size = history
         self.active: dict[MessageKey, MessageState] = {}
         self.by_conn: dict[int, set[MessageKey]] = {}
-        # finished keys; the value is the return code an abandoned message's first late
-        # packet gets (None: finished normally, or already answered)
-        self._history: OrderedDict[MessageKey, int | None] = OrderedDict()
+        # finished keys; the value is what a late packet of it gets: an int, the return
+        # code of an abandoned message (its first late packet only), or a reply to replay
+        # to every late packet (RUDI: its response cache may have forgotten the answer);
+        # None: nothing (a duplicate)
+        self._history: OrderedDict[MessageKey, Any] = OrderedDict()
 
     def get(self, key: MessageKey) -> MessageState | None:
         return self.active.get(key)
@@ -118,9 +120,10 @@ class Reassembly:
                 conn.add(key)
         return state
 
-    def finish(self, key: MessageKey | None, late_rc: int | None = None) -> None:
-        """Forget a message and remember its key (bounded FIFO history); ``late_rc``: it
-        was abandoned, and its first late packet is answered with this return code."""
+    def finish(self, key: MessageKey | None, late_rc: Any = None) -> None:
+        """Forget a message and remember its key (bounded FIFO history); ``late_rc``: an
+        int (it was abandoned: its first late packet is answered with this return code) or
+        a reply every late packet gets again."""
         if key is None:
             return
         if self.active.pop(key, None) is not None:
@@ -134,12 +137,13 @@ class Reassembly:
         while len(self._history) > self.history_size:
             self._history.popitem(last=False)
 
-    def late_rc(self, key: MessageKey) -> int | None:
-        """The return code owed to the first late packet of an abandoned message (once)."""
-        rc = self._history.get(key)
-        if rc is not None:
+    def late(self, key: MessageKey) -> Any:
+        """What a late packet of a finished message gets: the return code owed to the first
+        late packet of an abandoned message (once), a reply to replay, or None."""
+        got = self._history.get(key)
+        if isinstance(got, int):
             self._history[key] = None
-        return rc
+        return got
 
     def expired(self, now: int, timeout: int) -> list[MessageState]:
         """Messages whose latest packet is ``timeout`` or more old."""

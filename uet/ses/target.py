@@ -104,6 +104,7 @@ class Target:
         self._unexpected: dict[int, Unexpected] = {}
         self._next_recv = 1
         self._conn = 0  # connection of the packet being handled (see handle())
+        self._mode = DeliveryMode.RUD  # its delivery mode
         self._now = 0  # time of the packet being handled (timeouts count from it)
 
     # ------------------------------------------------------------------ receives
@@ -175,6 +176,7 @@ class Target:
         from it."""
         self._conn = conn
         self._now = now
+        self._mode = mode
         self.ep.now = now
         if isinstance(ses, _RESPONSE_HEADERS):
             self.ep.initiator.on_return_data(src, ses, payload, now=now)
@@ -260,8 +262,7 @@ class Target:
         state.last = self._now
         mr.buffer[start + moff:start + end] = payload
         if state.complete():
-            reassembly.finish(key)
-            return self._rsp(req, Rc.OK, rlen)
+            return self._finished(key, self._rsp(req, Rc.OK, rlen))
         return _NONE
 
     def _read(self, src: str, req: Req, mode: DeliveryMode, psn: int) -> TargetReply:
@@ -632,10 +633,13 @@ class Target:
         (IE) ends the message. Returns (reassembly key, resource) or the reply to send."""
         key = self._key(src, req)
         if key is not None and self.reassembly.finished(key):
-            rc = self.reassembly.late_rc(key)
-            if rc is not None:  # the first late packet of an abandoned message
+            late = self.reassembly.late(key)
+            if isinstance(late, int):  # the first late packet of an abandoned message
                 self.counters["reassembly_late_packet"] += 1
-                return self._rsp(req, rc)
+                return self._rsp(req, late)
+            if late is not None:  # RUDI: the final answer again (see _finished)
+                self.counters["final_replayed"] += 1
+                return late
             return self._dup()
         res = self._resolve(req)
         if isinstance(res, Rc):
@@ -676,8 +680,17 @@ class Target:
             state = self.reassembly.get(key)
             if state is not None:
                 self._abort(state, rc)
-            self.reassembly.finish(key)
+            return self._finished(key, self._rsp(req, rc))
         return self._rsp(req, rc)
+
+    def _finished(self, key: MessageKey | None, reply: TargetReply) -> TargetReply:
+        """The message ends with ``reply``. Over RUDI the reply is kept with its key and
+        given again to any late packet of the message: RUDI's response cache may have
+        dropped the response to the packet that ended it (the initiator's retransmission is
+        then delivered again), and without it the operation would never end. RUD / ROD
+        need none of that: their PDS keeps the response until it is cleared."""
+        self.reassembly.finish(key, late_rc=reply if self._mode == _RUDI else None)
+        return reply
 
     def _abort(self, state: MessageState, rc: int) -> None:
         sink = state.sink
