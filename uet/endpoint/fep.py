@@ -185,6 +185,7 @@ class FabricEndpoint:
                                pid_on_fep=pid_on_fep)
         # a message's packets may legitimately be as far apart as the PDS takes to give up
         # on one of them: the SES waits at least that long before abandoning it
+        self._pds_deadline = self.pds.next_deadline
         bound = progress_bound(self.pds_config)
         if self.ses.timeouts.reassembly_ps < bound:
             self.ses.timeouts.reassembly_ps = bound
@@ -335,7 +336,7 @@ class FabricEndpoint:
         return frame
 
     def next_deadline(self) -> int | None:
-        d = self.pds.next_deadline()
+        d = self._pds_deadline()  # the NIC asks after every frame: one bound call
         s = self.ses.deadline
         if s is not None and (d is None or s < d):
             return s
