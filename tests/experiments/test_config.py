@@ -54,7 +54,7 @@ def test_default_experiment_is_the_documented_one() -> None:
     assert cfg["topology"]["trimming"] is True
     assert cfg["transport"]["profile"] == "ai-base" and cfg["transport"]["mode"] == "RUD"
     cms = cfg["transport"]["cms"]
-    # "profile" resolves to AI Base's own choice (profiles/ai-base.toml: mixed)
+    # "profile" resolves to AI Base's own choice (uet/profiles/ai-base.toml: mixed)
     assert (cms["ev_selector"], cms["ev_count"], cms["algorithm"]) == ("mixed", 128, "nscc")
     assert cfg["traffic"]["pattern"] == "permutation" and cfg["traffic"]["size"] == 1 << 20
     assert cfg["impairments"][0]["loss"] == 0.001
