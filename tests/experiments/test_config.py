@@ -242,7 +242,8 @@ def test_cm_file_resolves_relative_to_the_experiment(tmp_path: Path) -> None:
         load_config(exp)
     assert info.value.line == 3
     (tmp_path / "w.cm").write_text("Nodes 4\nConnections 1\n0->1 start 0 size 10\n")
-    assert load_config(exp)["traffic"]["file"] == "w.cm"
+    # resolved once, at validation (a sweep worker or a later step need no cwd)
+    assert load_config(exp)["traffic"]["file"] == str(tmp_path / "w.cm")
 
 
 def test_sizes() -> None:

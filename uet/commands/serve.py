@@ -34,24 +34,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _setup(args: argparse.Namespace):
+    """The setup in effect: the well-known one or ``--setup FILE``, then ``--profile``,
+    then each ``--set`` (an error names the option that brought the bad value)."""
     from uet.conformance.setup import WELL_KNOWN, DutSetup, SetupError
 
     setup = DutSetup.load(args.setup) if args.setup else WELL_KNOWN
-    changes = {}
+    if args.profile:
+        setup = DutSetup.from_dict({**setup.to_dict(), "profile": args.profile},
+                                   f"--profile {args.profile}")
     for item in args.set:
         key, sep, value = item.partition("=")
-        if not sep:
-            raise SetupError(f"--set {item!r}: expected KEY=VALUE")
+        if not sep or not key.strip():
+            raise SetupError(f"--set {item}: expected KEY=VALUE, e.g. --set rto_us=50000")
         try:
-            changes[key.strip()] = json.loads(value)
+            parsed = json.loads(value)
         except json.JSONDecodeError:
-            changes[key.strip()] = value
-    if args.profile:
-        changes["profile"] = args.profile
-    if changes:
-        data = setup.to_dict()
-        data.update(changes)
-        setup = DutSetup.from_dict(data, "--set")
+            parsed = value
+        setup = DutSetup.from_dict({**setup.to_dict(), key.strip(): parsed}, f"--set {item}")
     return setup
 
 

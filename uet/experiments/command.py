@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,17 @@ from rich.markup import escape
 
 from uet.experiments.config import ConfigError, load_config
 from uet.experiments.executor import RunFn, make_executor
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1 (``--jobs 0`` is refused, not run serially)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,8 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sweep", dest="sweeps", action="append", default=[],
                         metavar="KEY=V1,V2,...",
                         help="run every combination of these values; repeatable")
-    parser.add_argument("--jobs", type=int, default=1, metavar="N",
-                        help="sweep points run in parallel (local processes)")
+    parser.add_argument("--jobs", type=positive_int, default=1, metavar="N",
+                        help="sweep points run in parallel (local processes; N >= 1)")
     parser.add_argument("--out", default=None, metavar="DIR",
                         help="output directory (default: runs/<timestamp>/)")
     parser.add_argument("--check", action="store_true",
@@ -90,15 +102,22 @@ def run(args: argparse.Namespace, run_experiment: RunFn | None = None,
             console.print(f"wrote {escape(str(p))}")
             return 0
     except ConfigError as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return 2
     fn = run_experiment or _runner()
     if fn is None:
         err.print("uet run: the experiment runner is not available in this build")
         return 2
     out = Path(args.out) if args.out else default_out_dir()
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
-    results = fn(config, out)
+    try:
+        results = fn(config, out)
+    except ConfigError as exc:  # found once the fabric is built (taps, impairments)
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        return 2
     from uet.experiments.report import print_summary
 
     print_summary(results, console)

@@ -32,7 +32,7 @@ import trio
 
 from uet.endpoint.fep import SINK_INDEX, SINK_KEY, DeliveryAudit, FabricEndpoint
 from uet.experiments.collectives import ByteState
-from uet.experiments.config import fabric_topology, resolve_path
+from uet.experiments.config import error_at, fabric_topology, resolve_path
 from uet.experiments.ideal import TopologyModel, WireFormat
 from uet.experiments.impairments import plan
 from uet.experiments.progress import RunProgress
@@ -68,6 +68,12 @@ def run_experiment(config: dict[str, Any], out_dir: Path) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------- pieces
+
+
+def _some(names: list[str], n: int = 6) -> str:
+    """The first ``n`` names, and how many more there are."""
+    more = f" ... ({len(names)} in all)" if len(names) > n else ""
+    return ", ".join(names[:n]) + more
 
 
 class FlowAudit(DeliveryAudit):
@@ -262,6 +268,7 @@ class Runner:
             net.impair(item["at"], item["cfg"], item["direction"])
         fab = Fabric(net, endpoint_factory=self.endpoint_factory(), eventlog=log)
         cap = cfg["capture"]
+        self._check_taps(net)
         if cap["ifaces"] or cap["links"]:
             fab.capture(self.out / cap["file"], cap["ifaces"], links=cap["links"],
                         snaplen=cap["snaplen"])
@@ -283,6 +290,22 @@ class Runner:
         self.fab = fab
         self.loop = fab.loop
         return fab
+
+    def _check_taps(self, net: Network) -> None:
+        """Every ``[capture]`` interface and link must exist in this topology (a ``--set
+        topology.kind=...`` can leave the file's taps behind): ConfigError naming them."""
+        cap = self.cfg["capture"]
+        links = sorted(lk.name for lk in net.links)
+        for i, name in enumerate(cap["ifaces"]):
+            if name not in net.ifaces:
+                raise error_at(self.cfg, ("capture", "ifaces", i),
+                               f"no interface {name!r} in this {self.cfg['topology']['kind']} "
+                               "topology", allowed=_some(sorted(net.ifaces)))
+        for i, name in enumerate(cap["links"]):
+            if name not in net.link_of and name not in links:
+                raise error_at(self.cfg, ("capture", "links", i),
+                               f"no link {name!r} in this {self.cfg['topology']['kind']} "
+                               "topology", allowed=_some(links) + " or an interface on one")
 
     # ------------------------------------------------------------------ flows
 
