@@ -57,7 +57,10 @@ def test_default_experiment_is_the_documented_one() -> None:
     # "profile" resolves to AI Base's own choice (uet/profiles/ai-base.toml: mixed)
     assert (cms["ev_selector"], cms["ev_count"], cms["algorithm"]) == ("mixed", 128, "nscc")
     assert cfg["traffic"]["pattern"] == "permutation" and cfg["traffic"]["size"] == 1 << 20
-    assert cfg["impairments"][0]["loss"] == 0.001
+    degraded, lossy = cfg["impairments"]
+    assert degraded["match"] == ["core0.p0"] and degraded["direction"] == "down"
+    assert degraded["rate_factor"] == degraded["queue_factor"] == 0.25
+    assert lossy["match"] == ["core2.*"] and lossy["loss"] == 0.01
     assert cfg["capture"]["ifaces"] and cfg["capture"]["links"]
     assert cfg["source"]["file"].endswith("default.toml")
     built = cms_config(cfg)

@@ -38,6 +38,7 @@ from uet.experiments.impairments import plan
 from uet.experiments.progress import RunProgress
 from uet.experiments.report import write_outputs
 from uet.experiments.results import build_results
+from uet.experiments.signals import EvLoad, FlowSignals
 from uet.experiments.timeseries import SeriesRecorder, flow_label
 from uet.experiments.traffic import build_workload
 from uet.experiments.workload import DependencyTracker, Flow, Workload
@@ -146,7 +147,8 @@ class Sampler:
     last point of a flat stretch), so idle links and queues cost nothing and the step shape
     is kept exactly."""
 
-    def __init__(self, fab: Fabric, traced: dict[int, tuple[str, int, int]]) -> None:
+    def __init__(self, fab: Fabric, traced: dict[int, tuple[str, int, int]],
+                 nominal_bps: dict[str, float] | None = None) -> None:
         rec = SeriesRecorder()
         net = fab.net
         self.channels = [ch for link in net.links for ch in (link.ab, link.ba)]
@@ -157,6 +159,14 @@ class Sampler:
         self.links = self.data["link_tx_bytes"]
         self.queues = self.data["queue_bytes"]
         self.cwnds = self.data["cwnd_bytes"]
+        # congestion signals and reactions per flow, fabric-wide signals, EV load
+        self.data["link_nominal_bps"] = {n: r for n, r in (nominal_bps or {}).items()
+                                         if r != self.data["link_rate_bps"].get(n)}
+        self.flow_signals = FlowSignals(fab.log, {nic.name: i
+                                                  for i, nic in enumerate(net.nics)})
+        self.data["flow_events"] = self.flow_signals.events
+        self.fabric = self.data["fabric_signals"] = {}
+        self.ev_load = EvLoad(net.nics)
         #: series -> [last value, skipped point [t, v] or None]
         self.state: dict[int, list[Any]] = {}
         self.samples = 0
@@ -184,28 +194,37 @@ class Sampler:
         put = self._put
         for ch in self.channels:
             put(self.links, ch.name, now, ch.tx_bytes)
+        ecn = trims = 0
         for p in self.ports:
             put(self.queues, p.name, now, sum(p.qbytes))
+            ecn += p.ecn_marked
+            trims += p.trimmed
+        put(self.fabric, "ecn_marks", now, ecn)
+        put(self.fabric, "trims", now, trims)
+        put(self.fabric, "drops", now, self.flow_signals.drops)
         for label, src, dst in active.values():
-            w = self._cwnd(src, dst)
-            if w is not None:
-                put(self.cwnds, label, now, w)
+            pdc = self._pdc(src, dst)
+            if pdc is None:
+                continue
+            self.flow_signals.sample(now, src, pdc, label)
+            w = getattr(pdc.cc, "cwnd", None)
+            if isinstance(w, int | float):
+                put(self.cwnds, label, now, int(w))
 
-    def _cwnd(self, src: int, dst: int) -> int | None:
+    def _pdc(self, src: int, dst: int) -> Any:
         ep = self.eps[src]
         key = (ep.mode, ep.job_id, ep.ip, ep.peer_ips[dst], ep.tc)
-        pdc = ep.pds.mgr.ini_by_key.get(key)
-        w = getattr(getattr(pdc, "cc", None), "cwnd", None)
-        return int(w) if isinstance(w, int | float) else None
+        return ep.pds.mgr.ini_by_key.get(key)
 
     def finish(self) -> dict[str, Any]:
         """The series, each closed with its last sample."""
-        for series in (self.links, self.queues, self.cwnds):
+        for series in (self.links, self.queues, self.cwnds, self.fabric):
             for pts in series.values():
                 st = self.state[id(pts)]
                 if st[1] is not None:
                     pts.append(st[1])
                     st[1] = None
+        self.data["ev_bytes"] = self.ev_load.close()
         return self.data
 
 
@@ -264,6 +283,8 @@ class Runner:
             self.files["event_log"] = EVENT_LOG
         self.log = log
         net = build(Network(seed=cfg["experiment"]["seed"], log=log), fabric_topology(cfg))
+        self.nominal_bps = {ch.name: ch.rate_bps for link in net.links
+                            for ch in (link.ab, link.ba)}
         for item in plan(cfg, net.links):
             net.impair(item["at"], item["cfg"], item["direction"])
         fab = Fabric(net, endpoint_factory=self.endpoint_factory(), eventlog=log)
@@ -394,7 +415,7 @@ class Runner:
         interval = max(1, round(self.cfg["output"]["sample_interval_us"] * PS_PER_US))
         sampling = self.cfg["output"]["plots"] or self.cfg["output"]["timeseries"]
         traced = self._traced()
-        sampler = Sampler(fab, traced) if sampling else None
+        sampler = Sampler(fab, traced, self.nominal_bps) if sampling else None
         self.sampler = sampler
         total = len(self.wl.flows)
         async with fab:
