@@ -26,7 +26,7 @@ RATIO = "×"
 
 def unit_of(key: str, value: Any) -> str:
     """The unit a key's name announces ("" for counts, names and flags)."""
-    if isinstance(value, bool) or isinstance(value, str):
+    if isinstance(value, bool | str):
         return ""
     if "ratio" in key or "_over_" in key:
         return RATIO
