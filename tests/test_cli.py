@@ -216,3 +216,65 @@ def test_project_errors_are_one_line_and_bugs_keep_their_traceback(capsys, monke
 def test_profiles_json_is_whole_when_read(capsys):
     assert main(["profiles", "--json"]) == 0
     assert sorted(json.loads(capsys.readouterr().out)) == ["ai-base", "ai-full", "hpc"]
+
+
+# ------------------------------------------------------------------ --log-level
+
+#: the built-in experiment, small and without plots
+QUICK_RUN = ["--set", "traffic.size=64KiB", "--set", "output.plots=false", "--set",
+             "output.timeseries=false", "--no-progress"]
+
+
+def test_event_log_levels():
+    from uet.fabric.eventlog import event_level, level_filter
+
+    assert event_level({"event": "pdc_close", "error": True}) == "error"
+    assert event_level({"event": "pdc_close", "error": False}) == "info"
+    assert event_level({"event": "retransmit"}) == "warning"
+    assert event_level({"event": "something_new"}) == "debug"
+    lines: list[str] = []
+    show = level_filter("warning", lines.append)
+    for kind in ("flow_failed", "trim", "pdc_open", "something_new"):
+        show({"t_ps": 1_500_000, "event": kind, "host": "h1"})
+    assert [ln.split()[3] for ln in lines] == ["flow_failed", "trim"]
+    assert lines[0].split()[:3] == ["1.500", "µs", "error"] and "host=h1" in lines[0]
+    with pytest.raises(ValueError, match="allowed off, error, warning, info, debug"):
+        level_filter("verbose", print)
+
+
+@pytest.mark.parametrize("level, shown, hidden", [
+    ("warning", {"trim", "nack_tx", "nack_rx", "retransmit"}, {"pdc_open", "flow_done"}),
+    ("info", {"trim", "pdc_open", "pdc_close", "flow_start", "flow_done"}, set()),
+    ("error", set(), {"trim", "pdc_open"}),
+])
+def test_run_log_level_prints_the_event_log(capsys, tmp_path, level, shown, hidden):
+    assert main(["run", *QUICK_RUN, "--log-level", level, "--out", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    kinds = {ln.split()[3] for ln in err.splitlines() if " µs " in ln}
+    assert shown <= kinds and not hidden & kinds, kinds
+    assert not (tmp_path / "events.jsonl").exists()  # the terminal view needs no file
+
+
+def test_run_without_log_level_prints_no_events(capsys, tmp_path):
+    assert main(["run", *QUICK_RUN, "--out", str(tmp_path)]) == 0
+    assert " µs " not in capsys.readouterr().err
+
+
+def test_serve_log_level_shows_the_served_end_point(tmp_path):
+    ip = f"{NET}.3"
+    serve = subprocess.Popen([sys.executable, "-m", "uet", "serve", "--listen", f"{ip}:4793",
+                              "--duration", "30", "--log-level", "info"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert serve.stdout.readline()  # the banner, then "ready ..."
+        for line in serve.stdout:
+            if line.startswith("ready "):
+                break
+        assert main(["conformance", "--dut", f"udp:{ip}:4793", "--peer-net",
+                     f"{NET}.128/25", "-k", "PDS-EST-001", "--capture-dir",
+                     str(tmp_path)]) == 0
+    finally:
+        serve.terminate()  # a clean stop on SIGTERM
+        _out, err = serve.communicate(timeout=60)
+    kinds = {ln.split()[3] for ln in err.splitlines() if " µs " in ln}
+    assert {"pdc_open"} <= kinds, err[-2000:]

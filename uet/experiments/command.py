@@ -22,6 +22,7 @@ from rich.markup import escape
 
 from uet.experiments.config import ConfigError, load_config
 from uet.experiments.executor import RunFn, make_executor
+from uet.fabric.eventlog import LOG_LEVELS
 
 
 def positive_int(text: str) -> int:
@@ -55,6 +56,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--write-cm", default=None, metavar="FILE",
                         help="write the workload as an htsim connection matrix, run nothing")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--log-level", choices=LOG_LEVELS, default=None,
+                        help="print the structured event log on stderr as the run goes: "
+                             "error, warning (+ drops, trims, NACKs, retransmissions), info "
+                             "(+ flows and PDCs opening and closing), debug (everything); "
+                             "the same as --set output.log_level=LEVEL")
 
 
 def default_out_dir(root: str | Path = "runs") -> Path:
@@ -87,6 +93,8 @@ def run(args: argparse.Namespace, run_experiment: RunFn | None = None,
     sets = list(args.sets)
     if args.no_progress:
         sets.append("output.progress=false")
+    if getattr(args, "log_level", None):
+        sets.append(f"output.log_level={args.log_level}")
     try:
         if args.sweeps:
             return _run_sweep(args, sets, run_experiment, console)

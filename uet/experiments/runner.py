@@ -42,7 +42,7 @@ from uet.experiments.signals import EvLoad, FlowSignals
 from uet.experiments.timeseries import SeriesRecorder, flow_label
 from uet.experiments.traffic import build_workload
 from uet.experiments.workload import DependencyTracker, Flow, Workload
-from uet.fabric.eventlog import EventLog
+from uet.fabric.eventlog import EventLog, level_filter
 from uet.fabric.network import Network
 from uet.fabric.topology import build
 from uet.runtime.fabric import Fabric
@@ -281,6 +281,9 @@ class Runner:
         log = EventLog(self.out / EVENT_LOG) if cfg["output"]["event_log"] else EventLog()
         if cfg["output"]["event_log"]:
             self.files["event_log"] = EVENT_LOG
+        level = cfg["output"].get("log_level", "off")
+        if level != "off":
+            log.subscribe(level_filter(level, lambda line: print(line, file=sys.stderr)))
         self.log = log
         net = build(Network(seed=cfg["experiment"]["seed"], log=log), fabric_topology(cfg))
         self.nominal_bps = {ch.name: ch.rate_bps for link in net.links
