@@ -25,6 +25,7 @@ import sys
 #: subcommand -> (module under uet.commands, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("run", "run an experiment (the built-in default when no file is given)"),
+    "compare": ("compare", "results of runs side by side: metrics, ratios, FCT CDFs"),
     "decode": ("decode", "decode a pcap/pcapng capture, one line or JSON object per frame"),
     "diff": ("diff", "semantic diff of two captures (per PDC, per PSN, per field)"),
     "conformance": ("conformance", "run the conformance catalogue against an end point"),

@@ -87,7 +87,7 @@ def test_identical_captures_are_the_same():
         assert res.same, name
         n = sum(1 for _ in read_capture(path))
         assert res.totals() == {"matched": n, "identical": n, "changed": 0, "missing": 0,
-                                "added": 0}
+                                "added": 0, "moved": 0}
 
 
 def test_injected_change_drop_and_add_are_reported_precisely(tmp_path):
@@ -95,7 +95,7 @@ def test_injected_change_drop_and_add_are_reported_precisely(tmp_path):
     res = diff_captures(a, b)
     assert not res.same
     assert res.totals() == {"matched": 30, "identical": 29, "changed": 1, "missing": 1,
-                            "added": 1}
+                            "added": 1, "moved": 0}
     diffs = res.differences()
     assert [d.kind for d in diffs] == ["changed", "missing", "added"]
     changed, missing, added = diffs
@@ -133,7 +133,7 @@ def test_command_text_json_and_exit_status(tmp_path, monkeypatch):
     obj = json.loads(out)
     assert rc == 1 and obj["same"] is False and obj["mode"] == "exact"
     assert obj["counts"] == {"matched": 30, "identical": 29, "changed": 1, "missing": 1,
-                             "added": 1}
+                             "added": 1, "moved": 0}
     (group,) = obj["groups"]
     kinds = [(d["kind"], d["a_frame"], d["b_frame"]) for d in group["differences"]]
     assert kinds == [("changed", 5, 5), ("missing", 7, None), ("added", None, 21)]
@@ -163,9 +163,13 @@ def test_errors_exit_2(tmp_path):
     rc, _, err = _uet(["diff", str(good), str(tmp_path / "nope.pcapng")])
     assert rc == 2 and "nope.pcapng" in err
     bad = tmp_path / "bad.pcapng"
-    bad.write_bytes(good.read_bytes()[:-7])
+    raw = bytearray(good.read_bytes())
+    raw[-4:] = (999).to_bytes(4, "little")  # the last block's trailing length: corrupt
+    bad.write_bytes(bytes(raw))
     rc, _, err = _uet(["diff", str(bad), str(good)])
-    assert rc == 2 and "bad.pcapng" in err and "byte" in err
+    assert rc == 2 and "bad.pcapng" in err and "byte" in err and "trailing length" in err
+    rc, _, err = _uet(["diff", "--context", "2", str(good), str(good)])
+    assert rc == 2 and "--write" in err
     rc, _, err = _uet(["diff", "--limit", "-1", str(good), str(good)])
     assert rc == 2 and "--limit" in err
     with pytest.raises(ValueError, match="mode 'fuzzy'"):
@@ -374,3 +378,160 @@ def test_different_seeds_without_impairments_normalize_to_same(tmp_path):
     assert not diff_captures(a, b).same
     res = diff_captures(a, b, mode="normalized", timestamps=True)
     assert res.same and res.totals()["matched"] == 14
+
+
+# --------------------------------------------------------------------------- cut short
+
+
+def test_a_capture_cut_short_is_compared_up_to_the_cut(tmp_path):
+    """Issue 19 item 11: a truncated capture was an error ("bad block length 4228 at byte
+    25880"); now the readable part is compared and a warning says the file is cut short."""
+    src = CAPTURES / "rud_loss.pcapng"
+    cut = tmp_path / "cut.pcapng"
+    cut.write_bytes(src.read_bytes()[:25900])  # inside frame 11
+    res = diff_captures(src, cut)
+    t = res.totals()
+    assert (t["matched"], t["identical"], t["missing"], t["added"]) == (10, 10, 21, 0)
+    (warning,) = res.warnings
+    assert warning.startswith(f"{cut}: the file is cut short: the packet block at byte "
+                              "25880 needs 4228 bytes")
+    assert warning.endswith("comparing the 10 frame(s) before the cut")
+    rc, out, err = _uet(["diff", str(cut), str(cut)])
+    assert rc == 0 and out.rstrip().endswith("same")
+    assert err.count("uet diff: warning: ") == 2 and "cut short" in err
+    assert out.splitlines()[2].startswith("warning: ")  # in the report too
+    rc, out, err = _uet(["diff", "--json", str(src), str(cut)])
+    obj = json.loads(out)
+    assert rc == 1 and obj["warnings"] == [warning] and obj["b"]["frames"] == 10
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def test_the_report_starts_with_a_summary_of_each_side(tmp_path):
+    """Issue 19 item 18: two runs that differ a lot gave >2,000 field lines and no
+    summary. The report now counts, per side, packets (per tap), PDCs, retransmissions,
+    NACKs by code, trimmed packets, ECN marks and PFC frames, then the fields that differ
+    most, before the details."""
+    src = CAPTURES / "trim_nack.pcapng"
+    frames = list(read_capture(src))
+    # B: the run without its NACKs and with every retransmission's AR flag flipped
+    kept = []
+    for cf in frames:
+        f = decode_frame(cf.data)
+        if f.pds.__class__.__name__ == "PdsNack":
+            continue
+        if f.pds.__class__.__name__ == "PdsRequest" and f.pds.flags & 0x10:
+            kept.append((cf, _flip_ar(cf)))
+        else:
+            kept.append(cf)
+    b = _write(tmp_path / "b.pcapng", kept)
+    res = diff_captures(src, b)
+    sa, sb = res.a_summary, res.b_summary
+    assert (sa.packets, sb.packets) == (len(frames), len(frames) - 6)
+    assert (sa.retransmissions, sb.retransmissions) == (6, 6)
+    assert (sa.nacks, sb.nacks) == ({"TRIMMED_LASTHOP": 6}, {})
+    assert (sa.trims, sb.trims) == (6, 6) and (sa.pdcs, sb.pdcs) == (2, 2)
+    assert res.field_counts() == [("uet.pds.flags", 6), ("uet.pds.flags.ar", 6)]
+    rc, out, _ = _uet(["diff", str(src), str(b)])
+    lines = out.splitlines()
+    table = lines[lines.index("") + 1:]
+    assert table[0].split() == ["A", "B"]
+    rows = {ln[:18].strip(): ln[18:].split() for ln in table[1:12]}
+    assert rows["packets"] == [str(len(frames)), str(len(frames) - 6), "-6"]
+    assert rows["retransmissions"] == ["6", "6"]
+    assert rows["NACKs"] == ["6", "0", "-6"] and rows["TRIMMED_LASTHOP"] == ["6", "0", "-6"]
+    assert rows["trimmed packets"] == ["6", "6"] and rows["PDCs"] == ["2", "2"]
+    assert rows["on h2"] == [str(len(frames)), str(len(frames) - 6), "-6"]
+    top = lines.index("fields that differ most (packets, of 6 changed or moved):")
+    assert lines[top + 1].split() == ["uet.pds.flags", "6"]
+    assert lines.index("") < top < min(i for i, ln in enumerate(lines) if ln.startswith("PDC 1"))
+    obj = json.loads(_uet(["diff", "--json", str(src), str(b)])[1])
+    assert obj["a"]["summary"]["nacks_by_code"] == {"TRIMMED_LASTHOP": 6}
+    assert obj["b"]["summary"]["retransmissions"] == 6
+    assert obj["fields"] == {"uet.pds.flags": 6, "uet.pds.flags.ar": 6}
+
+
+# --------------------------------------------------------------------------- moved
+
+
+def _with_ev(cf, ev: int) -> bytes:
+    frame = decode_frame(cf.data)
+    frame.ev = ev
+    return encode_frame(frame)
+
+
+def _sprayed(tmp_path: Path):
+    """Two captures of the same five requests, tapped at the sender (h0) and on two core
+    links (core0, core1). In A every request goes through core0. In B: request 0 takes
+    core1 (new EV), request 1 a path with no tap (new EV), request 2 is lost after h0 (same
+    EV), request 3 is unchanged, request 4 is lost and resent with a new EV on no tap."""
+    reqs = [cf for cf in read_capture(CAPTURES / "rud_loss.pcapng")
+            if decode_frame(cf.data).pds.__class__.__name__ == "PdsRequest"][:5]
+    t = 0
+    a, b = [], []
+
+    def put(out, cf, iface, ev):
+        nonlocal t
+        t += 100
+        out.append((replace(cf, if_name=iface, ts_ns=t), _with_ev(cf, ev)))
+
+    for n, cf in enumerate(reqs):
+        ev = 1000 + n
+        put(a, cf, "h0", ev)
+        put(a, cf, "core0", ev)
+        new = 2000 + n
+        if n == 0:
+            put(b, cf, "h0", new)
+            put(b, cf, "core1", new)
+        elif n == 1:
+            put(b, cf, "h0", new)
+        elif n == 2:
+            put(b, cf, "h0", ev)
+        elif n == 3:
+            put(b, cf, "h0", ev)
+            put(b, cf, "core0", ev)
+        else:
+            put(b, cf, "h0", ev)
+            put(b, cf, "h0", new)
+    return (_write(tmp_path / "a.pcapng", a), _write(tmp_path / "b.pcapng", b))
+
+
+@pytest.mark.parametrize("mode", ["exact", "normalized"])
+def test_sprayed_packets_that_moved_are_not_missing_or_added(tmp_path, mode):
+    """Issue 19 item 18: a sprayed packet that took another path showed as "missing" on
+    one tap and "added" on another. A packet the other capture saw on another tap (with
+    the same number of transmissions) is "moved", with both EVs; a loss stays missing."""
+    a, b = _sprayed(tmp_path)
+    res = diff_captures(a, b, mode=mode)
+    t = res.totals()
+    assert (t["moved"], t["missing"], t["added"]) == (2, 2, 1)
+    moved = [d for d in res.differences() if d.kind == "moved"]
+    between, off = moved
+    # request 0: A's core0 copy and B's core1 copy are one packet on two paths
+    assert (between.a.iface, between.b.iface, between.ev) == ("core0", "core1", (1000, 2000))
+    assert between.fields == {} and between.seen is None
+    # request 1: B saw it only at h0, with another EV: it left through an untapped path
+    assert (off.a.iface, off.b, off.ev) == ("core0", None, (1001, 2001))
+    assert off.seen.iface == "h0" and off.seen.frame == 3
+    # request 2 (same EV, not at core0) and request 4 (resent) are losses, not moves
+    missing = [d.a.frame for d in res.differences() if d.kind == "missing"]
+    assert missing == [6, 10]
+    (added,) = [d for d in res.differences() if d.kind == "added"]
+    assert (added.b.iface, added.occurrence, added.b.ev) == ("h0", 2, 2004)
+    if mode == "exact":  # the h0 copies of requests 0 and 1 carry another source port
+        assert t["changed"] == 2
+    else:
+        assert t["changed"] == 0
+    rc, out, _ = _uet(["diff"] + (["--normalize"] if mode != "exact" else []) + [str(a),
+                                                                                 str(b)])
+    assert "2 moved to another path" in out.splitlines()[1]
+    assert "  moved   A#2 on core0 -> B#2 on core1 (EV 1000 -> 2000) RUD_REQ" in out
+    assert "  moved   A#4 on core0 -> B: no tap (EV 1001 -> 2001, B#3 on h0) RUD_REQ" in out
+    obj = json.loads(_uet(["diff", "--json", str(a), str(b)])[1])
+    jm = [d for g in obj["groups"] for d in g["differences"] if d["kind"] == "moved"]
+    assert jm[0]["ifaces"] == ["core0", "core1"] and jm[0]["ev"] == [1000, 2000]
+    assert jm[1]["seen"] == {"side": "B", "frame": 3, "iface": "h0"}
+    # the other way round: the same moves, seen from B
+    back = diff_captures(b, a, mode=mode).totals()
+    assert (back["moved"], back["missing"], back["added"]) == (2, 1, 2)

@@ -8,7 +8,7 @@ import struct
 import pytest
 from scapy.utils import PcapNgReader
 
-from uet.capture.pcapng import CaptureError, PcapngWriter, read_capture
+from uet.capture.pcapng import CaptureError, CaptureTruncated, PcapngWriter, read_capture
 
 
 def _write_sample() -> bytes:
@@ -119,7 +119,7 @@ def test_pcapng_big_endian_section_resolutions_and_spb() -> None:
 
 
 @pytest.mark.parametrize("mutate,match", [
-    (lambda b: b[:-3], "truncated|bad block length"),
+    (lambda b: b[:-3], "cut short"),
     (lambda b: b"\x00\x01\x02\x03" + b[4:], "not a pcap"),
     (lambda b: b[:4] + struct.pack("<I", 13) + b[8:], "bad block length"),
     (lambda b: b[:-4] + struct.pack("<I", 999), "trailing length"),
@@ -142,7 +142,7 @@ def test_corrupt_packet_block_unknown_interface() -> None:
 
 
 def test_truncated_classic_pcap() -> None:
-    with pytest.raises(CaptureError, match="truncated pcap record"):
+    with pytest.raises(CaptureError, match="cut short: the pcap record at byte"):
         list(read_capture(io.BytesIO(_classic("<", False)[:-2])))
 
 
@@ -150,3 +150,85 @@ def test_writer_rejects_unknown_interface() -> None:
     w = PcapngWriter(io.BytesIO())
     with pytest.raises(ValueError):
         w.write_packet(0, 0, b"x")
+
+
+# --------------------------------------------------------------------------- comments
+
+
+def test_packet_comments_and_interface_description_roundtrip() -> None:
+    buf = io.BytesIO()
+    w = PcapngWriter(buf)
+    a = w.add_interface("A:h0", description="A run1.pcapng h0")
+    w.write_packet(a, 10, b"\x01\x02\x03", comments=["uet-diff: only in A | A#7",
+                                                     "second, non-ASCII: µs"])
+    w.write_packet(a, 20, b"\x04")
+    raw = buf.getvalue()
+    f1, f2 = read_capture(io.BytesIO(raw))
+    assert f1.comments == ("uet-diff: only in A | A#7", "second, non-ASCII: µs")
+    assert (f1.data, f1.ts_ns) == (b"\x01\x02\x03", 10)
+    assert f2.comments == ()
+    assert b"A run1.pcapng h0" in raw  # if_description (option 3)
+    # scapy, an independent reader, reads the comment and the data around it
+    pkts = list(PcapNgReader(io.BytesIO(raw)))
+    assert bytes(pkts[0]) == b"\x01\x02\x03" and bytes(pkts[1]) == b"\x04"
+    assert pkts[0].comments == [b"uet-diff: only in A | A#7",
+                                "second, non-ASCII: µs".encode()]
+
+
+def test_packets_without_comments_keep_their_bytes() -> None:
+    """The reference captures depend on it: no comment, no option in the packet block."""
+    raw = _write_sample()
+    off = 0
+    while struct.unpack_from("<I", raw, off)[0] != 6:
+        off += struct.unpack_from("<I", raw, off + 4)[0]
+    total = struct.unpack_from("<I", raw, off + 4)[0]
+    assert total == 32 + 4  # header, 3 bytes of data padded to 4, trailing length
+
+
+# --------------------------------------------------------------------------- cut short
+
+
+def test_a_file_cut_short_yields_every_complete_packet_then_says_so() -> None:
+    """Issue 19 item 11: the reader said "bad block length 4228 at byte 25880" for a file
+    whose last block was simply cut; it now names the cut and keeps what is readable."""
+    raw = _write_sample()
+    whole = list(read_capture(io.BytesIO(raw)))
+    # the offsets where each packet block starts and ends
+    ends = []
+    off = 0
+    while off < len(raw):
+        btype, total = struct.unpack_from("<II", raw, off)
+        off += total
+        if btype == 6:
+            ends.append((off - total, off))
+    for cut in range(ends[0][0] + 1, len(raw)):
+        if any(cut == end for _, end in ends):
+            continue
+        got = []
+        with pytest.raises(CaptureTruncated) as info:
+            for f in read_capture(io.BytesIO(raw[:cut])):
+                got.append(f)
+        complete = sum(1 for _, end in ends if end <= cut)
+        assert got == whole[:complete], cut
+        exc = info.value
+        assert isinstance(exc, CaptureError)
+        assert "cut short" in str(exc) and f"file size {cut}" in str(exc)
+        assert exc.packets == complete and exc.size == cut
+        assert f"the {complete} packet(s) before it are complete" in str(exc)
+
+
+def test_corruption_is_not_taken_for_a_cut() -> None:
+    raw = bytearray(_write_sample())
+    struct.pack_into("<I", raw, 4, 0x7FFFFFF0)  # an absurd section header length
+    with pytest.raises(CaptureError, match="bad block length") as info:
+        list(read_capture(io.BytesIO(bytes(raw))))
+    assert not isinstance(info.value, CaptureTruncated)
+
+
+def test_classic_pcap_cut_short() -> None:
+    raw = _classic("<", False)
+    frames = list(read_capture(io.BytesIO(raw)))
+    got = []
+    with pytest.raises(CaptureTruncated, match="cut short: the pcap record at byte"):
+        got.extend(read_capture(io.BytesIO(raw[:-2])))
+    assert got == frames[:-1]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import os
 import random
 from pathlib import Path
 from typing import Any
@@ -108,8 +109,21 @@ def synthetic_series(model: TopologyModel, end_ps: int, rng: random.Random) -> d
     return rec.data
 
 
-def fake_run(config: dict[str, Any], out_dir: Path) -> dict[str, Any]:
-    """Stand-in for ``run_experiment(config, out_dir) -> results``."""
-    flows, counters, series, run = synthetic_run(config)
+def fake_run(config: dict[str, Any], out_dir: Path | None, *,
+             series: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Stand-in for ``run_experiment(config, out_dir, series=None) -> results``."""
+    flows, counters, data, run = synthetic_run(config)
     results = build_results(config, flows, counters, run=run, workload=build_workload(config))
-    return write_outputs(results, out_dir, series)
+    if series is not None:
+        series.update(data)
+    if out_dir is None:
+        return results
+    return write_outputs(results, out_dir, data)
+
+
+def crash_run(config: dict[str, Any], out_dir: Path | None, **kw: Any) -> dict[str, Any]:
+    """Like :func:`fake_run`, but the process running seed 2 dies on the spot (a worker
+    killed by the OOM killer or a segfault in a C library looks like this)."""
+    if config["experiment"]["seed"] == 2:
+        os._exit(3)
+    return fake_run(config, out_dir, **kw)

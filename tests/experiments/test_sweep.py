@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 
@@ -15,14 +14,15 @@ from uet.experiments.executor import ProcessExecutor, SerialExecutor, Task, run_
 from uet.experiments.sweep import expand, parse_sweep, run_sweep, split_values, write_sweep
 
 from .fake_runner import fake_run
+from .run_args import run_args
 
 QUIET = ["output.plots=false", "output.timeseries=false", "output.progress=false"]
 
 
-def failing_run(config, out_dir):
+def failing_run(config, out_dir, **kw):
     if config["experiment"]["seed"] == 2:
         raise RuntimeError("boom")
-    return fake_run(config, out_dir)
+    return fake_run(config, out_dir, **kw)
 
 
 def test_parse_and_split() -> None:
@@ -86,38 +86,32 @@ def test_failures_are_reported_and_files_written(tmp_path) -> None:
     _, points = expand(None, QUIET, ["experiment.seed=1,2"])
     rows = run_sweep(points, failing_run, tmp_path, ProcessExecutor(2))
     assert rows[0]["error"] is None and rows[1]["error"] == "RuntimeError: boom"
-    jpath, cpath = write_sweep(rows, ["experiment.seed"], tmp_path)
+    jpath, cpath, _ = write_sweep(rows, ["experiment.seed"], tmp_path)
     assert json.loads(jpath.read_text())["rows"][1]["error"] == "RuntimeError: boom"
-    table = list(csv.DictReader(cpath.open()))
+    table = list(csv.DictReader(cpath.read_text().splitlines()))
     assert [t["experiment.seed"] for t in table] == ["1", "2"]
     assert table[0]["fct_median_us"] and table[1]["error"] == "RuntimeError: boom"
-    out = run_task(failing_run, Task(0, points[1].config, str(tmp_path / "x")))
+    out = run_task(failing_run, Task(0, points[1].config, str(tmp_path / "x")).payload())
     assert "Traceback" in out["traceback"]
-
-
-def _args(*argv: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    command.add_arguments(parser)
-    return parser.parse_args(list(argv))
 
 
 def test_command_single_run_sweep_and_errors(tmp_path, capsys) -> None:
     console = Console(record=True, width=160)
     sets = [x for s in QUIET for x in ("--set", s)]
-    rc = command.run(_args(*sets, "--out", str(tmp_path / "one")), fake_run, console)
+    rc = command.run(run_args(*sets, "--out", str(tmp_path / "one")), fake_run, console)
     assert rc == 0 and (tmp_path / "one" / "results.json").exists()
     assert "FCT median" in console.export_text()
-    rc = command.run(_args(*sets, "--sweep", "experiment.seed=1,2", "--jobs", "2",
+    rc = command.run(run_args(*sets, "--sweep", "experiment.seed=1,2", "--jobs", "2",
                            "--out", str(tmp_path / "sw")), fake_run, console)
     assert rc == 0 and (tmp_path / "sw" / "sweep.csv").exists()
     assert "sweep: 2 points" in console.export_text()
-    rc = command.run(_args("--set", "traffic.size=huge"), fake_run, console)
+    rc = command.run(run_args("--set", "traffic.size=huge"), fake_run, console)
     assert rc == 2 and "traffic.size" in capsys.readouterr().err
-    rc = command.run(_args("--check"), fake_run, console)
+    rc = command.run(run_args("--check"), fake_run, console)
     assert rc == 0 and '"fat_tree"' in console.export_text()
-    rc = command.run(_args("--set", "traffic.pattern=allreduce_ring", "--write-cm",
+    rc = command.run(run_args("--set", "traffic.pattern=allreduce_ring", "--write-cm",
                            str(tmp_path / "ring.cm")), fake_run, console)
     assert rc == 0 and (tmp_path / "ring.cm").read_text().startswith("Nodes 16\n")
-    rc = command.run(_args(*sets, "--set", "experiment.time_limit_us=50",
+    rc = command.run(run_args(*sets, "--set", "experiment.time_limit_us=50",
                            "--out", str(tmp_path / "short")), fake_run, console)
     assert rc == 1

@@ -159,10 +159,14 @@ def test_decode_text(tmp_path, capsys) -> None:
     assert main(["decode", str(path)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 3
-    assert lines[0].startswith("1 10.0.0.1 -> 10.0.0.2 ev=1234 RUD_REQ psn=100 AR|SYN")
+    # frame number, seconds since the first frame, capture interface, then the summary
+    assert lines[0].startswith(
+        "1 0.000000000 tap0 10.0.0.1 -> 10.0.0.2 ev=1234 RUD_REQ psn=100 AR|SYN")
     assert "std SEND" in lines[0] and lines[0].endswith("len=4")
-    assert lines[1].startswith("2 ERROR ipv4 at byte 24: ") and "checksum" in lines[1]
-    assert lines[2].startswith("3 10.0.0.2 -> 10.0.0.1 ev=1234 NACK TRIMMED psn=100")
+    assert lines[1].startswith("2 0.000001000 tap0 ERROR ipv4 at byte 24: ")
+    assert "checksum" in lines[1]
+    assert lines[2].startswith(
+        "3 0.000002000 tap0 10.0.0.2 -> 10.0.0.1 ev=1234 NACK TRIMMED psn=100")
 
 
 def test_decode_json(tmp_path, capsys) -> None:
@@ -177,8 +181,15 @@ def test_decode_json(tmp_path, capsys) -> None:
     assert first["uet.pds.psn"] == 100 and first["uet.pds.start_psn"] == 100
     assert first["uet.ses.std.opcode"] == 5 and first["udp.srcport"] == 1234
     assert (first["ip.src"], first["ip.dsfield.dscp"]) == ("10.0.0.1", 0)
-    assert set(objs[1]) == {"frame", "error"} and "checksum" in objs[1]["error"]
+    meta = {"frame", "frame.number", "frame.interface_id", "frame.interface_name",
+            "frame.time_ns", "frame.time_relative", "frame.time_delta", "frame.len",
+            "frame.cap_len"}
+    assert set(objs[1]) == meta | {"error", "eth.type"} and "checksum" in objs[1]["error"]
     assert objs[2]["uet.pds.nack.code"] == 1
+    assert [(o["frame.number"], o["frame.interface_name"], o["frame.time_ns"],
+             o["frame.time_relative"], o["frame.time_delta"]) for o in objs] == [
+        (1, "tap0", 0, 0.0, 0.0), (2, "tap0", 1000, 1e-06, 1e-06),
+        (3, "tap0", 2000, 2e-06, 1e-06)]
 
 
 def test_decode_corrupt_file(tmp_path, capsys) -> None:
@@ -255,10 +266,12 @@ def test_decode_snapped_capture_json(tmp_path, capsys) -> None:
     for got, ref, wire in ((w, full[0], frames[0]), (w6, full[1], frames[1])):
         assert got.pop("truncated") is True
         assert (got.pop("frame.len"), got.pop("frame.cap_len")) == (len(wire), 128)
+        assert (ref.pop("frame.len"), ref.pop("frame.cap_len")) == (len(wire), len(wire))
         assert got == ref  # every header field, and the payload length on the wire
     assert w["uet.payload_len"] == 4096 and w["uet.ses.std.opcode"] == SesOpcode.WRITE
     assert w6["ipv6.src"] == "fd00::1" and w6["uet.ses.std.message_offset"] == 4096
     assert ack == full[2]  # shorter than the snap length: untouched
+    assert ack["frame.len"] == ack["frame.cap_len"] < 128
     assert cas["truncated"] is True and cas["frame.len"] == len(frames[3])
     assert cas["error"].startswith("ext at byte 98: compare-and-swap extension header")
     assert "the capture kept 128 of 142 bytes" in cas["error"]
@@ -270,25 +283,28 @@ def test_decode_snapped_capture_text(tmp_path, capsys) -> None:
     _write_snapped(path, frames, 128)
     assert main(["decode", str(path)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("1 10.0.0.1 -> 10.0.0.2 ev=4321 RUD_REQ psn=7 AR|SYN")
+    assert lines[0].startswith(
+        "1 0.000000000 tap0 10.0.0.1 -> 10.0.0.2 ev=4321 RUD_REQ psn=7 AR|SYN")
     assert lines[0].endswith(f"len=4096 [truncated 128 of {len(frames[0])} bytes]")
     assert lines[1].endswith(f"len=4096 [truncated 128 of {len(frames[1])} bytes]")
     assert "truncated" not in lines[2] and " ACK " in lines[2]
-    assert lines[3].startswith("4 ERROR ext at byte 98") and lines[3].endswith(
+    assert lines[3].startswith("4 0.000003000 tap0 ERROR ext at byte 98") and lines[3].endswith(
         "[truncated 128 of 142 bytes]")
     # a cut header is an error at every layer, naming it
     _write_snapped(path, frames[:1], 40)
     assert main(["decode", str(path)]) == 0
     (line,) = capsys.readouterr().out.splitlines()
-    assert line.startswith("1 ERROR udp at byte 34: UDP header needs 8 bytes, 6 captured")
+    assert line.startswith(
+        "1 0.000000000 tap0 ERROR udp at byte 34: UDP header needs 8 bytes, 6 captured")
     _write_snapped(path, frames[:1], 50)
     assert main(["decode", str(path)]) == 0
     (line,) = capsys.readouterr().out.splitlines()
-    assert line.startswith("1 ERROR pds at byte 42") and "kept 50 of" in line
+    assert line.startswith("1 0.000000000 tap0 ERROR pds at byte 42") and "kept 50 of" in line
     _write_snapped(path, frames[:1], 60)
     assert main(["decode", str(path)]) == 0
     (line,) = capsys.readouterr().out.splitlines()
-    assert line.startswith("1 ERROR ses at byte 54: SES REQ_STD header needs 44 bytes")
+    assert line.startswith(
+        "1 0.000000000 tap0 ERROR ses at byte 54: SES REQ_STD header needs 44 bytes")
 
 
 def test_decode_headers_checks_lengths_against_the_wire() -> None:
@@ -342,3 +358,78 @@ async def test_decode_fabric_capture_with_snaplen(tmp_path, capsys) -> None:
     assert all(o["truncated"] and o["frame.cap_len"] == 128 and o["uet.payload_len"] == 4096
                for o in data)
     assert sum(o["uet.payload_len"] for o in data) == 65536
+
+
+# ---------------------------------------------------------------- time, interface, filter
+
+
+def _decode(argv: list[str]) -> tuple[int, list[str], str]:
+    out, err = io.StringIO(), io.StringIO()
+    from contextlib import redirect_stderr, redirect_stdout
+
+    with redirect_stdout(out), redirect_stderr(err):
+        rc = main(["decode", *argv])
+    return rc, out.getvalue().splitlines(), err.getvalue()
+
+
+def test_two_taps_copies_are_told_apart_by_time_and_interface() -> None:
+    """Issue 19 item 17: uud.pcapng holds the datagram the sender's tap (h0) saw at 0 ns
+    and the receiver's tap (h1) saw 1007 ns later; the lines said nothing to tell them
+    apart. Now each line carries the time and the interface, and -Y / -i select."""
+    uud = str(ROOT / "captures" / "uud.pcapng")
+    rc, lines, _ = _decode([uud])
+    assert rc == 0 and len(lines) == 4
+    first, copy = lines[0], lines[3]
+    assert first.startswith("1 0.000000000 h0 10.0.0.2 -> 10.0.0.3 ev=44256 UUD_REQ")
+    assert copy.startswith("4 0.000001007 h1 10.0.0.2 -> 10.0.0.3 ev=44256 UUD_REQ")
+    assert first.split(" ", 3)[3] == copy.split(" ", 3)[3]  # the same packet otherwise
+    rc, lines, _ = _decode([uud, "-Y", 'frame.interface_name == "h1"'])
+    assert [ln.split()[0] for ln in lines] == ["4"]
+    rc, lines, _ = _decode([uud, "-i", "h0"])
+    assert [ln.split()[0] for ln in lines] == ["1", "2", "3"]
+    # delta: since the previous frame printed (7 ns apart at h0)
+    rc, lines, _ = _decode([uud, "-i", "h0", "-t", "delta"])
+    assert [ln.split()[1] for ln in lines] == ["0.000000000", "0.000000007", "0.000000007"]
+    rc, lines, _ = _decode([uud, "-t", "absolute", "-Y", "frame.time_ns > 1000"])
+    assert [ln.split()[:3] for ln in lines] == [["4", "0.000001007", "h1"]]
+    rc, lines, _ = _decode(["--json", uud, "-Y", "udp.srcport == 44256"])
+    objs = [json.loads(ln) for ln in lines]
+    assert [(o["frame"], o["frame.interface_name"], o["frame.time_ns"]) for o in objs] == [
+        (1, "h0", 0), (4, "h1", 1007)]
+
+
+def test_bad_filters_are_one_line_errors() -> None:
+    uud = str(ROOT / "captures" / "uud.pcapng")
+    for flt, text in (("uet.pds.pns == 1", "unknown field 'uet.pds.pns'"),
+                      ("uet.pds.psn ==", "expected a value at character 15"),
+                      ("(uet", "expected ')'"),
+                      ("udp.srcport == abc", "udp.srcport is a number: 'abc' is not")):
+        rc, lines, err = _decode([uud, "-Y", flt])
+        assert rc == 2 and not lines, flt
+        assert err.startswith("uet decode: -Y: ") and text in err and err.count("\n") == 1
+
+
+def test_pfc_frames_decode_with_wireshark_names() -> None:
+    rc, lines, _ = _decode([str(ROOT / "captures" / "pfc_pause.pcapng"), "-Y", "macc"])
+    assert rc == 0
+    assert [ln.split(" ", 3)[3] for ln in lines] == [
+        "02:ff:00:00:00:00 -> 01:80:c2:00:00:01 PFC class 0 pause 65535",
+        "02:ff:00:00:00:00 -> 01:80:c2:00:00:01 PFC class 0 XON"]
+    rc, lines, _ = _decode(["--json", str(ROOT / "captures" / "pfc_pause.pcapng"), "-Y",
+                            "macc.opcode == 0x0101"])
+    xoff = json.loads(lines[0])
+    assert (xoff["macc.cbfc.enbv"], xoff["macc.cbfc.pause_time.c0"]) == (1, 65535)
+    assert "error" not in xoff
+
+
+def test_a_capture_cut_short_is_decoded_up_to_the_cut(tmp_path) -> None:
+    """Issue 19 item 11: the frames before the cut are printed, then one line says the
+    file is cut short (exit 1)."""
+    src = (ROOT / "captures" / "rud_loss.pcapng").read_bytes()
+    cut = tmp_path / "cut.pcapng"
+    cut.write_bytes(src[:25900])
+    rc, lines, err = _decode([str(cut)])
+    assert rc == 1 and len(lines) == 10
+    assert err.count("\n") == 1 and "cut short" in err
+    assert "the packet block at byte 25880 needs 4228 bytes but only 20 remain" in err
+    assert "the 10 packet(s) before it are complete" in err

@@ -1,10 +1,26 @@
-"""Captures shared by the Wireshark tests, each dissected by one tshark run per session."""
+"""Captures shared by the Wireshark tests, each dissected by one tshark run per session;
+and a private HOME for every test here, so that tshark and ``uet wireshark install`` neither
+read nor write the real user's plugin and configuration folders."""
 
 from __future__ import annotations
 
 import pytest
 from tshark_json import dissect
 from wireshark_frames import broken_cases, valid_cases, write_capture
+
+#: Environment variables that point Wireshark at a user's folders.
+WIRESHARK_ENV = ("HOME", "XDG_CONFIG_HOME", "WIRESHARK_CONFIG_DIR", "APPDATA")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def private_home(tmp_path_factory):
+    """A fresh, empty HOME for each test module here (the real one is restored after)."""
+    home = tmp_path_factory.mktemp("home")
+    with pytest.MonkeyPatch.context() as mp:
+        for k in WIRESHARK_ENV:
+            mp.delenv(k, raising=False)
+        mp.setenv("HOME", str(home))
+        yield home
 
 
 @pytest.fixture(scope="session")

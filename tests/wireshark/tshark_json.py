@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,13 +50,36 @@ class Dissected:
         return values[0]
 
 
+_EMPTY_HOME: str | None = None
+
+
+def tshark_env(home: str | Path | None = None) -> dict[str, str]:
+    """The environment for a tshark run: HOME is ``home`` (default: an empty folder of
+    this process), so that no plugin or profile of the real user is loaded."""
+    global _EMPTY_HOME
+    if home is None:
+        if _EMPTY_HOME is None:
+            _EMPTY_HOME = tempfile.mkdtemp(prefix="uet-tshark-home-")
+        home = _EMPTY_HOME
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("XDG_CONFIG_HOME", "WIRESHARK_CONFIG_DIR")}
+    env["HOME"] = str(home)
+    return env
+
+
 def run_tshark(capture: Path, *, prefs: dict[str, str] | None = None,
-               extra: list[str] | None = None) -> str:
-    cmd = [tshark_binary(), "-n", "-X", f"lua_script:{plugin_path()}"]
+               extra: list[str] | None = None, plugin: bool = True,
+               home: str | Path | None = None) -> str:
+    """tshark's stdout for ``capture`` (with the bundled dissector unless ``plugin`` is
+    false; HOME as :func:`tshark_env`); fails on a non-zero exit or anything on stderr."""
+    cmd = [tshark_binary(), "-n"]
+    if plugin:
+        cmd += ["-X", f"lua_script:{plugin_path()}"]
     for key, value in (prefs or {}).items():
         cmd += ["-o", f"{key}:{value}"]
     cmd += ["-r", str(capture)] + (extra or [])
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                          env=tshark_env(home))
     if proc.returncode != 0:
         raise AssertionError(f"tshark failed ({proc.returncode}): {proc.stderr}")
     err = "\n".join(line for line in proc.stderr.splitlines()

@@ -7,20 +7,23 @@ give byte-identical captures that can be diffed and checked into ``captures/``.
 
 The reader accepts classic pcap (microsecond and nanosecond magic, either byte order) and
 pcapng (any number of sections of either byte order; Enhanced, Simple and obsolete Packet
-Blocks; ``if_tsresol`` and ``if_tsoffset`` honoured; other blocks skipped). A corrupt or
-truncated file raises :class:`CaptureError` naming the byte offset.
+Blocks; ``if_tsresol`` and ``if_tsoffset`` honoured; packet comments (``opt_comment``) kept;
+other blocks skipped). A corrupt file raises :class:`CaptureError` naming the byte offset. A
+file cut short (a copy interrupted, a capture killed mid-write) raises
+:class:`CaptureTruncated`, a :class:`CaptureError`, only after every complete packet before
+the cut has been yielded, so callers can use the readable part and say the rest is missing.
 """
 
 from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-__all__ = ["PcapngWriter", "CapturedFrame", "CaptureError", "read_capture",
-           "LINKTYPE_ETHERNET", "LINKTYPE_RAW"]
+__all__ = ["PcapngWriter", "CapturedFrame", "CaptureError", "CaptureTruncated",
+           "read_capture", "LINKTYPE_ETHERNET", "LINKTYPE_RAW"]
 
 LINKTYPE_ETHERNET = 1
 LINKTYPE_RAW = 101
@@ -33,10 +36,18 @@ _EPB = 0x00000006
 _BOM = 0x1A2B3C4D
 
 _OPT_END = 0
+_OPT_COMMENT = 1
 _OPT_SHB_USERAPPL = 4
 _OPT_IF_NAME = 2
+_OPT_IF_DESCRIPTION = 3
 _OPT_IF_TSRESOL = 9
 _OPT_IF_TSOFFSET = 14
+
+#: Longer blocks are taken for corruption, not for a file cut short (Wireshark's own limit is
+#: far lower: a 256 KiB packet plus options).
+_MAX_BLOCK = 1 << 24
+_BLOCK_NAMES = {_SHB: "section header", _IDB: "interface description",
+                _OPB: "packet block", _SPB: "simple packet block", _EPB: "packet block"}
 
 _PCAP_US = 0xA1B2C3D4
 _PCAP_NS = 0xA1B23C4D
@@ -47,6 +58,27 @@ _U32 = struct.Struct("<I")
 
 class CaptureError(Exception):
     """The capture file is corrupt, truncated or not a pcap/pcapng file."""
+
+
+class CaptureTruncated(CaptureError):
+    """The file ends in the middle of a block or record: it was cut short.
+
+    Raised after the complete packets before the cut were yielded; ``offset`` is where the
+    incomplete block starts, ``size`` the file size, ``packets`` the packets read.
+    """
+
+    def __init__(self, message: str, *, offset: int, size: int, packets: int) -> None:
+        super().__init__(message)
+        self.offset = offset
+        self.size = size
+        self.packets = packets
+
+
+def _cut_short(off: int, need: int, n: int, packets: int, what: str) -> CaptureTruncated:
+    return CaptureTruncated(
+        f"the file is cut short: {what} at byte {off} needs {need} bytes but only "
+        f"{n - off} remain (file size {n}); the {packets} packet(s) before it are complete",
+        offset=off, size=n, packets=packets)
 
 
 @dataclass(slots=True, frozen=True)
@@ -61,6 +93,7 @@ class CapturedFrame:
     data: bytes
     orig_len: int
     linktype: int
+    comments: tuple[str, ...] = ()
 
 
 def _pad4(n: int) -> int:
@@ -100,13 +133,17 @@ class PcapngWriter:
         return list(self._names)
 
     def add_interface(self, name: str, linktype: int = LINKTYPE_ETHERNET,
-                      snaplen: int = 0) -> int:
+                      snaplen: int = 0, description: str | None = None) -> int:
         """Add an interface (Ethernet by default, nanosecond timestamps); return its id.
 
         ``snaplen`` 0 means no limit; otherwise packets are cut to ``snaplen`` bytes.
+        ``description`` becomes ``if_description`` (Wireshark shows it in the capture file
+        properties).
         """
-        opts = (_option(_OPT_IF_NAME, name.encode()) + _option(_OPT_IF_TSRESOL, b"\x09")
-                + _option(_OPT_END, b""))
+        desc = (b"" if description is None
+                else _option(_OPT_IF_DESCRIPTION, description.encode()))
+        opts = (_option(_OPT_IF_NAME, name.encode()) + desc
+                + _option(_OPT_IF_TSRESOL, b"\x09") + _option(_OPT_END, b""))
         body = struct.pack("<HHI", linktype, 0, snaplen) + opts
         total = 12 + len(body)
         self._f.write(struct.pack("<II", _IDB, total) + body + _U32.pack(total))
@@ -115,11 +152,13 @@ class PcapngWriter:
         return len(self._names) - 1
 
     def write_packet(self, if_id: int, ts_ns: int, data: bytes,
-                     orig_len: int | None = None) -> None:
+                     orig_len: int | None = None, comments: Iterable[str] = ()) -> None:
         """Write one packet seen on interface ``if_id`` at ``ts_ns`` nanoseconds.
 
         ``orig_len`` is the length on the wire (default ``len(data)``); pass it when
-        ``data`` is already truncated.
+        ``data`` is already truncated. ``comments`` become packet comments
+        (``opt_comment``, Wireshark's ``frame.comment``); without any the block carries no
+        options at all.
         """
         if not 0 <= if_id < len(self._snaplens):
             raise ValueError(f"unknown interface id {if_id}")
@@ -132,11 +171,14 @@ class PcapngWriter:
             data = data[:snap]
         cap = len(data)
         pad = _pad4(cap)
-        total = 32 + cap + pad
+        opts = b"".join(_option(_OPT_COMMENT, c.encode()) for c in comments)
+        if opts:
+            opts += _option(_OPT_END, b"")
+        total = 32 + cap + pad + len(opts)
         self._f.write(b"".join((
             _EPB_HEAD.pack(_EPB, total, if_id, ts_ns >> 32 & 0xFFFFFFFF, ts_ns & 0xFFFFFFFF,
                            cap, orig_len),
-            data, bytes(pad), _U32.pack(total))))
+            data, bytes(pad), opts, _U32.pack(total))))
 
     def flush(self) -> None:
         self._f.flush()
@@ -192,12 +234,13 @@ def _iter_pcap(data: bytes, e: str, nano: bool) -> Iterator[CapturedFrame]:
     n = len(data)
     while off < n:
         if off + 16 > n:
-            raise CaptureError(f"truncated pcap record header at byte {off}")
+            raise _cut_short(off, 16, n, index, "the pcap record header")
         sec, frac, incl, orig = rec.unpack_from(data, off)
         off += 16
+        if incl > _MAX_BLOCK:
+            raise CaptureError(f"bad pcap record length {incl} at byte {off - 16}")
         if off + incl > n:
-            raise CaptureError(f"truncated pcap record at byte {off - 16}: {incl} bytes "
-                               f"announced, {n - off} left")
+            raise _cut_short(off - 16, 16 + incl, n, index, "the pcap record")
         if frac >= (1_000_000_000 if nano else 1_000_000):
             raise CaptureError(f"bad sub-second timestamp {frac} at byte {off - 16}")
         index += 1
@@ -224,7 +267,10 @@ class _Iface:
         return ns + self.tsoffset * 1_000_000_000
 
 
-def _parse_options(data: bytes, off: int, end: int, e: str, where: int) -> dict[int, bytes]:
+def _parse_options(data: bytes, off: int, end: int, e: str, where: int,
+                   repeated: dict[int, list[bytes]] | None = None) -> dict[int, bytes]:
+    """The first value of each option code; every value of the codes in ``repeated``
+    (such as comments) is appended there too."""
     opts: dict[int, bytes] = {}
     while off + 4 <= end:
         code, length = struct.unpack_from(e + "HH", data, off)
@@ -233,9 +279,20 @@ def _parse_options(data: bytes, off: int, end: int, e: str, where: int) -> dict[
             break
         if off + length > end:
             raise CaptureError(f"option {code} overruns its block at byte {where}")
-        opts.setdefault(code, data[off:off + length])
+        value = data[off:off + length]
+        opts.setdefault(code, value)
+        if repeated is not None and code in repeated:
+            repeated[code].append(value)
         off += length + _pad4(length)
     return opts
+
+
+def _comments(data: bytes, off: int, end: int, e: str, where: int) -> tuple[str, ...]:
+    if off + 4 > end:
+        return ()
+    found: dict[int, list[bytes]] = {_OPT_COMMENT: []}
+    _parse_options(data, off, end, e, where, found)
+    return tuple(c.decode("utf-8", "replace").rstrip("\x00") for c in found[_OPT_COMMENT])
 
 
 def _iter_pcapng(data: bytes) -> Iterator[CapturedFrame]:
@@ -246,7 +303,7 @@ def _iter_pcapng(data: bytes) -> Iterator[CapturedFrame]:
     index = 0
     while off < n:
         if off + 12 > n:
-            raise CaptureError(f"truncated block header at byte {off}")
+            raise _cut_short(off, 12, n, index, "a block header")
         btype = struct.unpack_from(e + "I", data, off)[0]
         if btype == _SHB:
             bom = data[off + 8:off + 12]
@@ -258,8 +315,10 @@ def _iter_pcapng(data: bytes) -> Iterator[CapturedFrame]:
                 raise CaptureError(f"bad byte-order magic in section header at byte {off}")
             ifaces = []
         total = struct.unpack_from(e + "I", data, off + 4)[0]
-        if total < 12 or total % 4 or off + total > n:
+        if total < 12 or total % 4 or total > _MAX_BLOCK:
             raise CaptureError(f"bad block length {total} at byte {off}")
+        if off + total > n:
+            raise _cut_short(off, total, n, index, f"the {_BLOCK_NAMES.get(btype, 'block')}")
         if struct.unpack_from(e + "I", data, off + total - 4)[0] != total:
             raise CaptureError(f"block at byte {off}: trailing length does not match")
         body, end = off + 8, off + total - 4
@@ -293,8 +352,10 @@ def _iter_pcapng(data: bytes) -> Iterator[CapturedFrame]:
                                    "overruns the block")
             iface = ifaces[if_id]
             index += 1
+            comments = _comments(data, body + 20 + cap + _pad4(cap), end, e, off)
             yield CapturedFrame(index, if_id, iface.name, iface.to_ns(hi << 32 | lo),
-                                data[body + 20:body + 20 + cap], orig, iface.linktype)
+                                data[body + 20:body + 20 + cap], orig, iface.linktype,
+                                comments)
         elif btype == _SPB:
             if total < 16:
                 raise CaptureError(f"simple packet block too short at byte {off}")

@@ -1,15 +1,30 @@
-"""``uet decode CAPTURE [--json]``: per-frame decode of a pcap/pcapng capture.
+"""``uet decode CAPTURE [--json] [-Y FILTER] [-i IFACE] [-t relative|absolute|delta]``:
+per-frame decode of a pcap/pcapng capture.
 
-Text mode prints one summary line per frame; ``--json`` prints one JSON object per frame
-(JSON lines) with ``"frame"`` (1-based) and the fields of :func:`uet.wire.fields.frame_fields`
-under their Wireshark-style names. A frame that does not decode gets an ``"error"`` key
-(text mode: ``ERROR ...``) and decoding goes on with the next frame.
+Text mode prints one line per frame: frame number, time (seconds; ``-t``), capture
+interface (``-`` when the file names none), then the summary. ``--json`` prints one JSON
+object per frame (JSON lines): ``"frame"`` (1-based), the ``frame.*`` metadata
+(``frame.number``, ``frame.interface_id``, ``frame.interface_name``, ``frame.time_ns``
+(the capture timestamp in integer nanoseconds), ``frame.time_relative`` and
+``frame.time_delta`` (seconds since the first / the previous frame of the file),
+``frame.len``, ``frame.cap_len``, ``frame.comment`` (a list, when the frame has packet
+comments)), then the fields of :func:`uet.wire.fields.frame_fields` under their
+Wireshark-style names. PFC and PAUSE frames get Wireshark's ``macc.*`` fields. Any other
+frame that does not decode gets an ``"error"`` key (text mode: ``ERROR ...``) and decoding
+goes on with the next frame.
+
+``-Y FILTER`` keeps the frames a display filter selects (:mod:`uet.capture.dfilter`:
+Wireshark's syntax over the JSON names, e.g. ``uet.pds.flags.retx == 1 &&
+frame.interface_name == "h0"``); ``-i NAME`` (repeatable) keeps one interface's frames.
 
 Frames a snap length cut (the capture's original length is larger than what it holds)
 are decoded as far as their headers go (:func:`uet.wire.codec.decode_headers`): JSON adds
-``"truncated": true``, ``"frame.len"`` (on the wire) and ``"frame.cap_len"`` (captured),
-``uet.payload_len`` is the payload length on the wire; text mode appends ``[truncated N of
-M bytes]`` (N captured of M). Only a cut header is an error.
+``"truncated": true`` (``frame.len`` is the length on the wire, ``frame.cap_len`` what was
+captured), ``uet.payload_len`` is the payload length on the wire; text mode appends
+``[truncated N of M bytes]`` (N captured of M). Only a cut header is an error.
+
+A file cut short (it ends inside a block) is decoded up to the cut, then ``uet decode``
+says so on stderr and exits 1; exit 2 for a bad filter.
 """
 
 from __future__ import annotations
@@ -17,10 +32,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TextIO
+from collections.abc import Iterable
+from typing import Any, TextIO
 
-from uet.capture.pcapng import LINKTYPE_ETHERNET, CaptureError, read_capture
-from uet.wire.codec import decode_headers
+from uet.capture.dfilter import FilterError, compile_filter
+from uet.capture.dissect import Dissected, dissect, known_fields
+from uet.capture.pcapng import CapturedFrame, CaptureError, read_capture
 from uet.wire.constants import (
     UET_DEFAULT_IP_PROTO,
     UET_UDP_PORT,
@@ -33,8 +50,6 @@ from uet.wire.constants import (
     RspOpcode,
     SesOpcode,
 )
-from uet.wire.errors import DecodeError
-from uet.wire.fields import frame_fields
 from uet.wire.records import (
     AtomicExt,
     CasExt,
@@ -63,6 +78,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"UET UDP destination port (default {UET_UDP_PORT})")
     p.add_argument("--ip-proto", type=int, default=UET_DEFAULT_IP_PROTO,
                    help=f"IP protocol of native-IP UET (default {UET_DEFAULT_IP_PROTO})")
+    p.add_argument("-Y", "--filter", default=None, metavar="FILTER",
+                   help="only frames matching this display filter, Wireshark syntax over "
+                        "the --json field names (e.g. 'uet.pds.flags.retx == 1 && "
+                        "frame.interface_name == \"h0\"')")
+    p.add_argument("-i", "--iface", action="append", default=[], metavar="NAME",
+                   help="only frames of this capture interface (e.g. h0); repeatable")
+    p.add_argument("-t", "--time", choices=TIME_FORMATS, default="relative",
+                   help="time column: seconds since the first frame (relative, default), "
+                        "the capture's timestamps (absolute), or since the previous frame "
+                        "printed (delta)")
+
+
+#: Time columns of the text output.
+TIME_FORMATS = ("relative", "absolute", "delta")
 
 
 def _name(enum: type, value: int) -> str:
@@ -140,47 +169,85 @@ def summary(index: int, frame: Frame, payload_len: int | None = None) -> str:
     return " ".join(parts)
 
 
+def _seconds(ns: int) -> str:
+    sign = "-" if ns < 0 else ""
+    ns = abs(ns)
+    return f"{sign}{ns // 1_000_000_000}.{ns % 1_000_000_000:09d}"
+
+
+def frame_record(cf: CapturedFrame, d: Dissected, t0: int, prev: int) -> dict[str, Any]:
+    """The JSON object of one frame: ``frame``, the ``frame.*`` metadata, then the decoded
+    fields (or ``error``)."""
+    obj: dict[str, Any] = {"frame": cf.index, "frame.number": cf.index,
+                           "frame.interface_id": cf.if_id,
+                           "frame.interface_name": cf.if_name,
+                           "frame.time_ns": cf.ts_ns,
+                           "frame.time_relative": (cf.ts_ns - t0) / 1e9,
+                           "frame.time_delta": (cf.ts_ns - prev) / 1e9,
+                           "frame.len": cf.orig_len, "frame.cap_len": len(cf.data)}
+    if cf.comments:
+        obj["frame.comment"] = list(cf.comments)
+    obj.update(d.fields)
+    if d.kind == "other":
+        obj["error"] = d.error
+    if cf.orig_len > len(cf.data):
+        obj["truncated"] = True
+    return obj
+
+
 def decode_capture(path: str, out: TextIO, *, as_json: bool = False, trailer_len: int = 0,
-                   udp_port: int = UET_UDP_PORT, ip_proto: int = UET_DEFAULT_IP_PROTO) -> int:
+                   udp_port: int = UET_UDP_PORT, ip_proto: int = UET_DEFAULT_IP_PROTO,
+                   display_filter: str | None = None, ifaces: Iterable[str] = (),
+                   time_format: str = "relative") -> int:
     """Decode every frame of ``path`` to ``out``; return the number of frames that failed.
 
-    Raises :class:`CaptureError` if the file itself is corrupt (frames before the damage
-    have been printed).
+    ``display_filter`` (:mod:`uet.capture.dfilter`) and ``ifaces`` (interface names) keep
+    only some frames; ``time_format`` is the text time column: ``relative`` (seconds since
+    the first frame), ``absolute`` (the capture's timestamps) or ``delta`` (since the
+    previous frame printed). Raises :class:`FilterError` for a bad filter (before reading),
+    :class:`CaptureError` if the file itself is corrupt (frames before the damage have been
+    printed; :class:`CaptureTruncated` when it was cut short).
     """
+    if time_format not in TIME_FORMATS:
+        raise ValueError(f"time format {time_format!r}: allowed {', '.join(TIME_FORMATS)}")
+    keep = compile_filter(display_filter, known_fields()) if display_filter else None
+    only = set(ifaces)
     failed = 0
+    t0: int | None = None
+    prev = prev_shown = 0
     for cf in read_capture(path):
-        err: str | None = None
-        got = None
-        cut = cf.orig_len > len(cf.data)
-        if cf.linktype != LINKTYPE_ETHERNET:
-            err = f"unsupported link type {cf.linktype} (only Ethernet is decoded)"
-        else:
-            try:
-                got = decode_headers(cf.data, cf.orig_len, trailer_len, udp_port=udp_port,
-                                     ip_proto=ip_proto)
-            except DecodeError as exc:
-                err = str(exc)
-        if err is not None:
+        if t0 is None:
+            t0 = prev = prev_shown = cf.ts_ns
+        if only and cf.if_name not in only:
+            prev = cf.ts_ns
+            continue
+        d = dissect(cf, trailer_len=trailer_len, udp_port=udp_port, ip_proto=ip_proto)
+        obj = frame_record(cf, d, t0, prev) if (as_json or keep) else None
+        prev = cf.ts_ns
+        if keep is not None and not keep(obj):  # type: ignore[arg-type]
+            continue
+        if d.kind == "other":
             failed += 1
         if as_json:
-            obj: dict = {"frame": cf.index}
-            if got is not None:
-                obj.update(frame_fields(got.frame))
-                if cut:
-                    obj["uet.payload_len"] = got.payload_len
-            else:
-                obj["error"] = err
-            if cut:
-                obj.update({"truncated": True, "frame.len": cf.orig_len,
-                            "frame.cap_len": len(cf.data)})
             out.write(json.dumps(obj) + "\n")
+            continue
+        cut = cf.orig_len > len(cf.data)
+        tail = f" [truncated {len(cf.data)} of {cf.orig_len} bytes]" if cut else ""
+        if cf.comments:
+            tail += "".join(f" [comment: {c}]" for c in cf.comments)
+        ts = {"relative": cf.ts_ns - t0, "absolute": cf.ts_ns,
+              "delta": cf.ts_ns - prev_shown}[time_format]
+        prev_shown = cf.ts_ns
+        head = f"{cf.index} {_seconds(ts)} {cf.if_name or '-'}"
+        if d.headers is not None:
+            got = d.headers
+            line = summary(cf.index, got.frame, got.payload_len if cut else None)
+            out.write(head + line[len(str(cf.index)):] + tail + "\n")
+        elif d.kind != "other":
+            out.write(f"{head} {d.fields['eth.src']} -> {d.fields['eth.dst']} {d.summary}"
+                      f"{tail}\n")
         else:
-            tail = f" [truncated {len(cf.data)} of {cf.orig_len} bytes]" if cut else ""
-            if got is not None:
-                out.write(summary(cf.index, got.frame, got.payload_len if cut else None)
-                          + tail + "\n")
-            else:
-                out.write(f"{cf.index} ERROR {err}{tail}\n")
+            out.write(f"{head} ERROR {d.error}{tail}\n")
     return failed
 
 
@@ -188,14 +255,19 @@ def run(args: argparse.Namespace) -> int:
     try:
         decode_capture(args.capture, sys.stdout, as_json=args.json,
                        trailer_len=args.trailer_len, udp_port=args.udp_port,
-                       ip_proto=args.ip_proto)
+                       ip_proto=args.ip_proto, display_filter=args.filter,
+                       ifaces=args.iface, time_format=args.time)
         sys.stdout.flush()
     except BrokenPipeError:  # `uet decode x | head`: stop quietly
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except FilterError as exc:
+        print(f"uet decode: -Y: {exc}", file=sys.stderr)
+        return 2
     except (CaptureError, OSError) as exc:
+        sys.stdout.flush()
         print(f"uet decode: {args.capture}: {exc}", file=sys.stderr)
         return 1
     return 0

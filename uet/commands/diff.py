@@ -1,11 +1,14 @@
-"""``uet diff A B``: semantic diff of two captures (per PDC, per PSN, per field).
+"""``uet diff A B [--write DIFF.pcapng]``: semantic diff of two captures (per PDC, per PSN,
+per field), summary first.
 
 Packets are matched by key (PDC and PSN, RUDI packet ID, ...; occurrences of a key in
 order), not by position, and compared field by field with the ``uet.*`` names of
-``uet decode --json``. See :mod:`uet.capture.diff` and docs/wireshark.md, "Diffing two runs".
+``uet decode --json``. ``--write`` also writes both captures into one pcapng whose differing
+packets carry comments (:mod:`uet.capture.diffcap`), to open in Wireshark. See
+:mod:`uet.capture.diff` and docs/wireshark.md, "Diffing two runs".
 
-Exit status: 0 the captures are the same, 1 they differ, 2 error (unreadable capture, bad
-arguments).
+A capture cut short is compared up to the cut, with a warning on stderr. Exit status: 0 the
+captures are the same, 1 they differ, 2 error (unreadable capture, bad arguments).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import json
 import sys
 
 from uet.capture.diff import diff_captures
+from uet.capture.diffcap import KEEP, write_diff_capture
 from uet.capture.pcapng import CaptureError
 from uet.wire.constants import UET_DEFAULT_IP_PROTO, UET_UDP_PORT
 
@@ -39,16 +43,44 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"differences listed (text: default {DEFAULT_LIMIT}, 0 = all; "
                         "JSON: all unless given)")
     p.add_argument("--json", action="store_true", help="one JSON object for machines")
+    p.add_argument("--write", metavar="DIFF.pcapng", default=None,
+                   help="also write both captures into one pcapng (interfaces A:h0, B:h0, "
+                        "...), every differing packet carrying a 'uet-diff: ...' comment")
+    p.add_argument("--keep", choices=KEEP, default=None,
+                   help="with --write: every packet (all, the default) or only the "
+                        "differing ones (diff)")
+    p.add_argument("--context", type=int, default=None, metavar="N",
+                   help="with --write: keep only the differing packets and N packets "
+                        "before and after each (in its own capture); implies --keep diff")
     p.add_argument("--udp-port", type=int, default=UET_UDP_PORT,
                    help=f"UET UDP destination port (default {UET_UDP_PORT})")
     p.add_argument("--ip-proto", type=int, default=UET_DEFAULT_IP_PROTO,
                    help=f"IP protocol of native-IP UET (default {UET_DEFAULT_IP_PROTO})")
 
 
+def _write_options(args: argparse.Namespace) -> tuple[str, int] | str:
+    """(keep, context) for --write, or the error text."""
+    if args.context is not None and args.context < 0:
+        return "--context must be >= 0"
+    if args.write is None:
+        if args.keep is not None or args.context is not None:
+            return "--keep and --context go with --write DIFF.pcapng"
+        return "all", 0
+    if args.keep == "all" and args.context is not None:
+        return "--context keeps only the differing packets: it does not go with --keep all"
+    keep = args.keep or ("diff" if args.context is not None else "all")
+    return keep, args.context or 0
+
+
 def run(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 0:
         print("uet diff: --limit must be >= 0", file=sys.stderr)
         return 2
+    opts = _write_options(args)
+    if isinstance(opts, str):
+        print(f"uet diff: {opts}", file=sys.stderr)
+        return 2
+    keep, context = opts
     try:
         result = diff_captures(args.a, args.b,
                                mode="normalized" if args.normalize else "exact",
@@ -65,6 +97,19 @@ def run(args: argparse.Namespace) -> int:
         print(f"uet diff: --iface {', '.join(unknown)}: no such interface in either capture "
               f"(interfaces: {', '.join(seen) or 'none'})", file=sys.stderr)
         return 2
+    for warning in result.warnings:
+        print(f"uet diff: warning: {warning}", file=sys.stderr)
+    if args.write is not None:
+        try:
+            stats = write_diff_capture(result, args.write, keep=keep, context=context)
+        except OSError as exc:
+            print(f"uet diff: cannot write {args.write}: {exc.strerror or exc}",
+                  file=sys.stderr)
+            return 2
+        print(f"uet diff: wrote {args.write}: {stats.frames} packets ({stats.frames_a} of A, "
+              f"{stats.frames_b} of B), {stats.marked_a + stats.marked_b} marked "
+              "'uet-diff'; in Wireshark: frame.comment contains \"uet-diff\"",
+              file=sys.stderr)
     try:
         if args.json:
             limit = args.limit if args.limit else None

@@ -1,8 +1,9 @@
 """Keep the generated tables of ``docs/experiments.md`` in step with the code.
 
-The page holds two generated blocks between HTML-comment markers: the experiment key table
-(:func:`uet.experiments.schema.doc_table`) and the results.json field table
-(:func:`uet.experiments.results.results_doc_table`). ``python -m uet.experiments.docgen
+The page holds three generated blocks between HTML-comment markers: the experiment key
+table (:func:`uet.experiments.schema.doc_table`), the results.json field table
+(:func:`uet.experiments.results.results_doc_table`) and the exported table columns
+(:func:`uet.experiments.tables.export_doc_table`). ``python -m uet.experiments.docgen
 [docs/experiments.md]`` rewrites them; a test checks they are current.
 """
 
@@ -14,10 +15,12 @@ from pathlib import Path
 
 from uet.experiments.results import results_doc_table
 from uet.experiments.schema import doc_table
+from uet.experiments.tables import export_doc_table
 
 BLOCKS: dict[str, Callable[[], str]] = {
     "schema-table": doc_table,
     "results-table": results_doc_table,
+    "export-table": export_doc_table,
 }
 
 

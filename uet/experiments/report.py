@@ -102,7 +102,9 @@ def summary_table(results: Mapping[str, Any]) -> Table:
     s = results["summary"]
     run = results["run"]
     exp = results["experiment"]
-    title = f"{exp['name']} (seed {exp['seed']})"
+    tseed = exp.get("traffic_seed", exp["seed"])
+    title = (f"{exp['name']} (seed {exp['seed']}"
+             + (f", traffic seed {tseed}" if tseed != exp["seed"] else "") + ")")
     table = Table(title=title, show_header=True, header_style="bold")
     table.add_column("metric")
     table.add_column("value", justify="right")

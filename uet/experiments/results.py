@@ -16,6 +16,7 @@ from typing import Any
 
 from uet.experiments.ideal import TopologyModel, WireFormat, ideal_fcts
 from uet.experiments.metrics import flow_rows, summarize
+from uet.experiments.traffic import traffic_seed
 
 SCHEMA_ID = "uet.results/1"
 
@@ -90,6 +91,8 @@ RESULTS_SCHEMA: dict[str, F] = {
         "name": F("str", "experiment.name"),
         "description": F("str", "experiment.description"),
         "seed": F("int", "experiment.seed"),
+        "traffic_seed": F("int", "the seed the traffic used: traffic.seed, or "
+                          "experiment.seed when that is -1"),
         "config": F("obj", "the validated config, every default filled in"),
     }, "what was run"),
     "run": F({
@@ -214,7 +217,8 @@ def build_results(config: Mapping[str, Any], flows: Iterable[Mapping[str, Any]],
     doc = {
         "schema": SCHEMA_ID,
         "experiment": {"name": exp["name"], "description": exp["description"],
-                       "seed": exp["seed"], "config": _plain(config)},
+                       "seed": exp["seed"], "traffic_seed": traffic_seed(config),
+                       "config": _plain(config)},
         "run": run_out,
         "summary": summarize(rows, counters),
         "flows": rows,

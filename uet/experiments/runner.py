@@ -37,10 +37,10 @@ from uet.experiments.ideal import TopologyModel, WireFormat
 from uet.experiments.impairments import plan
 from uet.experiments.progress import RunProgress
 from uet.experiments.report import write_outputs
-from uet.experiments.results import build_results
+from uet.experiments.results import build_results, check_results
 from uet.experiments.signals import EvLoad, FlowSignals
 from uet.experiments.timeseries import SeriesRecorder, flow_label
-from uet.experiments.traffic import build_workload
+from uet.experiments.traffic import build_workload, traffic_seed
 from uet.experiments.workload import DependencyTracker, Flow, Workload
 from uet.fabric.eventlog import EventLog, level_filter
 from uet.fabric.network import Network
@@ -59,13 +59,31 @@ DRAIN_CHECK_PS = 50 * PS_PER_US
 EVENT_LOG = "events.jsonl"
 
 
-def run_experiment(config: dict[str, Any], out_dir: Path) -> dict[str, Any]:
+def run_experiment(config: dict[str, Any], out_dir: Path | None,
+                   *, series: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run one validated experiment; write its files into ``out_dir``; return the results
-    document (``results.json``)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    document (``results.json``).
+
+    ``out_dir=None`` writes nothing (no capture, event log, plots or JSON files: the
+    notebook API's ``uet.run(config)``); the results are the same. ``series``: a dict that
+    receives the sampled time series (``timeseries.json``'s shape), for callers that keep
+    them in memory.
+    """
+    out = None if out_dir is None else Path(out_dir)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
     run = Runner(config, out)
-    return run.execute()
+    results = run.execute()
+    if series is not None and run.series is not None:
+        series.update(run.series)
+    return results
+
+
+def _in_notebook() -> bool:
+    """True under Jupyter (rich draws its progress bars there as widgets)."""
+    from rich.console import Console
+
+    return Console(stderr=True).is_jupyter
 
 
 # ---------------------------------------------------------------------------- pieces
@@ -234,9 +252,10 @@ class Sampler:
 class Runner:
     """One run: build, drive, collect (see the module docstring)."""
 
-    def __init__(self, config: dict[str, Any], out_dir: Path) -> None:
+    def __init__(self, config: dict[str, Any], out_dir: Path | None) -> None:
         self.cfg = config
         self.out = out_dir
+        self.series: dict[str, Any] | None = None
         exp = config["experiment"]
         self.limit_ps = round(exp["time_limit_us"] * PS_PER_US)
         self.wall_limit = exp["wall_limit_s"] or None
@@ -251,7 +270,7 @@ class Runner:
         self.offsets: dict[int, int] = {}
         self.bytes_state: ByteState | None = None
         if self.wl.collective is not None:
-            self.bytes_state = ByteState(self.wl.collective, seed=exp["seed"])
+            self.bytes_state = ByteState(self.wl.collective, seed=traffic_seed(config))
         self.files: dict[str, Any] = {}
         self.stop_reason: str | None = None
         self.last_delivery = 0
@@ -278,8 +297,9 @@ class Runner:
 
     def build(self) -> Fabric:
         cfg = self.cfg
-        log = EventLog(self.out / EVENT_LOG) if cfg["output"]["event_log"] else EventLog()
-        if cfg["output"]["event_log"]:
+        logged = cfg["output"]["event_log"] and self.out is not None
+        log = EventLog(self.out / EVENT_LOG) if logged else EventLog()
+        if logged:
             self.files["event_log"] = EVENT_LOG
         level = cfg["output"].get("log_level", "off")
         if level != "off":
@@ -293,7 +313,7 @@ class Runner:
         fab = Fabric(net, endpoint_factory=self.endpoint_factory(), eventlog=log)
         cap = cfg["capture"]
         self._check_taps(net)
-        if cap["ifaces"] or cap["links"]:
+        if (cap["ifaces"] or cap["links"]) and self.out is not None:
             fab.capture(self.out / cap["file"], cap["ifaces"], links=cap["links"],
                         snaplen=cap["snaplen"])
             self.files["capture"] = cap["file"]
@@ -459,7 +479,7 @@ class Runner:
         t0 = time.perf_counter()
         fab = self.build()
         opts = self.cfg["output"]
-        show = bool(opts["progress"]) and sys.stderr.isatty()
+        show = bool(opts["progress"]) and (sys.stderr.isatty() or _in_notebook())
         progress = RunProgress(len(self.wl.flows), self.limit_ps,
                                description=self.cfg["experiment"]["name"], enabled=show)
         with progress:
@@ -467,11 +487,15 @@ class Runner:
         wall = time.perf_counter() - t0
         fab.close()
         series = self.sampler.finish() if self.sampler is not None else None
+        self.series = series
         results = build_results(self.cfg, self.flow_records(), self.counters(),
                                 run=self.run_info(wall), workload=self.wl,
                                 wire=self.wire_format(), files=self.files)
         if self.bytes_state is not None:
             results["collective"] = self.collective_check()
+        if self.out is None:
+            check_results(results)
+            return results
         return write_outputs(results, self.out, series)
 
     # ------------------------------------------------------------------ results

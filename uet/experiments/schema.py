@@ -120,8 +120,10 @@ _K = Key
 EXPERIMENT = Table("experiment", "What the run is called, its seed and its limits.", {
     "name": _K("str", "experiment", "name shown in reports and results.json"),
     "description": _K("str", "", "free text, copied to results.json"),
-    "seed": _K("int", 1, "seed of every random choice (fabric, impairments, traffic, EVs); "
-               "same seed and config give the same results", lo=0),
+    "seed": _K("int", 1, "seed of every random choice: the fabric (ECMP hashes, switches), "
+               "the impairments (unless impairments.seed), the end points (PDC IDs, "
+               "Start_PSNs, EVs) and, unless traffic.seed is set, the traffic; same seed "
+               "and config give the same results", lo=0),
     "time_limit_us": _K("float", 100_000.0, "stop when virtual time reaches this "
                         "(unfinished flows are reported as such)", lo=0.001, unit="µs"),
     "wall_limit_s": _K("float", 0.0, "stop after this much wall-clock time (0: no limit)",
@@ -290,7 +292,9 @@ TRAFFIC = Table("traffic", "The workload: a generated pattern or an htsim connec
                    "was delivered)", SCHEDULES, when=("pattern", ("all_to_all",))),
     "start_us": _K("float", 0.0, "start time of the flows that depend on no other flow",
                    lo=0.0, unit="µs", when=("pattern", _GENERATED)),
-    "seed": _K("int", -1, "seed of the traffic's random choices (-1: experiment.seed)",
+    "seed": _K("int", -1, "seed of the traffic: the hosts a permutation, incast or outcast "
+               "picks and the all-reduce data (-1: experiment.seed); set it to vary "
+               "experiment.seed with the same traffic (see \"Seeds\")",
                lo=-1, when=("pattern", _GENERATED)),
     "file": _K("str", "", "htsim connection-matrix file (relative to the experiment "
                "file)", when=("pattern", ("cm_file",))),

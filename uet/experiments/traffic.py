@@ -108,6 +108,13 @@ def participants(traffic: dict[str, Any], hosts: int) -> list[int]:
     return list(chosen) if chosen else list(range(hosts))
 
 
+def traffic_seed(config: dict[str, Any]) -> int:
+    """The seed of the traffic's random choices and data: ``traffic.seed``, or
+    ``experiment.seed`` when it is -1 (the default)."""
+    seed = config["traffic"].get("seed", -1)
+    return int(config["experiment"]["seed"] if seed == -1 else seed)
+
+
 def build_workload(config: dict[str, Any]) -> Workload:
     """The workload of a validated experiment config."""
     from uet.experiments.config import host_count, resolve_path
@@ -124,7 +131,7 @@ def build_workload(config: dict[str, Any]) -> Workload:
         return wl
     hosts = participants(tr, n)
     size, start = tr["size"], round(tr["start_us"] * US)
-    seed = config["experiment"]["seed"] if tr["seed"] == -1 else tr["seed"]
+    seed = traffic_seed(config)
     if pattern == "single":
         dst = hosts[-1] if tr["dst"] == -1 else tr["dst"]
         return single(tr["src"], dst, size, n, start_ps=start)

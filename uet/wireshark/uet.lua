@@ -8,17 +8,50 @@
 --
 -- Field names are the ones of Wireshark's own UET dissector (epan/dissectors/packet-uet.c,
 -- commit 2e69f352), so display filters and columns carry over. Where that dissector and our
--- wire format (shared reference, section 9.1) disagree, our layout wins; every such
+-- wire format (docs/wire-format.md) disagree, our layout wins; every such
 -- difference, and every field added here, is listed in docs/wireshark.md.
 --
--- Load it with `uet wireshark install` (copies it into ~/.local/lib/wireshark/plugins/) or
--- by hand: `wireshark -X lua_script:PATH/uet.lua` (needed when running as root, because
--- Wireshark then skips personal plugin folders).
+-- Load it with `uet wireshark install` (copies it into Wireshark's personal Lua plugin
+-- folder, ~/.local/lib/wireshark/plugins/ on Linux) or by hand:
+-- `wireshark -X lua_script:PATH/uet.lua`. Loading it twice (an installed copy plus
+-- -X lua_script) keeps the first copy and ignores the second, saying so when the two files
+-- differ: a second registration would take the dissector tables under another protocol
+-- name and every uet.* filter would match nothing.
 --
 -- The canonical copy is uet/wireshark/uet.lua (shipped as package data);
 -- tools/wireshark/uet.lua is a symbolic link to it.
 
-local PLUGIN_VERSION = "0.1.0"
+local PLUGIN_VERSION = "0.2.0"
+
+-------------------------------------------------------------------------------- one copy only
+
+-- Every Lua plugin of a Wireshark process shares one global table: the first copy of this
+-- file to run leaves its path there, and later copies stop before registering anything.
+local THIS_FILE = (debug.getinfo(1, "S").source or ""):gsub("^@", "")
+do
+    local first = rawget(_G, "uet_lua_plugin")
+    if first then
+        local function contents(path)
+            local f = io.open(path, "rb")
+            if not f then
+                return nil
+            end
+            local text = f:read("*a")
+            f:close()
+            return text
+        end
+        local a, b = contents(first.path), contents(THIS_FILE)
+        if first.path ~= THIS_FILE and (a == nil or a ~= b) then
+            report_failure(string.format(
+                "uet.lua: %s was not loaded: another copy of the UET dissector (version %s, " ..
+                "%s) is loaded already and stays in use; remove one of them (uet wireshark " ..
+                "install replaces the installed copy, and an installed copy needs no " ..
+                "-X lua_script)", THIS_FILE, first.version, first.path))
+        end
+        return
+    end
+    rawset(_G, "uet_lua_plugin", { version = PLUGIN_VERSION, path = THIS_FILE })
+end
 
 if set_plugin_info then
     set_plugin_info({
@@ -1479,3 +1512,117 @@ end
 register_handoff()
 DissectorTable.get("udp.port"):add_for_decode_as(uet)
 DissectorTable.get("ip.proto"):add_for_decode_as(uet_ip)
+
+-------------------------------------------------------------------------------- diff marks
+
+-- `uet diff A B --write DIFF.pcapng` merges two captures into one file (interfaces A:h0,
+-- B:h0, ...) and marks every differing packet with a packet comment in a fixed form
+-- (uet/capture/diffcap.py):
+--   uet-diff: only in A | A#7
+--   uet-diff: uet.pds.flags 0x4 -> 0xc; uet.pds.flags.ar 0 -> 1 | A#5 B#5 frame 10
+--   uet-diff: moved to another path (EV 812 -> 3301) | A#7 B#9 frame 15 occurrence 2
+-- This postdissector (it runs on every frame, UET or not) turns such a comment into the
+-- uet.diff tree, so the marks can be filtered (uet.diff.kind == "only_in_a") and shown as
+-- columns. Its protocol is "uet.diff" whatever prefix the dissector above took.
+
+local diff = Proto("uet.diff", "UET capture diff (uet diff --write)")
+local DF = {
+    kind = ProtoField.string("uet.diff.kind", "Difference"),
+    side = ProtoField.string("uet.diff.side", "Side (capture)"),
+    a_frame = ProtoField.uint32("uet.diff.a_frame", "Frame in capture A", base.DEC),
+    b_frame = ProtoField.uint32("uet.diff.b_frame", "Frame in capture B", base.DEC),
+    peer = ProtoField.framenum("uet.diff.peer", "Counterpart in this file"),
+    occurrence = ProtoField.uint32("uet.diff.occurrence", "Occurrence of the key", base.DEC),
+    ev_a = ProtoField.uint32("uet.diff.ev_a", "EV in A", base.DEC),
+    ev_b = ProtoField.uint32("uet.diff.ev_b", "EV in B", base.DEC),
+    field = ProtoField.string("uet.diff.field", "Field"),
+    value_a = ProtoField.string("uet.diff.value_a", "Value in A"),
+    value_b = ProtoField.string("uet.diff.value_b", "Value in B"),
+    text = ProtoField.string("uet.diff.comment", "Comment"),
+}
+diff.fields = { DF.kind, DF.side, DF.a_frame, DF.b_frame, DF.peer, DF.occurrence, DF.ev_a,
+                DF.ev_b, DF.field, DF.value_a, DF.value_b, DF.text }
+
+local DIFF_KIND = {
+    only_in_a = "only in A", only_in_b = "only in B", changed = "changed",
+    moved = "moved to another path",
+}
+local f_comment = Field.new("frame.comment")
+local f_ifname = Field.new("frame.interface_name")
+
+local function diff_changes(text, t)
+    for part in (text .. "; "):gmatch("(.-); ") do
+        local name, va, vb = part:match("^(%S+) (.-) %-> (.*)$")
+        if name then
+            local it = t:add(DF.field, name)
+            it:append_text(string.format(": %s -> %s", va, vb))
+            it:add(DF.value_a, va)
+            it:add(DF.value_b, vb)
+        end
+    end
+end
+
+local function diff_mark(text, pinfo, tree)
+    local what, refs = text:match("^uet%-diff: (.*) | (.-)$")
+    if not what then
+        what, refs = text:match("^uet%-diff: (.*)$"), ""
+    end
+    local kind, changes
+    if what == "only in A" then
+        kind = "only_in_a"
+    elseif what == "only in B" then
+        kind = "only_in_b"
+    elseif what:sub(1, 21) == "moved to another path" then
+        kind = "moved"
+        changes = what:match("^moved to another path %b(); (.*)$")
+    else
+        kind, changes = "changed", what
+    end
+    local t = tree:add(diff, "UET diff: " .. DIFF_KIND[kind])
+    t:add(DF.kind, kind):set_generated()
+    local name = f_ifname()
+    local side = name and tostring(name.value):match("^([AB]):")
+    if side then
+        t:add(DF.side, side):set_generated()
+    end
+    local a, b = refs:match("A#(%d+)"), refs:match("B#(%d+)")
+    if a then
+        t:add(DF.a_frame, tonumber(a)):set_generated()
+    end
+    if b then
+        t:add(DF.b_frame, tonumber(b)):set_generated()
+    end
+    local peer = refs:match("frame (%d+)")
+    if peer then
+        t:add(DF.peer, tonumber(peer)):set_generated()
+    end
+    local occ = refs:match("occurrence (%d+)")
+    if occ then
+        t:add(DF.occurrence, tonumber(occ)):set_generated()
+    end
+    if kind == "moved" then
+        local ea, eb = what:match("%(EV (%S+) %-> (%S+)%)")
+        if tonumber(ea) then
+            t:add(DF.ev_a, tonumber(ea)):set_generated()
+        end
+        if tonumber(eb) then
+            t:add(DF.ev_b, tonumber(eb)):set_generated()
+        end
+    end
+    if changes then
+        diff_changes(changes, t)
+    end
+    t:add(DF.text, text):set_generated()
+    pinfo.cols.info:prepend("[" .. DIFF_KIND[kind] .. "] ")
+end
+
+function diff.dissector(tvb, pinfo, tree)
+    local comments = { f_comment() }
+    for _, c in ipairs(comments) do
+        local text = tostring(c.value)
+        if text:sub(1, 10) == "uet-diff: " then
+            diff_mark(text, pinfo, tree)
+        end
+    end
+end
+register_postdissector(diff)

@@ -1,0 +1,118 @@
+"""One captured frame as flat, Wireshark-named fields: what ``uet decode`` prints and what
+``uet diff`` compares.
+
+A UET frame (over UDP or native IP) is decoded with :func:`uet.wire.codec.decode_headers`
+(so frames a snap length cut keep their headers) and named by
+:func:`uet.wire.fields.frame_fields`. An Ethernet MAC control frame (ethertype 0x8808) is a
+PFC (802.1Qbb, opcode 0x0101) or PAUSE (802.3x, opcode 0x0001) frame, named as Wireshark's
+``macc`` dissector names it. Anything else is an error text plus its ethertype.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from uet.capture.pcapng import LINKTYPE_ETHERNET, CapturedFrame
+from uet.wire.codec import FrameHeaders, decode_headers
+from uet.wire.constants import UET_DEFAULT_IP_PROTO, UET_UDP_PORT
+from uet.wire.errors import DecodeError
+from uet.wire.fields import frame_fields
+
+__all__ = ["Dissected", "Value", "dissect", "mac_control", "mac", "FRAME_FIELDS",
+           "MAC_CONTROL_FIELDS", "known_fields"]
+
+Value = int | bool | str | None
+
+#: Per-frame metadata, named as Wireshark names it (``uet decode --json`` prints them).
+FRAME_FIELDS: frozenset[str] = frozenset({
+    "frame.number", "frame.interface_id", "frame.interface_name", "frame.time_ns",
+    "frame.time_relative", "frame.time_delta", "frame.len", "frame.cap_len",
+    "frame.comment"})
+#: Fields of PFC and PAUSE frames (Wireshark's ``macc`` dissector) and of other frames.
+MAC_CONTROL_FIELDS: frozenset[str] = frozenset(
+    {"eth.type", "macc.opcode", "macc.pause_time", "macc.cbfc.enbv"}
+    | {f"macc.cbfc.pause_time.c{c}" for c in range(8)})
+
+ETHERTYPE_MAC_CONTROL = 0x8808
+OPCODE_PAUSE = 0x0001
+OPCODE_PFC = 0x0101
+
+
+@dataclass(slots=True)
+class Dissected:
+    """What one frame is: ``kind`` ``"uet"`` (``headers`` decoded), ``"pfc"``, ``"pause"``
+    or ``"other"`` (``error`` says why it is not UET); ``fields`` by Wireshark name."""
+
+    kind: str
+    fields: dict[str, Value]
+    headers: FrameHeaders | None = None
+    error: str | None = None
+    summary: str = ""  # for PFC and PAUSE frames
+
+    @property
+    def truncated(self) -> bool:
+        return self.headers is not None and self.headers.truncated
+
+
+def known_fields() -> frozenset[str]:
+    """Every field name a decoded frame can carry (for checking display filters)."""
+    from uet.wire.fields import all_field_names
+
+    return (all_field_names() | FRAME_FIELDS | MAC_CONTROL_FIELDS
+            | {"frame", "error", "truncated"})
+
+
+def mac(b: bytes) -> str:
+    """``aa:bb:cc:dd:ee:ff``, as Wireshark prints a MAC address."""
+    return ":".join(f"{x:02x}" for x in b)
+
+
+def mac_control(data: bytes) -> tuple[str, dict[str, Value], str] | None:
+    """A PFC or PAUSE frame as (kind, fields, summary); None for anything else."""
+    if len(data) < 18 or int.from_bytes(data[12:14], "big") != ETHERTYPE_MAC_CONTROL:
+        return None
+    opcode = int.from_bytes(data[14:16], "big")
+    base: dict[str, Value] = {"eth.dst": mac(data[0:6]), "eth.src": mac(data[6:12]),
+                              "eth.type": ETHERTYPE_MAC_CONTROL, "macc.opcode": opcode}
+    if opcode == OPCODE_PFC and len(data) >= 34:
+        vector = int.from_bytes(data[16:18], "big")
+        base["macc.cbfc.enbv"] = vector
+        quanta = {}
+        for c in range(8):
+            q = int.from_bytes(data[18 + 2 * c:20 + 2 * c], "big")
+            base[f"macc.cbfc.pause_time.c{c}"] = q
+            if vector >> c & 1:
+                quanta[c] = q
+        what = "PFC " + ", ".join(f"class {c} {'XON' if q == 0 else f'pause {q}'}"
+                                  for c, q in quanta.items())
+        return "pfc", base, what
+    if opcode == OPCODE_PAUSE:
+        q = int.from_bytes(data[16:18], "big")
+        base["macc.pause_time"] = q
+        return "pause", base, "PAUSE " + ("XON" if q == 0 else f"pause {q}")
+    return None
+
+
+def dissect(cf: CapturedFrame, *, trailer_len: int = 0, udp_port: int = UET_UDP_PORT,
+            ip_proto: int = UET_DEFAULT_IP_PROTO) -> Dissected:
+    """Decode one captured frame (never raises for what the frame holds)."""
+    data = cf.data
+    if cf.linktype != LINKTYPE_ETHERNET:
+        return Dissected("other", {}, error=f"unsupported link type {cf.linktype} "
+                                            "(only Ethernet is decoded)")
+    try:
+        got = decode_headers(data, cf.orig_len, trailer_len, udp_port=udp_port,
+                             ip_proto=ip_proto)
+    except DecodeError as exc:
+        ctl = mac_control(data)
+        if ctl is not None:
+            kind, fields, what = ctl
+            return Dissected(kind, fields, summary=what)
+        fields: dict[str, Value] = {}
+        if len(data) >= 14:
+            fields["eth.type"] = int.from_bytes(data[12:14], "big")
+        return Dissected("other", fields, error=str(exc))
+    fields = dict(frame_fields(got.frame))
+    if got.truncated:
+        fields["uet.payload_len"] = got.payload_len
+    return Dissected("uet", fields, headers=got)
