@@ -28,6 +28,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("compare", "results of runs side by side: metrics, ratios, FCT CDFs"),
     "decode": ("decode", "decode a pcap/pcapng capture, one line or JSON object per frame"),
     "diff": ("diff", "semantic diff of two captures (per PDC, per PSN, per field)"),
+    "versus": ("versus", "one experiment with UET and with the RoCEv2 baseline, side by side"),
     "conformance": ("conformance", "run the conformance catalogue against an end point"),
     "serve": ("serve", "run a UET end point on a real UDP socket as a responder"),
     "bench": ("bench", "speed ratios measured side by side in one run"),

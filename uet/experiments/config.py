@@ -486,6 +486,10 @@ def _open_fields(kind: str) -> dict[str, Any]:
         from uet.pds.config import PdsConfig
 
         return {f.name: f.type for f in dataclasses.fields(PdsConfig)}
+    if kind == "roce":
+        from uet.roce.config import RoceConfig
+
+        return {f.name: f.type for f in dataclasses.fields(RoceConfig)}
     raise AssertionError(kind)  # pragma: no cover
 
 
@@ -562,6 +566,7 @@ def _cross_check(cfg: dict[str, Any], src: Source) -> None:
                             "give rate_gbps or rate_factor, not both")
     _check_transport(cfg, src)
     _check_traffic(cfg, src)
+    _check_victims(cfg, src)
     n = host_count(topo)
     for i, name in enumerate(cfg["capture"]["ifaces"]):
         if name.startswith("h") and int(name[1:]) >= n:
@@ -603,6 +608,7 @@ def _check_transport(cfg: dict[str, Any], src: Source) -> None:
                             allowed="none, " + ", ".join(profile.cc_algorithms))
     cms_config(cfg, src)
     pds_config(cfg, src)
+    roce_config(cfg, src)
 
 
 _FIELD_IN_MSG = re.compile(r"^(?:cms|pds)\.(\w+)")
@@ -643,6 +649,19 @@ def pds_config(cfg: dict[str, Any], src: Source | None = None) -> Any:
     except (TypeError, ValueError) as exc:
         key = _FIELD_IN_MSG.match(str(exc))
         path = ("transport", "pds") + ((key.group(1),) if key else ())
+        raise src.error(path, str(exc)) from None
+
+
+def roce_config(cfg: dict[str, Any], src: Source | None = None) -> Any:
+    """The :class:`uet.roce.config.RoceConfig` of a validated experiment."""
+    from uet.roce.config import RoceConfig, RoceConfigError
+
+    src = src or source_of(cfg)
+    try:
+        return RoceConfig.from_dict(cfg["transport"]["roce"])
+    except (RoceConfigError, TypeError) as exc:
+        m = re.match(r"^roce\.([\w.]+)", str(exc))
+        path = ("transport", "roce") + (tuple(m.group(1).split(".")) if m else ())
         raise src.error(path, str(exc)) from None
 
 
@@ -692,6 +711,19 @@ def _check_traffic(cfg: dict[str, Any], src: Source) -> None:
         if len(set(srcs)) != len(srcs) or len(set(dsts)) != len(dsts):
             raise src.error(("traffic", "pairs"), "not a permutation",
                             allowed="every host sends at most once and receives at most once")
+
+
+def _check_victims(cfg: dict[str, Any], src: Source) -> None:
+    victims = cfg["traffic"]["victims"]
+    if not victims:
+        return
+    from uet.experiments.traffic import build_workload
+
+    ids = {f.id for f in build_workload(cfg).flows}
+    for i, v in enumerate(victims):
+        if v not in ids:
+            raise src.error(("traffic", "victims", i), f"no flow {v} in the workload",
+                            allowed=f"flow ids {min(ids)}..{max(ids)}" if ids else "none")
 
 
 def _resolve_dst(tr: dict[str, Any], hosts: list[int]) -> int:

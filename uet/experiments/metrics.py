@@ -11,8 +11,9 @@ Inputs (what a runner collects):
   ``"pds": {host: PdsEndpoint.counters}`` (``retx.<cause>``, ``nack_tx.<CODE>``,
   ``opened``, ``closed``, ``closed_in_error``, and per end ``opened.initiator``,
   ``closed.initiator``, ``closed_in_error.initiator``: a PDC is then counted once, at its
-  initiator). Without ``pds``, the test end point's
-  ``"endpoint"`` stats (``tx_rtx``, ``tx_nack``) are used.
+  initiator). With ``"roce": {host: RoceEndpoint.stats}`` instead (the RoCEv2 stack:
+  ``retx.<cause>``, ``nak_tx.<CODE>``, ``tx_cnp``), those are used. Without either, the
+  test end point's ``"endpoint"`` stats (``tx_rtx``, ``tx_nack``) are used.
 * ideal FCTs: flow id -> ps (:func:`uet.experiments.ideal.ideal_fcts`).
 """
 
@@ -100,8 +101,15 @@ def counter_totals(counters: Mapping[str, Any]) -> dict[str, Any]:
         "pfc_pause_frames": _total(_entities(counters, "nic", "port"), "pause_tx"),
         "wire_frames_sent": _total(_entities(counters, "nic"), "tx_frames"),
         "wire_bytes_sent": _total(_entities(counters, "nic"), "tx_bytes"),
+        "cnps": 0,
     }
-    if counters.get("pds"):
+    if counters.get("roce"):
+        roce = list(_entities(counters, "roce"))
+        retx = _prefixed(roce, "retx.")
+        nacks = _prefixed(roce, "nak_tx.")
+        out.update(pdcs_opened=0, pdcs_closed=0, pdcs_closed_in_error=0,
+                   cnps=_total(roce, "tx_cnp"))
+    elif counters.get("pds"):
         pds = list(_entities(counters, "pds"))
         retx = _prefixed(pds, "retx.")
         nacks = _prefixed(pds, "nack_tx.")
@@ -122,14 +130,15 @@ def counter_totals(counters: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def summarize(rows: Sequence[Mapping[str, Any]], counters: Mapping[str, Any]
-              ) -> dict[str, Any]:
+def summarize(rows: Sequence[Mapping[str, Any]], counters: Mapping[str, Any],
+              victims: Sequence[int] = ()) -> dict[str, Any]:
     """The ``summary`` of results.json from :func:`flow_rows` output and counters.
 
     FCT statistics cover completed flows. ``fct_tail_over_ideal`` is the largest
     FCT/ideal ratio (htsim's "tail": the slowest flow), ``fct_p99_over_ideal`` the 99th
     percentile (nearest rank). Goodput: bytes delivered x 8 over the span from the first
-    start to the last completion.
+    start to the last completion. ``victims``: flow ids also summarised apart (their
+    slowest FCT; None while one is unfinished).
     """
     started = [r for r in rows if r["start_ps"] is not None]
     done = [r for r in rows if r["fct_ps"] is not None]
@@ -157,5 +166,12 @@ def summarize(rows: Sequence[Mapping[str, Any]], counters: Mapping[str, Any]
         "goodput_gbps": delivered * 8 / (span / 1e12) / 1e9 if span > 0 else 0.0,
         "flow_goodput_mean_gbps": statistics.fmean(per_flow) if per_flow else 0.0,
     }
+    vict = [r for r in rows if r["id"] in set(victims)]
+    vdone = [r for r in vict if r["fct_ps"] is not None]
+    whole = bool(vict) and len(vdone) == len(vict)
+    out["victim_flows"] = len(vict)
+    out["victim_fct_max_us"] = max(r["fct_ps"] for r in vdone) / PS_PER_US if whole else None
+    ratios = [r["fct_over_ideal"] for r in vdone if r["fct_over_ideal"] is not None]
+    out["victim_fct_max_over_ideal"] = max(ratios) if whole and ratios else None
     out.update(counter_totals(counters))
     return out

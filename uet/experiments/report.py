@@ -103,8 +103,10 @@ def summary_table(results: Mapping[str, Any]) -> Table:
     run = results["run"]
     exp = results["experiment"]
     tseed = exp.get("traffic_seed", exp["seed"])
+    stack = exp["config"]["transport"].get("stack", "uet")
     title = (f"{exp['name']} (seed {exp['seed']}"
-             + (f", traffic seed {tseed}" if tseed != exp["seed"] else "") + ")")
+             + (f", traffic seed {tseed}" if tseed != exp["seed"] else "")
+             + (", RoCEv2" if stack == "roce" else "") + ")")
     table = Table(title=title, show_header=True, header_style="bold")
     table.add_column("metric")
     table.add_column("value", justify="right")
@@ -153,10 +155,18 @@ def summary_table(results: Mapping[str, Any]) -> Table:
     section("transport")
     table.add_row("retransmissions", _num(s["retransmissions"]),
                   _counts(s["retransmissions_by_cause"]))
-    table.add_row("NACKs", _num(s["nacks"]), _counts(s["nacks_by_code"]))
-    table.add_row("PDCs opened / closed", f"{s['pdcs_opened']:,} / {s['pdcs_closed']:,}",
-                  f"{s['pdcs_closed_in_error']:,} in error" if s["pdcs_closed_in_error"]
-                  else "")
+    roce = exp["config"]["transport"].get("stack") == "roce"
+    table.add_row("NAKs" if roce else "NACKs", _num(s["nacks"]), _counts(s["nacks_by_code"]))
+    if roce:
+        table.add_row("CNPs", _num(s.get("cnps", 0)), "DCQCN congestion notifications")
+    else:
+        table.add_row("PDCs opened / closed", f"{s['pdcs_opened']:,} / {s['pdcs_closed']:,}",
+                      f"{s['pdcs_closed_in_error']:,} in error" if s["pdcs_closed_in_error"]
+                      else "")
+    if s.get("victim_flows"):
+        table.add_row("victim flow FCT", f"{_num(s['victim_fct_max_us'])} µs",
+                      f"{_num(s['victim_fct_max_over_ideal'], '.3f')} x ideal, "
+                      f"{s['victim_flows']} victim flow(s)")
     section("fabric")
     table.add_row("trims", _num(s["trims"]), "")
     table.add_row("ECN marks", _num(s["ecn_marks"]), "")

@@ -62,7 +62,8 @@ EVENT_LOG = "events.jsonl"
 def run_experiment(config: dict[str, Any], out_dir: Path | None,
                    *, series: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run one validated experiment; write its files into ``out_dir``; return the results
-    document (``results.json``).
+    document (``results.json``). ``transport.stack = "roce"`` runs the RoCEv2 baseline
+    (:class:`uet.experiments.roce_stack.RoceRunner`) on the same fabric and workload.
 
     ``out_dir=None`` writes nothing (no capture, event log, plots or JSON files: the
     notebook API's ``uet.run(config)``); the results are the same. ``series``: a dict that
@@ -72,7 +73,12 @@ def run_experiment(config: dict[str, Any], out_dir: Path | None,
     out = None if out_dir is None else Path(out_dir)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-    run = Runner(config, out)
+    cls: type[Runner] = Runner
+    if config["transport"].get("stack", "uet") == "roce":
+        from uet.experiments.roce_stack import RoceRunner
+
+        cls = RoceRunner
+    run = cls(config, out)
     results = run.execute()
     if series is not None and run.series is not None:
         series.update(run.series)
@@ -166,8 +172,12 @@ class Sampler:
     is kept exactly."""
 
     def __init__(self, fab: Fabric, traced: dict[int, tuple[str, int, int]],
+                 window: Callable[[int, int], int | None] | None = None,
                  nominal_bps: dict[str, float] | None = None) -> None:
         rec = SeriesRecorder()
+        #: (src, dst) -> bytes for the cwnd series; None: the UET PDC's window (and its
+        #: congestion signals, uet.experiments.signals)
+        self.window = window
         net = fab.net
         self.channels = [ch for link in net.links for ch in (link.ab, link.ba)]
         self.ports = [p for sw in net.switches.values() for p in sw.ports]
@@ -221,6 +231,11 @@ class Sampler:
         put(self.fabric, "trims", now, trims)
         put(self.fabric, "drops", now, self.flow_signals.drops)
         for label, src, dst in active.values():
+            if self.window is not None:  # another stack's own measure
+                w = self.window(src, dst)
+                if w is not None:
+                    put(self.cwnds, label, now, w)
+                continue
             pdc = self._pdc(src, dst)
             if pdc is None:
                 continue
@@ -250,7 +265,13 @@ class Sampler:
 
 
 class Runner:
-    """One run: build, drive, collect (see the module docstring)."""
+    """One run: build, drive, collect (see the module docstring). The end point specific
+    steps (:meth:`endpoint_factory`, :meth:`attach`, :meth:`_submit`, :meth:`_error`,
+    :meth:`_pdcs_closed`, :meth:`counters`, :meth:`wire_format`, :attr:`window`) are
+    methods, so another stack's runner overrides only those."""
+
+    #: the sampled congestion window of a flow (src, dst) -> bytes (None: the UET PDC's)
+    window: Callable[[int, int], int | None] | None = None
 
     def __init__(self, config: dict[str, Any], out_dir: Path | None) -> None:
         self.cfg = config
@@ -317,7 +338,14 @@ class Runner:
             fab.capture(self.out / cap["file"], cap["ifaces"], links=cap["links"],
                         snaplen=cap["snaplen"])
             self.files["capture"] = cap["file"]
-        self.eps: list[FabricEndpoint] = [fab.endpoint(i) for i in range(len(net.nics))]
+        self.attach(fab)
+        self.fab = fab
+        self.loop = fab.loop
+        return fab
+
+    def attach(self, fab: Fabric) -> None:
+        """Hook the runner into every host's end point (audits, completions, sinks)."""
+        self.eps: list[Any] = [fab.endpoint(i) for i in range(len(fab.net.nics))]
         self.audits: list[FlowAudit] = []
         for i, ep in enumerate(self.eps):
             audit = FlowAudit(ep.audit)
@@ -331,9 +359,6 @@ class Runner:
                 if res is not None:
                     res.regions[SINK_KEY].idempotent_safe = True
         self.sinks = [SinkSpace(ep, reuse=not rudi) for ep in self.eps]
-        self.fab = fab
-        self.loop = fab.loop
-        return fab
 
     def _check_taps(self, net: Network) -> None:
         """Every ``[capture]`` interface and link must exist in this topology (a ``--set
@@ -368,6 +393,11 @@ class Runner:
         if self.log.enabled:
             self.log.emit(now, "flow_start", flow=flow.id, src=flow.src, dst=flow.dst,
                           size=flow.size)
+        self._submit(flow, ep, payload, offset, now)
+        self.fab.host(flow.src).poke()
+
+    def _submit(self, flow: Flow, ep: Any, payload: Any, offset: int, now: int) -> None:
+        """Hand ``flow`` to its source end point (one RMA WRITE into the sink)."""
         msg = ep.send_message(now, flow.dst, flow.size, payload, offset=offset)
         audit = self.audits[flow.dst]
         for mid in msg.op.message_ids:
@@ -376,7 +406,6 @@ class Runner:
             self._finished(flow, msg.op, now)
         else:
             self.pending[flow.src, msg.op.op_id] = flow.id
-        self.fab.host(flow.src).poke()
 
     def _schedule(self, ready: list[tuple[int, Flow]]) -> None:
         self.scheduled += len(ready)
@@ -395,14 +424,20 @@ class Runner:
 
         return hook
 
+    def _error(self, op: Any) -> str | None:
+        """Why the operation that carried a flow failed (None: it succeeded)."""
+        if op is None or op.return_code == 1:
+            return None
+        try:
+            rc = ReturnCode(op.return_code).name
+        except ValueError:
+            rc = str(op.return_code)
+        return f"{op.opcode.name} failed: {rc}" + (f" ({op.reason})" if op.reason else "")
+
     def _finished(self, flow: Flow, op: Any, now: int) -> None:
-        if op is not None and op.return_code != 1:
-            try:
-                rc = ReturnCode(op.return_code).name
-            except ValueError:
-                rc = str(op.return_code)
-            self.errors[flow.id] = f"{op.opcode.name} failed: {rc}" + (
-                f" ({op.reason})" if op.reason else "")
+        error = self._error(op)
+        if error is not None:
+            self.errors[flow.id] = error
             if self.log.enabled:
                 self.log.emit(now, "flow_failed", flow=flow.id, error=self.errors[flow.id])
             return
@@ -438,7 +473,7 @@ class Runner:
         interval = max(1, round(self.cfg["output"]["sample_interval_us"] * PS_PER_US))
         sampling = self.cfg["output"]["plots"] or self.cfg["output"]["timeseries"]
         traced = self._traced()
-        sampler = Sampler(fab, traced, self.nominal_bps) if sampling else None
+        sampler = Sampler(fab, traced, self.window, self.nominal_bps) if sampling else None
         self.sampler = sampler
         total = len(self.wl.flows)
         async with fab:

@@ -6,7 +6,9 @@ reference in ``docs/experiments.md`` (:func:`doc_table`; a test keeps the two eq
 Tables: ``[experiment]``, ``[topology]`` (+ ``topology.pfc``), ``[[impairments]]`` (+
 ``impairments.gilbert``), ``[transport]``, ``[transport.cms]`` (explicit keys plus any other
 :class:`uet.cms.api.CmsConfig` field), ``[transport.pds]`` (any
-:class:`uet.pds.config.PdsConfig` field), ``[traffic]``, ``[capture]``, ``[output]``.
+:class:`uet.pds.config.PdsConfig` field), ``[transport.roce]`` (any
+:class:`uet.roce.config.RoceConfig` field), ``[traffic]``, ``[capture]``, ``[output]``,
+``[versus]`` (the runs of ``uet versus``).
 Topology key names are those of :mod:`uet.fabric.topology`, impairment keys those of
 :class:`uet.fabric.impairments.Impairments`, CMS keys those of ``CmsConfig``.
 """
@@ -33,6 +35,7 @@ LINK_CLASSES = ("all", "host", "switch", "tor_agg", "agg_core", "leaf_spine")
 DIRECTIONS = ("both", "up", "down")
 SCHEDULES = ("simultaneous", "pairwise")
 PICKS = ("first", "random")
+STACKS = ("uet", "roce")
 
 IFACE_RE = r"h\d+|[a-z_]+\d+\.p\d+"
 LINK_RE = rf"(?:{IFACE_RE})(?:<->(?:{IFACE_RE}))?"
@@ -233,9 +236,12 @@ GILBERT = Table("impairments.gilbert", "Gilbert-Elliott two-state loss.", {
     "loss_bad": _K("float", 1.0, "loss probability in the bad state", lo=0.0, hi=1.0),
 }, nested=True)
 
-TRANSPORT = Table("transport", "The UET end points: profile and delivery mode "
-                  "(congestion control in [transport.cms], PDS settings in "
-                  "[transport.pds]).", {
+TRANSPORT = Table("transport", "The end points: UET (profile and delivery mode, "
+                  "congestion control in [transport.cms], PDS settings in "
+                  "[transport.pds]) or the RoCEv2 baseline ([transport.roce]).", {
+    "stack": _K("enum", "uet", "which transport the hosts run: uet (SES + PDS + CMS) or "
+                "roce (RoCEv2 RC: go-back-N, DCQCN, per-QP ECMP; docs/roce.md); the fabric "
+                "and the workload are the same", STACKS),
     "profile": _K("str", "ai-base", "built-in profile (ai-base, ai-full, hpc) or a path "
                   "to a profile TOML file"),
     "mode": _K("enum", "RUD", "PDS delivery mode of the traffic (must be allowed by the "
@@ -244,6 +250,8 @@ TRANSPORT = Table("transport", "The UET end points: profile and delivery mode "
               table="transport.cms"),
     "pds": _K("table", {}, "PDS overrides, a table of transport.pds keys",
               table="transport.pds"),
+    "roce": _K("table", {}, "RoCEv2 settings (stack = roce), a table of transport.roce keys",
+               table="transport.roce"),
 })
 
 CMS = Table("transport.cms", "Congestion management (uet.cms.api.CmsConfig); "
@@ -264,6 +272,12 @@ CMS = Table("transport.cms", "Congestion management (uet.cms.api.CmsConfig); "
 PDS = Table("transport.pds", "PDS settings (uet.pds.config.PdsConfig).", {},
             open="pds", open_doc="any PdsConfig field (see docs/pds.md), e.g. rto_ps, "
             "ack_every_bytes, mp_range, max_retries", nested=True)
+
+ROCE = Table("transport.roce", "The RoCEv2 baseline (uet.roce.config.RoceConfig; "
+             "used when transport.stack = \"roce\").", {}, open="roce",
+             open_doc="any RoceConfig field (see docs/roce.md), e.g. qps_per_flow, irn, mtu, "
+             "timeout, ack_coalesce, and the table dcqcn (DcqcnConfig fields: enabled, g, "
+             "rate_timer_us, rai_mbps, cnp_interval_us, ...)", nested=True)
 
 _ALLREDUCE = ("allreduce_ring", "allreduce_butterfly", "allreduce_halving_doubling")
 _GENERATED = tuple(p for p in PATTERNS if p != "cm_file")
@@ -298,6 +312,8 @@ TRAFFIC = Table("traffic", "The workload: a generated pattern or an htsim connec
                lo=-1, when=("pattern", _GENERATED)),
     "file": _K("str", "", "htsim connection-matrix file (relative to the experiment "
                "file)", when=("pattern", ("cm_file",))),
+    "victims": _K("int_list", [], "flow ids reported apart as victim flows "
+                  "(summary.victim_*: e.g. a flow sharing a link an incast pauses)", lo=0),
 })
 
 CAPTURE = Table("capture", "pcapng taps (one file holding every tap).", {
@@ -327,10 +343,17 @@ OUTPUT = Table("output", "What is written besides results.json.", {
     "timeseries": _K("bool", True, "write the sampled time series (timeseries.json)"),
 })
 
+VERSUS = Table("versus", "What uet versus runs: the variants compared side by side.", {
+    "variants": _K("str_list", ["uet: transport.stack=uet", "roce: transport.stack=roce"],
+                   "one run per entry, \"label: key=value; key=value\" (--set syntax); "
+                   "every run has the same seed, fabric and workload, changed only by its "
+                   "own keys", pattern=r"\s*[A-Za-z0-9_.+-]+\s*:.*"),
+})
+
 #: every table by name, top-level sections first in file order
 TABLES: dict[str, Table] = {t.name: t for t in (
-    EXPERIMENT, TOPOLOGY, PFC, IMPAIRMENTS, GILBERT, TRANSPORT, CMS, PDS, TRAFFIC, CAPTURE,
-    OUTPUT)}
+    EXPERIMENT, TOPOLOGY, PFC, IMPAIRMENTS, GILBERT, TRANSPORT, CMS, PDS, ROCE, TRAFFIC,
+    CAPTURE, OUTPUT, VERSUS)}
 SECTIONS: tuple[str, ...] = tuple(t.name for t in TABLES.values() if not t.nested)
 
 # ----------------------------------------------------------------------------- sizes
