@@ -72,9 +72,10 @@ def cluster():
 
 
 def _comparable(outcome: dict) -> dict:
-    """A point's results without what differs between any two runs (wall time)."""
+    """A point's results without what differs between any two runs (wall and CPU time)."""
     doc = json.loads(json.dumps(outcome["results"]))
     doc["run"].pop("wall_time_s")
+    doc["run"].pop("timing", None)
     return doc
 
 

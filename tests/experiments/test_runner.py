@@ -183,6 +183,37 @@ size = "16KiB"
     assert not doc["collective"]["ok"] and doc["collective"]["mismatched_ranks"]
 
 
+def test_bulk_flows_share_one_sink_collectives_keep_their_own(tmp_path: Path) -> None:
+    """A permutation's WRITEs land in one scratch buffer shared by every host (memory does
+    not grow by the message size per host) and are still counted per flow; collectives,
+    whose bytes are read back and checked, keep a sink per host."""
+    cfg = small("""
+[topology]
+kind = "fat_tree"
+[traffic]
+pattern = "permutation"
+size = "200KiB"
+""")
+    run = Runner(cfg, tmp_path)
+    run.build()
+    sinks = {id(ep.sink) for ep in run.eps}
+    assert len(sinks) == 1 and len(run.eps[0].sink) == 200 * 1024
+    doc = run_experiment(cfg, tmp_path / "run")
+    assert doc["run"]["completed"] and doc["summary"]["bytes_delivered"] == 16 * 200 * 1024
+    assert all(f["bytes_delivered"] == f["size"] and f["duplicates"] == 0
+               for f in doc["flows"])
+    coll = Runner(small("""
+[topology]
+kind = "star"
+hosts = 4
+[traffic]
+pattern = "allreduce_ring"
+size = "16KiB"
+"""), tmp_path / "coll")
+    coll.build()
+    assert len({id(ep.sink) for ep in coll.eps}) == 4
+
+
 def test_sink_space_reuses_and_grows() -> None:
     class Ep:
         sink = bytearray(10)

@@ -180,3 +180,43 @@ def test_every_opcode_over_ipv4_and_ipv6(tmp_path):
         if f.bth.opcode != Opcode.CNP:
             assert _num(fields["infiniband.bth.psn"][0]) == 0xABCDE
             assert _num(fields["infiniband.invariant.crc"][0]) == codec.icrc(raw)
+
+
+FILTERS = ["infiniband.bth.opcode == 17", "infiniband.aeth.syndrome.opcode == 3",
+           "infiniband.bth.opcode == 0x81", "infiniband.reth.dmalen > 100000",
+           "infiniband.bth.a == 1", "ip.dsfield.ecn == 3",
+           "infiniband.bth.destqp == 0x100 && infiniband.bth.psn > 1000"]
+
+
+def test_uet_decode_names_roce_fields_as_tshark_and_filters_the_same(capture):
+    """``uet decode`` shows RoCE frames with tshark's infiniband.* names and values, and
+    its -Y selects exactly the frames tshark's -Y does."""
+    import io
+
+    from uet.commands.decode import decode_capture
+
+    path, frames = capture
+    out = io.StringIO()
+    assert decode_capture(str(path), out, as_json=True) == 0
+    ours = [json.loads(line) for line in out.getvalue().splitlines()]
+    theirs = _tshark(path)
+    assert len(ours) == len(theirs) == len(frames)
+    for o, t in zip(ours, theirs, strict=True):
+        fields = _flat(t["_source"]["layers"]["infiniband"], {})
+        for name in ("infiniband.bth.opcode", "infiniband.bth.destqp", "infiniband.bth.psn",
+                     "infiniband.aeth.msn", "infiniband.reth.dmalen"):
+            if name in fields:
+                assert o[name] == _num(fields[name][0]), name
+        assert o["infiniband.invariant.crc.valid"] is True
+    text = io.StringIO()
+    decode_capture(str(path), text)
+    assert "RoCEv2 WRITE_FIRST" in text.getvalue() and " ERROR " not in text.getvalue()
+    exe = shutil.which("tshark")
+    for flt in FILTERS:
+        got = io.StringIO()
+        decode_capture(str(path), got, display_filter=flt)
+        mine = [int(line.split()[0]) for line in got.getvalue().splitlines()]
+        proc = subprocess.run([exe, "-n", "-r", str(path), "-Y", flt, "-T", "fields", "-e",
+                               "frame.number"], capture_output=True, text=True, timeout=120)
+        assert mine == [int(x) for x in proc.stdout.split()], flt
+        assert mine or flt.startswith("infiniband.bth.a")

@@ -78,7 +78,10 @@ def measure(msg_bytes: int, *, seed: int = 13, endpoint: Any = None,
                 endpoint=type(fab.endpoint(0)).__module__ + "." + type(fab.endpoint(0)).__name__,
             )
 
-    trio.run(main)
+    from uet.experiments.collector import quiet_collector
+
+    with quiet_collector():  # as uet run does
+        trio.run(main)
     return result
 
 
@@ -91,7 +94,7 @@ MSS = {"uet.endpoint.fep.FabricEndpoint": 4096, "uet.bench.traffic_endpoint.Traf
 def _fep(msg_bytes: int) -> Any:
     from uet.endpoint.fep import FabricEndpoint
 
-    return FabricEndpoint.factory(sink_bytes=msg_bytes)
+    return FabricEndpoint.factory(sink_bytes=msg_bytes, shared_sink=True)  # as uet run
 
 
 def run(quick: bool = False, endpoint: Any = None) -> dict[str, Any]:

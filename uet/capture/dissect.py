@@ -5,7 +5,9 @@ A UET frame (over UDP or native IP) is decoded with :func:`uet.wire.codec.decode
 (so frames a snap length cut keep their headers) and named by
 :func:`uet.wire.fields.frame_fields`. An Ethernet MAC control frame (ethertype 0x8808) is a
 PFC (802.1Qbb, opcode 0x0101) or PAUSE (802.3x, opcode 0x0001) frame, named as Wireshark's
-``macc`` dissector names it. Anything else is an error text plus its ethertype.
+``macc`` dissector names it. A RoCEv2 frame (UDP 4791: the RoCE baseline's) gets the
+``infiniband.*`` names of Wireshark's InfiniBand dissector (:mod:`uet.roce.fields`).
+Anything else is an error text plus its ethertype.
 """
 
 from __future__ import annotations
@@ -40,8 +42,9 @@ OPCODE_PFC = 0x0101
 
 @dataclass(slots=True)
 class Dissected:
-    """What one frame is: ``kind`` ``"uet"`` (``headers`` decoded), ``"pfc"``, ``"pause"``
-    or ``"other"`` (``error`` says why it is not UET); ``fields`` by Wireshark name."""
+    """What one frame is: ``kind`` ``"uet"`` (``headers`` decoded), ``"pfc"``, ``"pause"``,
+    ``"roce"`` or ``"other"`` (``error`` says why it is not UET); ``fields`` by Wireshark
+    name."""
 
     kind: str
     fields: dict[str, Value]
@@ -56,9 +59,10 @@ class Dissected:
 
 def known_fields() -> frozenset[str]:
     """Every field name a decoded frame can carry (for checking display filters)."""
+    from uet.roce.fields import ROCE_FIELDS
     from uet.wire.fields import all_field_names
 
-    return (all_field_names() | FRAME_FIELDS | MAC_CONTROL_FIELDS
+    return (all_field_names() | FRAME_FIELDS | MAC_CONTROL_FIELDS | ROCE_FIELDS
             | {"frame", "error", "truncated"})
 
 
@@ -93,6 +97,21 @@ def mac_control(data: bytes) -> tuple[str, dict[str, Value], str] | None:
     return None
 
 
+def _roce(data: bytes) -> Dissected | None:
+    """A RoCEv2 frame (UDP 4791) as ``kind`` ``"roce"`` with ``infiniband.*`` fields, or
+    None if it is not one that decodes (then it is reported as any other frame)."""
+    from uet.roce.codec import decode_frame, is_roce
+    from uet.roce.fields import roce_fields, roce_summary
+
+    if not is_roce(data):
+        return None
+    try:
+        f = decode_frame(data, check_icrc=False)
+    except DecodeError:
+        return None
+    return Dissected("roce", roce_fields(f), summary=roce_summary(f))
+
+
 def dissect(cf: CapturedFrame, *, trailer_len: int = 0, udp_port: int = UET_UDP_PORT,
             ip_proto: int = UET_DEFAULT_IP_PROTO) -> Dissected:
     """Decode one captured frame (never raises for what the frame holds)."""
@@ -104,6 +123,9 @@ def dissect(cf: CapturedFrame, *, trailer_len: int = 0, udp_port: int = UET_UDP_
         got = decode_headers(data, cf.orig_len, trailer_len, udp_port=udp_port,
                              ip_proto=ip_proto)
     except DecodeError as exc:
+        roce = _roce(data)
+        if roce is not None:
+            return roce
         ctl = mac_control(data)
         if ctl is not None:
             kind, fields, what = ctl

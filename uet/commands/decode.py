@@ -243,6 +243,8 @@ def decode_capture(path: str, out: TextIO, *, as_json: bool = False, trailer_len
             got = d.headers
             line = summary(cf.index, got.frame, got.payload_len if cut else None)
             out.write(head + line[len(str(cf.index)):] + tail + "\n")
+        elif d.kind == "roce":  # the summary names the IP addresses, as a UET line does
+            out.write(f"{head} {d.summary}{tail}\n")
         elif d.kind != "other":
             out.write(f"{head} {d.fields['eth.src']} -> {d.fields['eth.dst']} {d.summary}"
                       f"{tail}\n")

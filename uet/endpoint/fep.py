@@ -21,6 +21,7 @@ from typing import Any
 from uet.cms.api import CmsConfig
 from uet.cms.factory import make_credit_scheduler, make_receiver, make_sender
 from uet.endpoint.config import as_profile, cms_config_from_profile, pds_config_from_profile
+from uet.endpoint.peers import PeerCaps, book
 from uet.pds.config import PdsConfig
 from uet.pds.endpoint import PdsEndpoint
 from uet.pds.events import (
@@ -152,7 +153,7 @@ class FabricEndpoint:
                  pid_on_fep: int = 0, initiator_id: int | None = None,
                  mode: DeliveryMode | None = None, tc: int = 0,
                  log: Callable[..., None] | None = None,
-                 sink_bytes: int = 0) -> None:
+                 sink_bytes: int = 0, sink_buffer: bytearray | None = None) -> None:
         self.profile = as_profile(profile)
         self.ip = ip
         self.mac = mac
@@ -191,6 +192,11 @@ class FabricEndpoint:
         self._open_bulk: dict[int, BulkMessage] = {}
         self.on_complete: Callable[[Any], None] | None = None
         self.sink: bytearray | None = None
+        if sink_buffer is not None:
+            # a scratch buffer shared with other end points (``factory(shared_sink=True)``):
+            # bulk data is placed, counted and audited, but not kept per host
+            self.sink = sink_buffer
+            self._register_sink()
         if sink_bytes:
             self.expose_sink(sink_bytes)
 
@@ -203,7 +209,11 @@ class FabricEndpoint:
         Data is sent with the fabric's trimmable DSCP, and trimmed packets are recognised by
         the fabric's trimmed code points (``ctx.qos``). ``kwargs`` go to the constructor;
         ``pds_overrides`` / ``cms_overrides`` dicts adjust the profile's settings per fabric
-        (the link rate is taken from the host link). ``host_profiles`` maps host indices to
+        (the link rate is taken from the host link). ``shared_sink=True`` gives every end
+        point the same sink buffer (``sink_bytes`` long, grown in place): bulk WRITEs are
+        placed and audited as usual, but memory no longer grows by ``sink_bytes`` per host
+        (what an experiment that does not read the data back wants; the bytes of
+        concurrent messages overwrite each other). ``host_profiles`` maps host indices to
         a different profile than ``profile``; every end point knows every peer's
         ``fep_cap`` (as it would from the peer's UET address), so operations a peer's
         profile refuses fail at once at the initiator.
@@ -213,8 +223,12 @@ class FabricEndpoint:
         pds_over = dict(kwargs.pop("pds_overrides", None) or {})
         cms_over = dict(kwargs.pop("cms_overrides", None) or {})
         default = as_profile(kwargs.pop("profile", "ai-base"))
+        shared = None
+        if kwargs.pop("shared_sink", False):
+            shared = bytearray(kwargs.pop("sink_bytes", 0))
         per_host = {int(i): as_profile(p)
                     for i, p in (kwargs.pop("host_profiles", None) or {}).items()}
+        book_cache: dict[int, Any] = {}
         # configurations are checked once, here, so that a bad key fails before any host
         for prof in {id(p): p for p in (default, *per_host.values())}.values():
             pds_config_from_profile(prof, pds_over)
@@ -228,17 +242,20 @@ class FabricEndpoint:
                      "dscp_trimmed_lasthop": qos.dscp_trimmed_lasthop}
             pds_cfg = pds_config_from_profile(profile, pds_over, **fixed)
             cms_cfg = cms_config_from_profile(profile, cms_over, link_rate_bps=ctx.rate_bps)
-            peers = {pip: pmac for pip, pmac in ctx.peers.values()}
+            books = book(book_cache, ctx.peers,
+                         lambda i: per_host.get(i, default).fep_cap)
             kw = dict(kwargs)
-            kw.setdefault("sink_bytes", 0)
+            if shared is not None:
+                kw["sink_buffer"] = shared
+            else:
+                kw.setdefault("sink_bytes", 0)
             ep = cls(ip=ctx.ip, mac=ctx.mac, profile=profile, pds=pds_cfg, cms=cms_cfg,
-                     seed=ctx.seed, peers=peers, gateway_mac=ctx.gateway_mac,
-                     log=_host_log(ctx), **kw)
-            for i, (pip, _) in ctx.peers.items():
-                if pip != ctx.ip:
-                    ep.ses.initiator.set_peer_cap(pip, per_host.get(i, default).fep_cap)
+                     seed=ctx.seed, gateway_mac=ctx.gateway_mac, log=_host_log(ctx), **kw)
+            # the fabric's address book, shared by every end point (uet/endpoint/peers.py)
+            ep.peer_macs = books.macs
+            ep.ses.initiator.peer_caps = PeerCaps(books.caps, ctx.ip)
             ep.host_index = ctx.index
-            ep.peer_ips = {i: pip for i, (pip, _) in ctx.peers.items()}
+            ep.peer_ips = books.ips
             return ep
 
         return make
@@ -252,6 +269,10 @@ class FabricEndpoint:
                 self.sink.extend(bytes(nbytes - len(self.sink)))
             return
         self.sink = bytearray(nbytes)
+        self._register_sink()
+
+    def _register_sink(self) -> None:
+        assert self.sink is not None
         self.ses.resources.add_region(self.job_id, self.ses.pid_on_fep, SINK_INDEX, SINK_KEY,
                                       self.sink, Perm.WRITE | Perm.READ)
 

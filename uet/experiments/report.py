@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from uet.experiments import timeseries
 from uet.experiments.results import write_results
 
 
@@ -197,7 +197,8 @@ def write_outputs(results: dict[str, Any], out_dir: str | Path,
     opts = results["experiment"]["config"]["output"]
     files = results.setdefault("files", {})
     if series and opts.get("timeseries", True):
-        (out / "timeseries.json").write_text(json.dumps(series) + "\n", encoding="utf-8")
+        (out / "timeseries.json").write_text(timeseries.dumps(series) + "\n",
+                                              encoding="utf-8")
         files["timeseries"] = "timeseries.json"
     if opts.get("plots", True):
         from uet.experiments.plots import write_plots

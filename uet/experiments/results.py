@@ -110,6 +110,16 @@ RESULTS_SCHEMA: dict[str, F] = {
                               "was)", required=False),
         "wall_time_s": F("num", "wall-clock duration"),
         "events": F("int?", "events processed by the fabric core", required=False),
+        "packet_hops": F("int?", "frames put on any link (one per frame per link crossed)",
+                         required=False),
+        "timing": F({
+            "build_s": F("num", "building the fabric and end points"),
+            "run_s": F("num", "driving the fabric (packet_hops / run_s: the emulation "
+                       "speed)"),
+            "run_cpu_s": F("num", "CPU time of the process while driving the fabric (the "
+                           "speed on a shared machine: packet_hops / run_cpu_s)"),
+        }, "wall-clock and CPU seconds of the run's phases (like wall_time_s, they differ "
+           "between runs)", required=False),
         "uet_version": F("str", "uet version"),
     }, "how the run went"),
     "summary": F(SUMMARY_SPEC, "the headline numbers"),
@@ -217,7 +227,7 @@ def build_results(config: Mapping[str, Any], flows: Iterable[Mapping[str, Any]],
                "virtual_time_ps": int(run.get("virtual_time_ps", 0)),
                "wall_time_s": float(run.get("wall_time_s", 0.0)),
                "uet_version": __version__}
-    for key in ("last_delivery_ps", "events"):
+    for key in ("last_delivery_ps", "events", "packet_hops", "timing"):
         if key in run:
             run_out[key] = run[key]
     doc = {

@@ -21,6 +21,7 @@ that sweeps can run it in worker processes.
 
 from __future__ import annotations
 
+import operator
 import sys
 import time
 from collections import Counter
@@ -31,7 +32,9 @@ from typing import Any
 import trio
 
 from uet.endpoint.fep import SINK_INDEX, SINK_KEY, DeliveryAudit, FabricEndpoint
+from uet.experiments import timeseries
 from uet.experiments.collectives import ByteState
+from uet.experiments.collector import quiet_collector
 from uet.experiments.config import error_at, fabric_topology, resolve_path
 from uet.experiments.ideal import TopologyModel, WireFormat
 from uet.experiments.impairments import plan
@@ -39,7 +42,7 @@ from uet.experiments.progress import RunProgress
 from uet.experiments.report import write_outputs
 from uet.experiments.results import build_results, check_results
 from uet.experiments.signals import EvLoad, FlowSignals
-from uet.experiments.timeseries import SeriesRecorder, flow_label
+from uet.experiments.timeseries import ChangeRecorder, Points, SeriesRecorder, flow_label
 from uet.experiments.traffic import build_workload, traffic_seed
 from uet.experiments.workload import DependencyTracker, Flow, Workload
 from uet.fabric.eventlog import EventLog, level_filter
@@ -81,7 +84,7 @@ def run_experiment(config: dict[str, Any], out_dir: Path | None,
     run = cls(config, out)
     results = run.execute()
     if series is not None and run.series is not None:
-        series.update(run.series)
+        series.update(timeseries.plain(run.series))
     return results
 
 
@@ -93,6 +96,9 @@ def _in_notebook() -> bool:
 
 
 # ---------------------------------------------------------------------------- pieces
+
+
+_ECN_MARKED = operator.attrgetter("ecn_marked")
 
 
 def _some(names: list[str], n: int = 6) -> str:
@@ -167,9 +173,10 @@ class SinkSpace:
 
 class Sampler:
     """Samples link bytes, queue occupancy and congestion windows into the
-    :class:`SeriesRecorder` shape, storing a point only where a series changes (plus the
-    last point of a flat stretch), so idle links and queues cost nothing and the step shape
-    is kept exactly."""
+    :class:`SeriesRecorder` shape (as :class:`~uet.experiments.timeseries.Points`),
+    storing a point only where a series changes (plus the last point of a flat stretch),
+    so idle links and queues cost nothing and the step shape is kept exactly. A sample
+    reads every channel's and port's counter in one pass; only changed series do more."""
 
     def __init__(self, fab: Fabric, traced: dict[int, tuple[str, int, int]],
                  window: Callable[[int, int], int | None] | None = None,
@@ -184,8 +191,9 @@ class Sampler:
         self.eps = [fab.endpoint(i) for i in range(len(net.nics))]
         rec.links(0, {}, {ch.name: ch.rate_bps for ch in self.channels})
         self.data = rec.data
-        self.links = self.data["link_tx_bytes"]
-        self.queues = self.data["queue_bytes"]
+        self.links = ChangeRecorder([ch.name for ch in self.channels],
+                                    self.data["link_tx_bytes"])
+        self.queues = ChangeRecorder([p.name for p in self.ports], self.data["queue_bytes"])
         self.cwnds = self.data["cwnd_bytes"]
         # congestion signals and reactions per flow, fabric-wide signals, EV load
         self.data["link_nominal_bps"] = {n: r for n, r in (nominal_bps or {}).items()
@@ -193,56 +201,48 @@ class Sampler:
         self.flow_signals = FlowSignals(fab.log, {nic.name: i
                                                   for i, nic in enumerate(net.nics)})
         self.data["flow_events"] = self.flow_signals.events
-        self.fabric = self.data["fabric_signals"] = {}
+        self.fabric = ChangeRecorder(["ecn_marks", "trims", "drops"],
+                                     self.data.setdefault("fabric_signals", {}))
         self.ev_load = EvLoad(net.nics)
-        #: series -> [last value, skipped point [t, v] or None]
-        self.state: dict[int, list[Any]] = {}
+        #: cwnd series -> [last value, time of the last sample it was seen in]
+        self.state: dict[str, list[int]] = {}
         self.samples = 0
-
-    def _put(self, series: dict[str, list], name: str, now: int, value: float) -> None:
-        pts = series.get(name)
-        if pts is None:
-            series[name] = [[now, value]]
-            self.state[id(series[name])] = [value, None]
-            return
-        st = self.state[id(pts)]
-        if value == st[0]:
-            st[1] = [now, value]
-            return
-        if st[1] is not None:
-            pts.append(st[1])
-            st[1] = None
-        pts.append([now, value])
-        st[0] = value
 
     def sample(self, now: int, active: dict[int, tuple[str, int, int]]) -> None:
         """One sample at ``now``; ``active``: traced flows in progress, id -> (label, src,
         dst)."""
         self.samples += 1
-        put = self._put
-        for ch in self.channels:
-            put(self.links, ch.name, now, ch.tx_bytes)
-        ecn = trims = 0
-        for p in self.ports:
-            put(self.queues, p.name, now, sum(p.qbytes))
-            ecn += p.ecn_marked
-            trims += p.trimmed
-        put(self.fabric, "ecn_marks", now, ecn)
-        put(self.fabric, "trims", now, trims)
-        put(self.fabric, "drops", now, self.flow_signals.drops)
+        self.links.sample(now, [ch.tx_bytes for ch in self.channels])
+        self.queues.sample(now, [sum(p.qbytes) for p in self.ports])
+        signals = self.flow_signals
+        self.fabric.sample(now, [sum(map(_ECN_MARKED, self.ports)), signals.trims,
+                                 signals.drops])
+        cwnds, state, window = self.cwnds, self.state, self.window
         for label, src, dst in active.values():
-            if self.window is not None:  # another stack's own measure
-                w = self.window(src, dst)
-                if w is not None:
-                    put(self.cwnds, label, now, w)
+            if window is not None:  # another stack's own measure (RoCE: DCQCN rate x RTT)
+                w = window(src, dst)
+            else:  # the UET PDC: its window, and the signals it got since the last sample
+                pdc = self._pdc(src, dst)
+                if pdc is None:
+                    continue
+                signals.sample(now, src, pdc, label)
+                cw = getattr(pdc.cc, "cwnd", None)
+                w = int(cw) if isinstance(cw, int | float) else None
+            if w is None:
                 continue
-            pdc = self._pdc(src, dst)
-            if pdc is None:
+            st = state.get(label)
+            if st is None:
+                pts = cwnds[label] = Points()
+                pts.append((now, w))
+                state[label] = [w, now]
                 continue
-            self.flow_signals.sample(now, src, pdc, label)
-            w = getattr(pdc.cc, "cwnd", None)
-            if isinstance(w, int | float):
-                put(self.cwnds, label, now, int(w))
+            if w != st[0]:
+                pts = cwnds[label]
+                if pts.t[-1] != st[1]:
+                    pts.append((st[1], st[0]))
+                pts.append((now, w))
+                st[0] = w
+            st[1] = now
 
     def _pdc(self, src: int, dst: int) -> Any:
         ep = self.eps[src]
@@ -251,12 +251,13 @@ class Sampler:
 
     def finish(self) -> dict[str, Any]:
         """The series, each closed with its last sample."""
-        for series in (self.links, self.queues, self.cwnds, self.fabric):
-            for pts in series.values():
-                st = self.state[id(pts)]
-                if st[1] is not None:
-                    pts.append(st[1])
-                    st[1] = None
+        self.links.close()
+        self.queues.close()
+        self.fabric.close()
+        for label, (w, t) in self.state.items():
+            pts = self.cwnds[label]
+            if pts.t[-1] != t:
+                pts.append((t, w))
         self.data["ev_bytes"] = self.ev_load.close()
         return self.data
 
@@ -312,8 +313,11 @@ class Runner:
         cms.setdefault("base_rtt_ps", model.base_rtt_ps())
         cms.setdefault("trimming", self.cfg["topology"]["trimming"])
         sink = max((f.size for f in self.wl.flows), default=0)
+        # bulk data is counted and audited per flow; only collectives read it back, so
+        # only they need a sink of their own per host (else one scratch buffer for all)
         return FabricEndpoint.factory(profile=self._profile(), pds_overrides=dict(tr["pds"]),
                                       cms_overrides=cms, sink_bytes=sink,
+                                      shared_sink=self.bytes_state is None,
                                       mode=DeliveryMode[tr["mode"]])
 
     def build(self) -> Fabric:
@@ -513,13 +517,18 @@ class Runner:
     def execute(self) -> dict[str, Any]:
         t0 = time.perf_counter()
         fab = self.build()
+        t_built = time.perf_counter()
         opts = self.cfg["output"]
         show = bool(opts["progress"]) and (sys.stderr.isatty() or _in_notebook())
         progress = RunProgress(len(self.wl.flows), self.limit_ps,
                                description=self.cfg["experiment"]["name"], enabled=show)
-        with progress:
+        cpu0 = time.process_time()
+        with progress, quiet_collector():
             trio.run(self.drive, progress, t0)
-        wall = time.perf_counter() - t0
+        t_ran = time.perf_counter()
+        self.timing = {"build_s": t_built - t0, "run_s": t_ran - t_built,
+                       "run_cpu_s": time.process_time() - cpu0}
+        wall = t_ran - t0
         fab.close()
         series = self.sampler.finish() if self.sampler is not None else None
         self.series = series
@@ -578,7 +587,8 @@ class Runner:
                 "stop_reason": self.stop_reason or "error",
                 "virtual_time_ps": int(self.virtual_ps),
                 "last_delivery_ps": int(self.last_delivery) if self.end_ps else None,
-                "wall_time_s": wall, "events": self.fab.loop.events}
+                "wall_time_s": wall, "events": self.fab.loop.events,
+                "packet_hops": self.fab.net.packet_hops(), "timing": self.timing}
 
     def collective_check(self) -> dict[str, Any]:
         """The all-reduce's data check: ranks whose final buffer is wrong (empty: every

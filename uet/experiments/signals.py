@@ -3,7 +3,8 @@
 Two recorders the runner's sampler feeds into ``timeseries.json`` (shapes in
 :mod:`uet.experiments.timeseries`):
 
-* :class:`FlowSignals`: per traced flow, the congestion signals its sender got and its
+* :class:`FlowSignals`: the fabric's drops and trims so far (counted from the log), and per
+  traced flow the congestion signals its sender got and its
   reactions, each ``[t_ps, kind]``: ``nack`` (a NACK received: a trimmed or refused packet),
   ``rto`` (a retransmission timeout), ``loss`` (a loss found from SACK gaps or by time,
   RACK), ``ecn_cut`` (NSCC's multiplicative decrease on ECN echoes with a high delay),
@@ -43,6 +44,7 @@ class FlowSignals:
     def __init__(self, log: EventLog, hosts: dict[str, int]) -> None:
         self.events: dict[str, list[list[Any]]] = {}
         self.drops = 0
+        self.trims = 0
         self._hosts = hosts
         self._flow_of: dict[tuple[int, int], str] = {}
         self._seen: dict[str, tuple[int, int]] = {}
@@ -55,6 +57,9 @@ class FlowSignals:
         ev = rec["event"]
         if ev == "drop":
             self.drops += 1
+            return
+        if ev == "trim":
+            self.trims += 1
             return
         if ev not in ("nack_rx", "retransmit"):
             return

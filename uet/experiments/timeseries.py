@@ -20,11 +20,18 @@ The experiment runner's sampler adds (:mod:`uet.experiments.signals`)::
 Link names are fabric channel names (one direction of a link), port names switch port
 names. :class:`SeriesRecorder` builds this; :func:`utilisation` turns cumulative bytes into
 Gb/s per sampling interval.
+
+In memory a run's series may also be :class:`Points` (two integer arrays: 16 bytes a point
+instead of ~130 for a list of two ints) recorded by :class:`ChangeRecorder`, which stores a
+point only where a series changed; they read as sequences of ``(t_ps, value)`` pairs, and
+:func:`dumps` writes them as the same ``[[t_ps, value], ...]`` lists.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from array import array
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 PS_PER_US = 1_000_000
@@ -60,6 +67,101 @@ class SeriesRecorder:
     def cwnd(self, now_ps: int, label: str, window_bytes: int) -> None:
         """One congestion-window sample of a flow (call on change)."""
         self.data["cwnd_bytes"].setdefault(label, []).append([now_ps, window_bytes])
+
+
+class Points:
+    """One series as two ``array('q')`` (times, values): a read-only sequence of
+    ``(t_ps, value)`` pairs (integers) with ``append``."""
+
+    __slots__ = ("t", "v")
+
+    def __init__(self) -> None:
+        self.t = array("q")
+        self.v = array("q")
+
+    def append(self, point: Sequence[int]) -> None:
+        self.t.append(point[0])
+        self.v.append(point[1])
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return list(zip(self.t[i], self.v[i], strict=True))
+        return self.t[i], self.v[i]
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return zip(self.t, self.v, strict=True)
+
+    def as_lists(self) -> list[list[int]]:
+        """The JSON shape: ``[[t_ps, value], ...]``."""
+        return [[t, v] for t, v in zip(self.t, self.v, strict=True)]
+
+
+class ChangeRecorder:
+    """Samples of a fixed set of integer series taken together (e.g. every link's
+    cumulative bytes): a point is stored only where a series changed, plus the last sample
+    of a flat stretch before a change (so a step plot of the points is exact), and every
+    series is closed with its last sample (:meth:`close`). A sample where nothing changed
+    costs one list comparison; otherwise the work is per changed series."""
+
+    def __init__(self, names: Sequence[str], series: dict[str, Any]) -> None:
+        self.names = list(names)
+        self.points = [Points() for _ in self.names]
+        for name, pts in zip(self.names, self.points, strict=True):
+            series[name] = pts
+        self.last: list[int] | None = None
+        self.prev_t = 0
+
+    def sample(self, now: int, values: list[int]) -> None:
+        """Values of every series (in ``names`` order) at ``now`` (after the last sample)."""
+        last = self.last
+        if last is None:
+            for pts, v in zip(self.points, values, strict=True):
+                pts.t.append(now)
+                pts.v.append(v)
+        elif values != last:
+            prev = self.prev_t
+            points = self.points
+            for i in [i for i, (a, b) in enumerate(zip(values, last, strict=True)) if a != b]:
+                pts = points[i]
+                if pts.t[-1] != prev:  # close the flat stretch
+                    pts.t.append(prev)
+                    pts.v.append(last[i])
+                pts.t.append(now)
+                pts.v.append(values[i])
+        self.last = values
+        self.prev_t = now
+
+    def close(self) -> None:
+        """End every series with the last sample (if it was not stored already)."""
+        if self.last is None:
+            return
+        prev = self.prev_t
+        for pts, v in zip(self.points, self.last, strict=True):
+            if pts.t[-1] != prev:
+                pts.t.append(prev)
+                pts.v.append(v)
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, Points):
+        return obj.as_lists()
+    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
+
+
+def plain(series: Mapping[str, Any]) -> dict[str, Any]:
+    """The series with every :class:`Points` as ``[[t_ps, value], ...]`` lists (the
+    ``timeseries.json`` shape, for callers that keep or ship them)."""
+    return {kind: {name: pts.as_lists() if isinstance(pts, Points) else pts
+                   for name, pts in table.items()} if isinstance(table, dict) else table
+            for kind, table in series.items()}
+
+
+def dumps(series: Mapping[str, Any]) -> str:
+    """The series as JSON (:class:`Points` written as ``[[t_ps, value], ...]``)."""
+    return json.dumps(series, default=_json_default)
 
 
 def utilisation(points: Sequence[Sequence[float]]) -> tuple[list[float], list[float]]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import zlib
 from collections import Counter
-from heapq import heappush
 from typing import TYPE_CHECKING, Any
 
 from uet.fabric.clock import ps_per_byte
@@ -26,14 +25,13 @@ class Channel:
 
     __slots__ = ("name", "loop", "push", "rate_bps", "ppb", "delay_ps", "up", "rx", "carry",
                  "imp", "tx_frames", "tx_bytes", "delivered", "drops", "corrupted",
-                 "duplicated", "log", "_nominal_rate", "heap", "seq", "clean", "on_change")
+                 "duplicated", "log", "_nominal_rate", "clean", "on_change")
 
     def __init__(self, name: str, loop: EventLoop, rate_bps: int, delay_ps: int,
                  log: EventLog) -> None:
         self.name = name
         self.loop = loop
         self.push = loop.pusher()
-        self.heap, self.seq = loop.heap_and_seq()
         self._nominal_rate = rate_bps
         self.rate_bps = rate_bps
         self.ppb = ps_per_byte(rate_bps)
@@ -88,7 +86,7 @@ class Channel:
     def _carry_clean(self, data: bytes, t0: int, t1: int) -> None:
         self.tx_frames += 1
         self.tx_bytes += len(data)
-        heappush(self.heap, (t1 + self.delay_ps, next(self.seq), self.rx.on_frame, data))
+        self.push(t1 + self.delay_ps, self.rx.on_frame, data)
 
     def _carry_impaired(self, data: bytes, t0: int, t1: int) -> None:
         self.tx_frames += 1

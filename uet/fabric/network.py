@@ -99,10 +99,11 @@ class Network:
         self.rerouter = Rerouter(self, delay_ps)
 
     def finish_hosts(self) -> None:
-        """Give every host context the address book of all hosts."""
+        """Give every host context the address book of all hosts (one map, shared: read
+        it, do not change it)."""
         peers = {h.index: (h.ip, h.mac) for h in self.hosts}
         for h in self.hosts:
-            h.peers = dict(peers)
+            h.peers = peers
 
     def attach(self, factory: EndpointFactory) -> None:
         """Create and attach one end point per host."""

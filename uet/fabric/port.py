@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from collections.abc import Callable
-from heapq import heappush
 from typing import TYPE_CHECKING, Any
 
 from uet.fabric.clock import ser_ps
@@ -39,13 +38,12 @@ class Port:
     __slots__ = ("name", "loop", "push", "log", "channel", "mac", "free_at", "wake_pending",
                  "paused_until", "pause_started", "paused_ps", "mac_ctl", "tx_frames",
                  "tx_bytes", "rx_frames", "rx_bytes", "drops", "pause_rx", "pause_tx",
-                 "taps", "heap", "seq", "queued", "__weakref__")
+                 "taps", "queued", "__weakref__")
 
     def __init__(self, name: str, loop: EventLoop, log: EventLog, mac: str) -> None:
         self.name = name
         self.loop = loop
         self.push = loop.pusher()
-        self.heap, self.seq = loop.heap_and_seq()
         self.log = log
         self.channel: Channel | None = None
         self.mac = mac_bytes(mac)
@@ -108,12 +106,12 @@ class Port:
         if ch.clean:
             ch.tx_frames += 1
             ch.tx_bytes += n
-            heappush(self.heap, (end + ch.delay_ps, next(self.seq), ch.rx.on_frame, data))
+            self.push(end + ch.delay_ps, ch.rx.on_frame, data)
         else:
             ch.carry(data, now, end)
         if self.queued or self.mac_ctl:
             self.wake_pending = True
-            heappush(self.heap, (end, next(self.seq), self._wake, None))
+            self.push(end, self._wake, None)
 
     # ---------------------------------------------------------------- PFC
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from heapq import heappush
 from typing import TYPE_CHECKING, Any
 
 from uet.fabric.ecmp import hash_tuple, pick
@@ -41,6 +40,8 @@ if TYPE_CHECKING:
     from uet.fabric.scheduler import EventLoop
 
 UNLIMITED = 1 << 62
+#: the queue of a class no DSCP maps to (empty, shared; a deque is ~600 bytes)
+_NO_QUEUE: Any = ()
 _CACHE_MAX = 1 << 16
 
 
@@ -55,7 +56,10 @@ class SwitchPort(Port):
         super().__init__(f"{switch.name}.p{index}", switch.loop, switch.log, mac)
         self.switch = switch
         self.index = index
-        self.queues: list[deque[tuple[bytes, SwitchPort | None]]] = [deque() for _ in range(8)]
+        # a FIFO for each class the QoS serves (the others are never enqueued into)
+        used = set(switch.qos.priority)
+        self.queues: list[deque[tuple[bytes, SwitchPort | None]]] = [
+            deque() if tc in used else _NO_QUEUE for tc in range(8)]
         self.qbytes = [0] * 8
         self.limit = [UNLIMITED] * 8
         self.hwm = [0] * 8
@@ -178,7 +182,7 @@ class SwitchPort(Port):
                 self._start(now)
             else:
                 self.wake_pending = True
-                heappush(self.heap, (self.free_at, next(self.seq), self._wake, None))
+                self.push(self.free_at, self._wake, None)
 
     def _overflow(self, data: bytes, tc: int, tos: int) -> None:
         sw = self.switch
@@ -268,6 +272,7 @@ class Switch:
         self.direct: dict[bytes, SwitchPort] = {}
         #: ECMP decisions by raw address + port bytes (bounded)
         self.cache: dict[bytes, SwitchPort] = {}
+        self._port_sets: dict[tuple[int, ...], list[SwitchPort]] = {}
 
     def add_port(self, mac: str) -> SwitchPort:
         p = SwitchPort(self, len(self.ports), mac)
@@ -294,12 +299,17 @@ class Switch:
         """Host route: ``dst_ip`` (packed) leaves by one of ``ports`` (ECMP if several)."""
         if not ports:
             raise ValueError(f"{self.name}: a route needs at least one port")
-        self.routes[dst_ip] = list(ports)
+        key = tuple(p.index for p in ports)
+        shared = self._port_sets.get(key)
+        if shared is None:  # one list per distinct port set (a fat tree has a handful)
+            shared = self._port_sets[key] = list(ports)
+        self.routes[dst_ip] = shared
         if len(ports) == 1:
             self.direct[dst_ip] = ports[0]
         else:
             self.direct.pop(dst_ip, None)
-        self.cache.clear()
+        if self.cache:
+            self.cache.clear()
 
     def route(self, data: bytes, key: bytes | None) -> SwitchPort | None:
         """Egress port for ``data`` (ECMP by 5-tuple hash); caches by ``key``."""
