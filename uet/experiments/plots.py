@@ -199,14 +199,17 @@ def plot_paths(series: Mapping[str, Any], path: str | Path, *, title: str = "") 
         ticks, labels = [], []
         for g in groups:
             names = tiers[g]
+            xs, heights, colors = [], [], []
             for n in names:
                 deg = n in nominal and rates.get(n, 0) < nominal[n]
-                ax.bar(x, 100 * _share(n, means, rates),
-                       color="tab:red" if deg else "tab:blue", width=0.8)
+                xs.append(x)
+                heights.append(100 * _share(n, means, rates))
+                colors.append("tab:red" if deg else "tab:blue")
                 if deg:
-                    ax.text(x, 100 * _share(n, means, rates) + 2, _rate_text(rates[n]),
-                            ha="center", fontsize=6, color="tab:red", rotation=90)
+                    ax.text(x, heights[-1] + 2, _rate_text(rates[n]), ha="center",
+                            fontsize=6, color="tab:red", rotation=90)
                 x += 1
+            ax.bar(xs, heights, color=colors, width=0.8)
             ticks.append(x - len(names) / 2 - 0.5)
             labels.append(f"{g}\n({len(names)} links)")
             ax.axvline(x - 0.5, color="tab:gray", linewidth=0.6)
@@ -233,8 +236,9 @@ def plot_paths(series: Mapping[str, Any], path: str | Path, *, title: str = "") 
             spread.append(max(counts) / mean)
         im = ax.imshow(grid, aspect="auto", cmap="viridis", vmin=0, vmax=2,
                        interpolation="nearest")
-        ax.set_yticks(range(len(hosts)))
-        ax.set_yticklabels(hosts, fontsize=7)
+        every = max(1, len(hosts) // 16)  # at most ~16 sender labels
+        ax.set_yticks(range(0, len(hosts), every))
+        ax.set_yticklabels(hosts[::every], fontsize=7)
         ax.set_xlabel("the sender's entropy values, in ascending order (UDP source ports of "
                       "its data packets)")
         ax.set_ylabel("sender")
