@@ -69,9 +69,10 @@ def run_uet(k: int, size: str, out: Path, extra: list[str]) -> dict[str, Any]:
             "tail_over_ideal": summ["fct_tail_over_ideal"], "completed": run["completed"]}
 
 
-def _measured(cmd: list[str]) -> tuple[float, float, subprocess.CompletedProcess]:
+def _measured(cmd: list[str], cwd: Path = ROOT
+              ) -> tuple[float, float, subprocess.CompletedProcess]:
     """Wall time and peak RSS of ``cmd`` measured by a fresh Python process that runs it
-    (``RUSAGE_CHILDREN`` of that process is exactly the command's)."""
+    in ``cwd`` (``RUSAGE_CHILDREN`` of that process is exactly the command's)."""
     probe = ("import json,resource,subprocess,sys,time;cmd=json.loads(sys.argv[1]);"
              "t=time.perf_counter();p=subprocess.run(cmd,capture_output=True,text=True);"
              "w=time.perf_counter()-t;"
@@ -79,7 +80,7 @@ def _measured(cmd: list[str]) -> tuple[float, float, subprocess.CompletedProcess
              "c=u.ru_utime+u.ru_stime;"
              "print(json.dumps([w,r,c,p.returncode,p.stdout[-4000:],p.stderr[-4000:]]))")
     out = subprocess.run([sys.executable, "-c", probe, json.dumps(cmd)], capture_output=True,
-                         text=True, check=True, cwd=ROOT)
+                         text=True, check=True, cwd=cwd)
     wall, rss, cpu, rc, so, se = json.loads(out.stdout)
     _CPU[0] = cpu
     return wall, rss, subprocess.CompletedProcess(cmd, rc, so, se)
@@ -105,13 +106,13 @@ def run_htsim(binary: str, cm: Path, flows: list[Any], k: int) -> dict[str, Any]
 
     cmd = [binary, "-tm", str(cm), "-sender_cc_only", "-paths", "128", "-seed", str(SEED),
            "-end", "100000"]
-    wall, rss, proc = _measured(cmd)
+    wall, rss, proc = _measured(cmd, cwd=cm.parent)  # it writes idmap.txt, logout.dat
     if proc.returncode:
         raise SystemExit(f"htsim failed ({proc.returncode}): {proc.stderr[-2000:]}")
     finished = [float(m) for m in re.findall(r"finished at ([0-9.]+)", proc.stdout)]
     if len(finished) != len(flows):
         # the tail of stdout is kept; count from a full run when it was cut
-        full = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        full = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=cm.parent)
         finished = [float(m) for m in re.findall(r"finished at ([0-9.]+)", full.stdout)]
     model = TopologyModel.from_config({"kind": "fat_tree", "k": k, "rate_gbps": 100,
                                        "delay_ns": 1000})

@@ -38,7 +38,8 @@ class HostContext:
     """What an ``endpoint_factory(ctx)`` learns about the host it runs on.
 
     ``peers`` maps every host index to its IP and MAC (a fabric has no ARP: the end point
-    addresses frames itself). ``log(now, event, **fields)`` writes to the fabric event log.
+    addresses frames itself); every host's context holds the same map: read it, do not
+    change it. ``log(now, event, **fields)`` writes to the fabric event log.
     ``seed`` is a per-host seed derived from the fabric seed.
     """
 
