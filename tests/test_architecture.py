@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "uet"
 CORE = [*(ROOT / pkg for pkg in ("wire", "native", "pds", "ses", "cms", "roce")),
-        ROOT / "endpoint", ROOT / "profiles.py"]
+        ROOT / "endpoint", ROOT / "profiles"]
 FORBIDDEN_MODULES = {"trio", "asyncio", "selectors", "threading"}
 FORBIDDEN_CALLS = {("time", "time"), ("time", "monotonic"), ("time", "perf_counter"),
                    ("datetime", "now"), ("socket", "socket")}  # inet_pton is fine

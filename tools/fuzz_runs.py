@@ -91,7 +91,9 @@ def draw(rng: random.Random, time_limit_us: int = 2_000_000) -> list[str]:
         impairment = [f"down=[[{start * 10**6}, {(start + rng.choice([20, 300])) * 10**6}]]"]
         if rng.random() < 0.5:
             sets.append(f"topology.reroute_us={rng.choice([0, 5, 50])}")
-    sets.append("impairments[0].match=*")
+    # one impairment on every link, over a base of 0.1% loss (what the draws were first
+    # measured against: the built-in experiment's impairment then)
+    sets += ["impairments=[]", "impairments[0].match=*", "impairments[0].loss=0.001"]
     sets += [f"impairments[0].{x}" for x in impairment]
     sets.append(f"experiment.seed={rng.randrange(1000)}")
     return sets

@@ -3,12 +3,23 @@
 Each subcommand lives in its own module under ``uet.commands`` and exposes
 ``add_arguments(parser)`` and ``run(args) -> int``. Modules are imported only when their
 subcommand runs, so ``uet decode`` does not pay for matplotlib or trio.
+
+What every command gets from :func:`main`, so that no command has to remember it:
+
+* a closed output pipe (``uet profiles --json | head``) ends the command quietly (exit
+  status 141, as for a program killed by SIGPIPE), never with a BrokenPipeError traceback;
+* one of the project's own errors escaping a command (a bad configuration, capture or
+  setup: the ``*Error`` classes defined in ``uet.*``) is printed as one line, ``uet CMD:
+  message``, with exit status 2; ``UET_TRACEBACK=1`` shows the traceback instead. Python's
+  own exceptions (a bug) keep their traceback;
+* Ctrl-C ends the command with exit status 130 and no traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 #: subcommand -> (module under uet.commands, one-line help)
@@ -50,17 +61,58 @@ def _load(module: str):
         raise
 
 
+#: exit status of a command whose output pipe was closed (128 + SIGPIPE)
+EXIT_PIPE = 141
+#: exit status after Ctrl-C (128 + SIGINT)
+EXIT_INTERRUPT = 130
+
+
+def is_user_error(exc: BaseException) -> bool:
+    """True for the project's own errors (a class of ``uet.*`` in the exception's MRO),
+    which describe bad input; assertion failures are internal and keep their traceback."""
+    if isinstance(exc, AssertionError):
+        return False
+    return any(cls.__module__.split(".")[0] == "uet" for cls in type(exc).__mro__)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null: the reader is gone, and Python's last flush at exit
+    must not raise again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout without a descriptor
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "_module", None):
-        parser.print_help()
+    command = "uet"
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "_module", None):
+            parser.print_help()
+            return 2
+        command = f"uet {args.command}"
+        mod = _load(args._module)
+        if mod is None:
+            print(f"{command}: not available in this build", file=sys.stderr)
+            return 2
+        code = int(mod.run(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not in Python's exit handler
+        return code
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_PIPE
+    except KeyboardInterrupt:
+        print(f"{command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPT
+    except Exception as exc:
+        if not is_user_error(exc) or os.environ.get("UET_TRACEBACK"):
+            raise
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        print(f"{command}: {text}", file=sys.stderr)
         return 2
-    mod = _load(args._module)
-    if mod is None:
-        print(f"uet {args.command}: not available in this build", file=sys.stderr)
-        return 2
-    return int(mod.run(args) or 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -39,7 +39,10 @@ def test_dut_spec_parsing():
     assert DutSpec.parse("udp:127.0.0.2:4800") == DutSpec("127.0.0.2", 4800, None)
     assert DutSpec.parse("udp:[::1]@ai-base") == DutSpec("::1", 4793, "ai-base")
     assert str(DutSpec("::1", 4793, "hpc")) == "udp:[::1]:4793@hpc"
-    for bad, msg in (("udp:host:1", "not an IP address"), ("udp:1.2.3.4:0", "port must"),
+    # host names resolve (localhost from /etc/hosts); "a..b" fails before any DNS query
+    assert DutSpec.parse("udp:localhost:4800") == DutSpec("127.0.0.1", 4800, None)
+    for bad, msg in (("udp:a..b:1", "cannot resolve the host name"),
+                     ("udp:[a]:1", "not an IPv6 address"), ("udp:1.2.3.4:0", "port must"),
                      ("1.2.3.4", "expected udp:")):
         with pytest.raises(ValueError, match=msg):
             DutSpec.parse(bad)

@@ -54,10 +54,13 @@ def test_default_experiment_is_the_documented_one() -> None:
     assert cfg["topology"]["trimming"] is True
     assert cfg["transport"]["profile"] == "ai-base" and cfg["transport"]["mode"] == "RUD"
     cms = cfg["transport"]["cms"]
-    # "profile" resolves to AI Base's own choice (profiles/ai-base.toml: mixed)
+    # "profile" resolves to AI Base's own choice (uet/profiles/ai-base.toml: mixed)
     assert (cms["ev_selector"], cms["ev_count"], cms["algorithm"]) == ("mixed", 128, "nscc")
     assert cfg["traffic"]["pattern"] == "permutation" and cfg["traffic"]["size"] == 1 << 20
-    assert cfg["impairments"][0]["loss"] == 0.001
+    degraded, lossy = cfg["impairments"]
+    assert degraded["match"] == ["core0.p0"] and degraded["direction"] == "down"
+    assert degraded["rate_factor"] == degraded["queue_factor"] == 0.25
+    assert lossy["match"] == ["core2.*"] and lossy["loss"] == 0.01
     assert cfg["capture"]["ifaces"] and cfg["capture"]["links"]
     assert cfg["source"]["file"].endswith("default.toml")
     built = cms_config(cfg)
@@ -242,7 +245,8 @@ def test_cm_file_resolves_relative_to_the_experiment(tmp_path: Path) -> None:
         load_config(exp)
     assert info.value.line == 3
     (tmp_path / "w.cm").write_text("Nodes 4\nConnections 1\n0->1 start 0 size 10\n")
-    assert load_config(exp)["traffic"]["file"] == "w.cm"
+    # resolved once, at validation (a sweep worker or a later step need no cwd)
+    assert load_config(exp)["traffic"]["file"] == str(tmp_path / "w.cm")
 
 
 def test_sizes() -> None:

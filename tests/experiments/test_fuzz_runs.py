@@ -18,7 +18,8 @@ fuzz_runs = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(fuzz_runs)
 
 QUIET = ["output.plots=false", "output.progress=false", "capture.ifaces=[]",
-         "capture.links=[]", "impairments[0].match=*"]
+         "capture.links=[]", "impairments=[]", "impairments[0].match=*",
+         "impairments[0].loss=0.001"]
 
 
 def _run(tmp_path: Path, sets: list[str]) -> dict:

@@ -1,4 +1,4 @@
-"""The ideal FCT against the numbers of reference/htsim-anchors.md."""
+"""The ideal FCT against htsim's own ideal (docs/validation.md, "The ideal: like for like")."""
 
 from __future__ import annotations
 

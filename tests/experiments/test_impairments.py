@@ -29,8 +29,12 @@ def test_plan_for_the_default_experiment() -> None:
     net = _fat_tree()
     cfg = load_config()
     out = plan(cfg, net.links)
-    assert out == [{"at": "agg0.p2", "direction": "tx", "cfg": {"loss": 0.001}},
-                   {"at": "agg0.p2", "direction": "rx", "cfg": {"loss": 0.001}}]
+    # core0 -> agg0 at a quarter of its rate, its queue scaled alike (htsim's -failed 1)
+    assert out[0] == {"at": "agg0.p2", "direction": "rx",
+                      "cfg": {"rate_bps": 25_000_000_000, "queue_factor": 0.25}}
+    # 1% loss both ways on the four links of core2 (port 2 of the second agg of each pod)
+    assert out[1:] == [{"at": f"agg{a}.p2", "direction": d, "cfg": {"loss": 0.01}}
+                       for a in (1, 3, 5, 7) for d in ("tx", "rx")]
     for item in out:  # the fabric accepts it
         net.impair(item["at"], item["cfg"], item["direction"])
 

@@ -1,7 +1,7 @@
 """Conformance of the initiator side: scripted ACKs/NACKs/CPs in, exact packets out.
 
-One test per rule; each docstring cites the section of shared/reference/uet-wire-format.md
-it checks.
+One test per rule; each docstring cites the topic it checks ("ref 3.2": docs/references.md,
+which names the public source).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ HTSIM = ROOT / "experiments" / "htsim"
 FAST = ["output.plots=false", "output.timeseries=false", "output.progress=false",
         "experiment.drain=false"]
 
-#: htsim's tail FCT / ideal per row (reference/htsim-anchors.md)
+#: htsim's tail FCT / ideal per row (htsim_uec's validation outputs, docs/validation.md)
 ANCHORS = {
     "single-flow": 1.03,
     "incast-nscc": 1.012,

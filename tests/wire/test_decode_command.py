@@ -30,7 +30,8 @@ from uet.wire.records import (
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# FT_BOOLEAN fields of Wireshark's dissector (from reference/wireshark-uet-fields.tsv)
+# FT_BOOLEAN fields of Wireshark's dissector (packet-uet.c at 2e69f352, as listed in
+# tests/wireshark/wireshark-uet-fields.tsv)
 WS_BOOLEANS = {
     "uet.tss.sp", "uet.pds.flags.m", "uet.pds.flags.retx", "uet.pds.flags.ar",
     "uet.pds.flags.p", "uet.pds.flags.nt", "uet.pds.flags.syn", "uet.pds.pdc_mode_use_rsv",

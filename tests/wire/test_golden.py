@@ -1,8 +1,9 @@
-"""Golden byte strings written by hand from shared/reference/uet-wire-format.md.
+"""Golden byte strings written by hand from the header layouts of the public sources.
 
-Each vector is typed field by field from the reference tables (sections 1, 2, 4, 7, 10), not
-produced by our encoder, and checked in both directions against the fast codec and the scapy
-layers.
+Each vector is typed field by field from the layouts of the UEC reference provider's
+``uet_pkt_hdr.h``, Wireshark's ``packet-uet.c`` and xdp2 (docs/references.md, topics 1, 2,
+4, 7, 10), not produced by our encoder, and checked in both directions against the fast
+codec and the scapy layers.
 """
 
 from __future__ import annotations

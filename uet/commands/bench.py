@@ -1,4 +1,5 @@
-"""``uet bench [--json] [--section NAME ...] [--quick]``."""
+"""``uet bench [--json] [--section NAME ...] [--quick]``: a table per section (ratios first,
+units on every number; :mod:`uet.bench.report`), or with ``--json`` one object."""
 
 from __future__ import annotations
 
@@ -33,10 +34,11 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(results, indent=2, sort_keys=True))
     else:
+        from rich.console import Console
+
+        from uet.bench.report import section_table
+
+        console = Console()
         for name, res in results.items():
-            print(f"== {name}")
-            for key, value in res.items():
-                if isinstance(value, float):
-                    value = f"{value:,.3f}"
-                print(f"  {key:32s} {value}")
+            console.print(section_table(name, res))
     return 0

@@ -45,6 +45,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="UDP: wall-clock grace for expected packets (default 500)")
     p.add_argument("--quiet-ms", type=float, default=40.0,
                    help="UDP: shortest wait when a packet must not come (default 40)")
+    p.add_argument("--probe-timeout", type=float, default=3.0, metavar="S",
+                   help="UDP: before the catalogue, check that every device answers a "
+                        "request within S seconds (default 3; 0: no check)")
     p.add_argument("--no-catalogue", action="store_true",
                    help="run only the TESTS given, not the catalogue")
     p.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first failure")
@@ -128,12 +131,14 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         from uet.conformance.setup import DutSetup, SetupError
-        from uet.conformance.targets import make_target
+        from uet.conformance.targets import UdpTarget, make_target
 
-        make_target(args.dut, peer_ips=args.peer or None, peer_net=args.peer_net)
-        if args.setup:
-            DutSetup.load(args.setup)
-    except (ValueError, SetupError) as exc:
+        setup = DutSetup.load(args.setup) if args.setup else None
+        target = make_target(args.dut, *([setup] if setup else []),
+                             peer_ips=args.peer or None, peer_net=args.peer_net)
+        if isinstance(target, UdpTarget) and args.probe_timeout > 0:
+            target.check_reachable(args.probe_timeout)
+    except (ValueError, SetupError, OSError) as exc:
         print(f"uet conformance: {exc}", file=sys.stderr)
         return 2
     import pytest

@@ -91,6 +91,12 @@ def run(args: argparse.Namespace) -> int:
         name = getattr(exc, "filename", None)
         print(f"uet diff: {name + ': ' if name else ''}{exc}", file=sys.stderr)
         return 2
+    unknown = [i for i in args.iface if i not in result.a_ifaces and i not in result.b_ifaces]
+    if unknown:  # a typo must not read as "0 packets matched ... same"
+        seen = list(dict.fromkeys(result.a_ifaces + result.b_ifaces))
+        print(f"uet diff: --iface {', '.join(unknown)}: no such interface in either capture "
+              f"(interfaces: {', '.join(seen) or 'none'})", file=sys.stderr)
+        return 2
     for warning in result.warnings:
         print(f"uet diff: warning: {warning}", file=sys.stderr)
     if args.write is not None:

@@ -12,6 +12,8 @@ import argparse
 import json
 import sys
 
+from uet.fabric.eventlog import LOG_LEVELS
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--listen", default="127.0.0.1:4793", metavar="HOST:PORT",
@@ -31,28 +33,42 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="stop after S seconds (default: run until interrupted)")
     p.add_argument("--json", action="store_true",
                    help="print the setup and the final counters as JSON")
+    p.add_argument("--log-level", choices=LOG_LEVELS, default="off",
+                   help="print the end point's structured event log on stderr: error (PDCs "
+                        "closed in error), warning (+ NACKs, retransmissions), info (+ PDCs "
+                        "opening and closing), debug (everything); default off")
 
 
 def _setup(args: argparse.Namespace):
+    """The setup in effect: the well-known one or ``--setup FILE``, then ``--profile``,
+    then each ``--set`` (an error names the option that brought the bad value)."""
     from uet.conformance.setup import WELL_KNOWN, DutSetup, SetupError
 
     setup = DutSetup.load(args.setup) if args.setup else WELL_KNOWN
-    changes = {}
+    if args.profile:
+        setup = DutSetup.from_dict({**setup.to_dict(), "profile": args.profile},
+                                   f"--profile {args.profile}")
     for item in args.set:
         key, sep, value = item.partition("=")
-        if not sep:
-            raise SetupError(f"--set {item!r}: expected KEY=VALUE")
+        if not sep or not key.strip():
+            raise SetupError(f"--set {item}: expected KEY=VALUE, e.g. --set rto_us=50000")
         try:
-            changes[key.strip()] = json.loads(value)
+            parsed = json.loads(value)
         except json.JSONDecodeError:
-            changes[key.strip()] = value
-    if args.profile:
-        changes["profile"] = args.profile
-    if changes:
-        data = setup.to_dict()
-        data.update(changes)
-        setup = DutSetup.from_dict(data, "--set")
+            parsed = value
+        setup = DutSetup.from_dict({**setup.to_dict(), key.strip(): parsed}, f"--set {item}")
     return setup
+
+
+def _event_log(level: str):
+    """The end point's ``log(now, kind, **fields)`` hook for ``--log-level`` (None: off)."""
+    if level == "off":
+        return None
+    from uet.fabric.eventlog import EventLog, level_filter
+
+    log = EventLog()
+    log.subscribe(level_filter(level, lambda line: print(line, file=sys.stderr, flush=True)))
+    return log.emit
 
 
 def run(args: argparse.Namespace) -> int:
@@ -79,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
               flush=True)
     try:
         stats = trio.run(serve, setup, host, port, args.duration,
-                         lambda line: print(line, flush=True))
+                         lambda line: print(line, flush=True), _event_log(args.log_level))
     except OSError as exc:
         print(f"uet serve: cannot serve on {host}:{port}: {exc.strerror or exc}",
               file=sys.stderr)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
@@ -209,6 +210,15 @@ class DutSetup:
 
     def validate(self, source: str = "setup") -> None:
         """Raise :class:`SetupError` naming the first bad key."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.type == "int" and (isinstance(value, bool) or not isinstance(value, int)):
+                raise SetupError(f"{source}: {f.name}: must be an integer, got {value!r}")
+            if f.type == "str" and not isinstance(value, str):
+                raise SetupError(f"{source}: {f.name}: must be a string, got {value!r}")
+        if not isinstance(self.pds_extra, dict):
+            raise SetupError(f"{source}: pds_extra: must be an object of PdsConfig fields, "
+                             f"got {self.pds_extra!r}")
         if self.profile not in builtin_profiles():
             raise SetupError(f"{source}: profile: must be one of "
                              f"{', '.join(sorted(builtin_profiles()))}, got {self.profile!r}")
@@ -244,6 +254,26 @@ class DutSetup:
         for name in ("max_retries", "close_idle_us", "target_idle_us", "clear_req_us"):
             if getattr(self, name) < 0:
                 raise SetupError(f"{source}: {name}: must be >= 0, got {getattr(self, name)}")
+        self._check_pds(source)
+
+    def _check_pds(self, source: str) -> None:
+        """The PDS configuration these values imply must be valid too (``mp_range``, DSCPs,
+        ``pds_extra``): its errors are reported under the setup's own key names."""
+        from uet.endpoint.config import pds_config_from_profile
+
+        try:
+            pds_config_from_profile(self.profile, self.pds_overrides())
+        except (TypeError, ValueError) as exc:
+            text = str(exc)
+            m = re.match(r"pds\.(\w+)(.*)", text, re.S)
+            if m is None:
+                raise SetupError(f"{source}: {text}") from None
+            name = m.group(1)
+            if name in self.pds_extra:
+                key = f"pds_extra.{name}"
+            else:
+                key = _SETUP_KEY_OF_PDS.get(name, f"pds.{name}")
+            raise SetupError(f"{source}: {key}{m.group(2)}") from None
 
     def describe(self) -> str:
         """Human-readable summary (printed by ``uet serve`` at start)."""
@@ -277,5 +307,16 @@ class DutSetup:
                      "byte i = (i * 31 + 7) % 251")
         return "\n".join(lines)
 
+
+#: PdsConfig field -> the setup key that sets it (errors name the key the user wrote)
+_SETUP_KEY_OF_PDS = {
+    "rto_ps": "rto_us", "rto_backoff": "rto_backoff", "max_retries": "max_retries",
+    "ack_timer_ps": "ack_timer_us", "ack_every_bytes": "ack_every_bytes",
+    "close_idle_ps": "close_idle_us", "target_idle_ps": "target_idle_us",
+    "close_req_time_ps": "close_req_time_us", "clear_req_ps": "clear_req_us",
+    "msl_ps": "msl_us", "new_pdc_time_ps": "new_pdc_time_us", "mp_range": "mp_range",
+    "dscp_control": "dscp_control", "dscp_trimmed": "dscp_trimmed",
+    "dscp_trimmed_lasthop": "dscp_trimmed_lasthop",
+}
 
 WELL_KNOWN = DutSetup()

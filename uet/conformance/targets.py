@@ -184,6 +184,32 @@ class UdpTarget:
                     "udp:HOST:PORT@hpc)")
         return None
 
+    def check_reachable(self, timeout_s: float = 3.0) -> None:
+        """Make sure every device answers before the catalogue runs: send a NO_OP in a SYN
+        (a new PDC) a few times within ``timeout_s`` and wait for any datagram back (an ACK,
+        or a NACK: either shows a UET end point listening). ValueError naming the device
+        when nothing answers, so a wrong address fails in seconds, not after every case has
+        timed out."""
+        for dut in self.duts:
+            setup = self.setup.with_(profile=dut.profile or self.setup.profile)
+            transport = UdpTransport(dut.host, dut.port, self._addresses())
+            try:
+                peer = Peer(transport, setup, ips=transport.peer_ips,
+                            seed=case_seed("probe", self.nonce), capture=CaseCapture("probe"),
+                            rule="the device answers", profile=load_profile(setup.profile))
+                tries, start = 3, transport.now_ps
+                for i in range(tries):
+                    peer.pdc().send(peer.ses.no_op()[0])
+                    if transport.next(start + round(timeout_s * 1e12 * (i + 1) / tries)):
+                        break
+                else:
+                    raise ValueError(
+                        f"{dut}: no answer within {timeout_s:g} s to a UET request (NO_OP "
+                        f"from {transport.peer_ips[0]}); is uet serve (or the device) "
+                        "listening there? (--probe-timeout S to wait longer, 0 to skip)")
+            finally:
+                transport.close()
+
     def _addresses(self) -> list[str]:
         if self.peer_ips:
             return list(self.peer_ips)

@@ -47,25 +47,51 @@ def tos_from(ancdata: list[tuple[int, int, bytes]]) -> int:
     return 0
 
 
+def resolve_host(host: str) -> str:
+    """An IP address for ``host``: an address literal as it is, a host name resolved
+    (``localhost`` -> 127.0.0.1; IPv4 first when the name has both, as the peer's default
+    addresses are IPv4; write ``[::1]`` or an IPv6 literal for IPv6). ValueError naming
+    the host if it does not resolve."""
+    try:
+        socket.inet_pton(family_of(host), host)
+        return host
+    except OSError:
+        pass
+    if not host or ":" in host:
+        raise ValueError(f"{host!r} is not an IP address or a host name")
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_DGRAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise ValueError(f"{host!r}: cannot resolve the host name ({reason})") from None
+    addrs = [str(info[4][0]) for info in infos]
+    if not addrs:
+        raise ValueError(f"{host!r}: the host name has no address")
+    v4 = [a for a in addrs if ":" not in a]
+    return (v4 or addrs)[0]
+
+
 def parse_hostport(text: str, default_port: int) -> tuple[str, int]:
-    """``HOST:PORT``, ``HOST``, ``[V6]:PORT`` or ``[V6]`` -> (host, port); ValueError naming
-    the text otherwise."""
+    """``HOST:PORT``, ``HOST``, ``[V6]:PORT`` or ``[V6]`` -> (IP address, port); HOST may
+    be a name (:func:`resolve_host`). ValueError naming the text otherwise."""
     text = text.strip()
     if text.startswith("["):
         host, _, rest = text[1:].partition("]")
         port = rest[1:] if rest.startswith(":") else ""
         if rest and not rest.startswith(":"):
             raise ValueError(f"{text!r}: expected [IPV6]:PORT")
+        try:
+            socket.inet_pton(socket.AF_INET6, host)
+        except OSError:
+            raise ValueError(f"{text!r}: {host!r} is not an IPv6 address") from None
     elif text.count(":") == 1:
         host, port = text.split(":")
-    elif ":" in text:
-        host, port = text, ""
     else:
         host, port = text, ""
     try:
-        socket.inet_pton(family_of(host), host)
-    except OSError:
-        raise ValueError(f"{text!r}: {host!r} is not an IP address") from None
+        host = resolve_host(host)
+    except ValueError as exc:
+        raise ValueError(f"{text!r}: {exc}") from None
     if port == "":
         return host, default_port
     if not port.isdigit() or not 0 < int(port) < 65536:

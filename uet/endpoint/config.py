@@ -1,6 +1,6 @@
 """Configuration of one fabric end point: profile, PDS and CMS settings in one place.
 
-A profile (``profiles/*.toml``) gives the PDS timers and windows in friendly units
+A profile (``uet/profiles/*.toml``) gives the PDS timers and windows in friendly units
 (``pds.rto_min_us`` ...) and the congestion control it allows; experiments and users can
 override any :class:`~uet.pds.config.PdsConfig` or :class:`~uet.cms.api.CmsConfig` field on
 top. :func:`pds_config_from_profile` and :func:`cms_config_from_profile` do the mapping, so

@@ -40,7 +40,7 @@ from uet.ses.initiator import Operation
 from uet.ses.memory import Perm
 from uet.ses.messages import OpCompleted, RecvCompleted, TargetAddr
 from uet.wire.codec import decode_frame, encode_frame
-from uet.wire.constants import DeliveryMode, SesFlag, SesOpcode
+from uet.wire.constants import DeliveryMode, SesFlag, SesOpcode, enum_member
 from uet.wire.errors import DecodeError
 from uet.wire.records import Frame, SesStandard
 
@@ -163,7 +163,8 @@ class FabricEndpoint:
         self.peer_macs: dict[str, str] = dict(peers or {})
         self.job_id = job_id
         self.tc = tc
-        self.mode = DeliveryMode(mode) if mode is not None else self.profile.default_mode
+        self.mode = (enum_member(DeliveryMode, mode, "mode") if mode is not None
+                     else self.profile.default_mode)
         self.log_hook = log
         self.rng = random.Random(seed)
         self.pds_config = pds or pds_config_from_profile(self.profile)
@@ -229,6 +230,8 @@ class FabricEndpoint:
         ``fep_cap`` (as it would from the peer's UET address), so operations a peer's
         profile refuses fail at once at the initiator.
         """
+        if kwargs.get("mode") is not None:  # "ROD" as well as DeliveryMode.ROD, checked now
+            kwargs["mode"] = enum_member(DeliveryMode, kwargs["mode"], "mode")
         pds_over = dict(kwargs.pop("pds_overrides", None) or {})
         cms_over = dict(kwargs.pop("cms_overrides", None) or {})
         default = as_profile(kwargs.pop("profile", "ai-base"))

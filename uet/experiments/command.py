@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from rich.markup import escape
 
 from uet.experiments.config import ConfigError, load_config
 from uet.experiments.executor import RunFn
+from uet.fabric.eventlog import LOG_LEVELS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,6 +62,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--write-cm", default=None, metavar="FILE",
                         help="write the workload as an htsim connection matrix, run nothing")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--log-level", choices=LOG_LEVELS, default=None,
+                        help="print the structured event log on stderr as the run goes: "
+                             "error, warning (+ drops, trims, NACKs, retransmissions), info "
+                             "(+ flows and PDCs opening and closing), debug (everything); "
+                             "the same as --set output.log_level=LEVEL")
 
 
 def positive_int(text: str) -> int:
@@ -115,6 +122,8 @@ def run(args: argparse.Namespace, run_experiment: RunFn | None = None,
     sets = list(args.sets)
     if args.no_progress:
         sets.append("output.progress=false")
+    if getattr(args, "log_level", None):
+        sets.append(f"output.log_level={args.log_level}")
     try:
         formats = parse_formats(args.export) if args.export is not None else []
         if formats:
@@ -144,8 +153,14 @@ def run(args: argparse.Namespace, run_experiment: RunFn | None = None,
     if fn is None:
         return _fail("uet run: the experiment runner is not available in this build")
     out = Path(args.out) if args.out else default_out_dir()
+    created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
-    results = fn(config, out)
+    try:
+        results = fn(config, out)
+    except ConfigError as exc:  # found once the fabric is built (taps, impairments)
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        return _fail(str(exc))
     from uet.experiments.report import print_summary
 
     print_summary(results, console)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import os
 import re
 import tomllib
 from collections.abc import Iterable, Sequence
@@ -329,6 +330,7 @@ def validate(raw: dict[str, Any], source: Source | None = None) -> dict[str, Any
                          for i, item in enumerate(items)]
         else:
             out[name] = _check_table(table, {} if value is None else value, (name,), src)
+    _resolve_paths(out, src)
     prior = raw.get("source") if isinstance(raw.get("source"), dict) else {}
     out["source"] = {
         "file": prior.get("file", src.name),
@@ -505,6 +507,33 @@ def host_count(topology: dict[str, Any]) -> int:
         return topology["leaves"] * topology["hosts_per_leaf"]
     k = topology["k"]
     return k * k * k // 4
+
+
+#: keys holding a file path: resolved once, at validation, to an absolute path
+PATH_KEYS: tuple[PathT, ...] = (("transport", "profile"), ("traffic", "file"))
+
+
+def _resolve_paths(cfg: dict[str, Any], src: Source) -> None:
+    """Make the relative paths of :data:`PATH_KEYS` absolute: a path written in the
+    experiment file is relative to that file's folder; one given with ``--set`` or
+    ``--sweep`` (or in a config that is no file) is relative to the working directory.
+    A built-in profile name stays a name."""
+    from uet.profiles import BUILTIN_PROFILES
+
+    here = Path(src.name)
+    file_dir = here.parent if src.text is not None and here.is_file() else None
+    for path in PATH_KEYS:
+        table = cfg.get(path[0]) or {}
+        value = table.get(path[1])
+        if not isinstance(value, str) or not value:
+            continue
+        if path == ("transport", "profile") and value in BUILTIN_PROFILES:
+            continue
+        p = Path(value).expanduser()
+        if p.is_absolute():
+            continue
+        base = Path.cwd() if src.overridden(path) or file_dir is None else file_dir
+        table[path[1]] = os.path.abspath(base / p)
 
 
 def base_dir(config: dict[str, Any]) -> Path:

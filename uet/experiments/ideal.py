@@ -1,6 +1,6 @@
 """The ideal flow completion time, the yardstick every FCT is reported against.
 
-Following the htsim anchors (``reference/htsim-anchors.md``, "The ideal"): a flow of ``size``
+Following htsim's validation runs (``docs/validation.md``, "The ideal"): a flow of ``size``
 bytes is cut into packets of ``payload`` bytes plus ``header`` bytes of headers. Alone on an
 idle path of ``h`` links its ideal FCT is
 

@@ -1,5 +1,6 @@
-"""PNG plots of a run (matplotlib, Agg backend): FCT CDF, link utilisation, queue
-occupancy on the busiest ports, congestion windows of a few flows.
+"""PNG plots of a run (matplotlib, Agg backend): FCT CDF, link utilisation (by share of
+each link's own rate), queue occupancy on the busiest ports, congestion windows with the
+signals that moved them, and the load over parallel paths and EVs (spraying).
 
 Inputs are plain data: the results document (:mod:`uet.experiments.results`) and the time
 series (:mod:`uet.experiments.timeseries`). Axes carry units: µs, Gb/s, KiB.
@@ -75,49 +76,177 @@ def plot_fct_cdf(rows: Sequence[Mapping[str, Any]], path: str | Path,
     return _save(fig, Path(path))
 
 
-def plot_link_utilisation(series: Mapping[str, Any], path: str | Path, *, top: int = 32,
-                          lines: int = 6, title: str = "") -> Path | None:
-    """Mean utilisation of the busiest link directions (bars, Gb/s) and the busiest ones'
-    utilisation over time."""
+def _share(name: str, means: Mapping[str, float], rates: Mapping[str, float]) -> float:
+    """Mean utilisation as a fraction of the link's own rate (0 when the rate is unknown)."""
+    r = rates.get(name) or 0
+    return means[name] * 1e9 / r if r else 0.0
+
+
+def _rate_text(bps: float) -> str:
+    return f"{bps / 1e9:g} Gb/s"
+
+
+def rank_links(series: Mapping[str, Any]) -> tuple[list[str], dict[str, float], list[str]]:
+    """(link directions that carried traffic, busiest first by mean utilisation as a share
+    of their own rate; each one's share; the degraded ones among them: a rate below their
+    ``link_nominal_bps``)."""
     tx = series.get("link_tx_bytes") or {}
     rates = series.get("link_rate_bps") or {}
+    nominal = series.get("link_nominal_bps") or {}
     means = {name: mean_utilisation(pts) for name, pts in tx.items()}
-    busy = sorted((n for n in means if means[n] > 0), key=lambda n: (-means[n], n))
+    share = {n: _share(n, means, rates) for n in means}
+    busy = sorted((n for n in means if means[n] > 0), key=lambda n: (-share[n], n))
+    degraded = [n for n in busy if n in nominal and rates.get(n, 0) < nominal[n]]
+    return busy, share, degraded
+
+
+def plot_link_utilisation(series: Mapping[str, Any], path: str | Path, *, top: int = 32,
+                          lines: int = 6, title: str = "") -> Path | None:
+    """Mean utilisation of the busiest link directions as a share of each one's own rate
+    (bars), and the busiest ones' utilisation over time. Ranking by share, not by Gb/s, is
+    what lets a degraded 25 Gb/s link running full show among 100 Gb/s ones; degraded links
+    (rate below nominal, ``link_nominal_bps``) are drawn in red and always shown."""
+    tx = series.get("link_tx_bytes") or {}
+    rates = series.get("link_rate_bps") or {}
+    nominal = series.get("link_nominal_bps") or {}
+    busy, share, degraded = rank_links(series)
     if not busy:
         return None
-    shown = busy[:top]
+    shown = busy[:top] + [n for n in degraded if n not in busy[:top]]
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(11, 8),
                                    gridspec_kw={"height_ratios": [1.1, 1]})
-    ax1.bar(range(len(shown)), [means[n] for n in shown], color="tab:blue")
+    colors = ["tab:red" if n in degraded else "tab:blue" for n in shown]
+    ax1.bar(range(len(shown)), [100 * share[n] for n in shown], color=colors)
     ax1.set_xticks(range(len(shown)))
     ax1.set_xticklabels(shown, rotation=70, ha="right", fontsize=7)
-    nominal = {rates[n] for n in shown if n in rates}
-    for r in sorted(nominal):
-        ax1.axhline(r / 1e9, color="tab:red", linestyle="--", linewidth=1,
-                    label=f"link rate {r / 1e9:g} Gb/s")
-    if nominal:
-        ax1.legend(loc="upper right", fontsize=8)
-    ax1.set_ylabel("mean utilisation (Gb/s)")
-    ax1.set_title(f"busiest {len(shown)} of {len(tx)} link directions (mean over the run)")
+    for i, n in enumerate(shown):
+        if n in degraded:
+            ax1.text(i, 100 * share[n] + 2, f"{_rate_text(rates[n])}\n(of "
+                     f"{_rate_text(nominal[n])})", ha="center", va="bottom", fontsize=6,
+                     color="tab:red")
+    ax1.axhline(100, color="tab:gray", linestyle="--", linewidth=1)
+    ax1.set_ylim(0, 125)
+    ax1.set_ylabel("mean utilisation (% of the link's rate)")
+    kinds = sorted({rates[n] for n in shown if n in rates and n not in degraded})
+    rate_note = ", ".join(_rate_text(r) for r in kinds)
+    deg_note = f"; red: {len(degraded)} degraded" if degraded else ""
+    ax1.set_title(f"busiest {len(shown)} of {len(tx)} link directions by share of their own "
+                  f"rate (mean over the run; links at {rate_note}{deg_note})", fontsize=10)
     ax1.grid(axis="y", alpha=0.3)
     # windows of at least ~20 full frames at the link rate (and at most 1/20 of the run),
     # so that the number of frames per window does not show as ripple
     span = max(pts[-1][0] - pts[0][0] for pts in tx.values() if pts)
-    rate = max((rates.get(n, 0) for n in busy[:lines]), default=0) or 100e9
-    window = min(20 * FRAME_BYTES * 8 / rate * 1e12, span / 20)
-    for name in busy[:lines]:
+    picked = busy[:lines] + [n for n in degraded if n not in busy[:lines]][:2]
+    for name in picked:
+        r = rates.get(name) or 0
+        window = min(20 * FRAME_BYTES * 8 / (r or 100e9) * 1e12, span / 10)
         t, g = utilisation(thin(tx[name], window))
-        ax2.plot(t, g, label=name, linewidth=1.2)
+        pct = [100 * x * 1e9 / r for x in g] if r else g
+        style = {"linestyle": "--", "linewidth": 2.0} if name in degraded else {"linewidth": 1.2}
+        label = f"{name} ({_rate_text(r)})" if name in degraded else name
+        ax2.plot(t, pct, label=label, **style)
     ax2.set_xlabel("virtual time (µs)")
-    ax2.set_ylabel("utilisation (Gb/s)")
-    if nominal:  # headroom above the link rate for the legend
-        ax2.set_ylim(0, max(nominal) / 1e9 * 1.35)
-    else:
-        ax2.set_ylim(bottom=0)
+    ax2.set_ylabel("utilisation (% of the link's rate)")
+    ax2.set_ylim(0, 135)
     ax2.grid(alpha=0.3)
     ax2.legend(fontsize=7, loc="upper right", ncol=3)
-    ax2.set_title(f"{min(lines, len(busy))} busiest link directions over time")
+    ax2.set_title(f"{len(picked)} busiest link directions over time")
     fig.suptitle(f"{title}: link utilisation" if title else "Link utilisation")
+    return _save(fig, Path(path))
+
+
+def _tier(name: str) -> str:
+    """``agg0.p2->core0.p0`` -> ``agg->core`` (the switch kinds at both ends)."""
+    a, _, b = name.partition("->")
+    return f"{a.rstrip('0123456789.p')}->{b.rstrip('0123456789.p')}"
+
+
+def _kind(iface: str) -> str:
+    return iface.split(".")[0].rstrip("0123456789")
+
+
+def plot_paths(series: Mapping[str, Any], path: str | Path, *, title: str = "") -> Path | None:
+    """The load of parallel paths, for spraying studies: (top) every switch-to-switch link
+    direction, grouped by tier (ToR to aggregation, aggregation to core, and back down),
+    as a share of its own rate, degraded ones in red; (bottom) how each sender spread its
+    data over its entropy values (bytes per EV relative to an even spread), from
+    ``ev_bytes``."""
+    tx = series.get("link_tx_bytes") or {}
+    rates = series.get("link_rate_bps") or {}
+    nominal = series.get("link_nominal_bps") or {}
+    ev_bytes = series.get("ev_bytes") or {}
+    means = {n: mean_utilisation(p) for n, p in tx.items()}
+    fabric = [n for n in tx if _kind(n.split("->")[0]) != "h"
+              and _kind(n.partition("->")[2]) != "h"]
+    if not fabric and not ev_bytes:
+        return None
+    order = {"tor": 0, "leaf": 0, "agg": 1, "spine": 2, "core": 2}
+    tiers: dict[str, list[str]] = {}
+    for n in sorted(fabric, key=_natural):
+        tiers.setdefault(_tier(n), []).append(n)
+
+    def tier_key(t: str) -> tuple:
+        a, b = t.split("->")
+        up = order.get(b, 0) > order.get(a, 0)
+        return (not up, order.get(a, 0) if up else -order.get(a, 0))
+
+    groups = sorted(tiers, key=tier_key)
+    rows = 2 if (groups and ev_bytes) else 1
+    fig, axes = plt.subplots(rows, 1, figsize=(11, 4.2 * rows), squeeze=False)
+    ax = axes[0][0]
+    if groups:
+        x = 0
+        ticks, labels = [], []
+        for g in groups:
+            names = tiers[g]
+            xs, heights, colors = [], [], []
+            for n in names:
+                deg = n in nominal and rates.get(n, 0) < nominal[n]
+                xs.append(x)
+                heights.append(100 * _share(n, means, rates))
+                colors.append("tab:red" if deg else "tab:blue")
+                if deg:
+                    ax.text(x, heights[-1] + 2, _rate_text(rates[n]), ha="center",
+                            fontsize=6, color="tab:red", rotation=90)
+                x += 1
+            ax.bar(xs, heights, color=colors, width=0.8)
+            ticks.append(x - len(names) / 2 - 0.5)
+            labels.append(f"{g}\n({len(names)} links)")
+            ax.axvline(x - 0.5, color="tab:gray", linewidth=0.6)
+            x += 0.5
+        ax.set_xticks(ticks)
+        ax.set_xticklabels(labels, fontsize=8)
+        ax.set_ylabel("mean utilisation\n(% of the link's rate)")
+        ax.set_ylim(0, 125)
+        ax.grid(axis="y", alpha=0.3)
+        ax.set_title("switch-to-switch links by tier, in name order (even bars: load spread "
+                     "evenly over the parallel paths; red: degraded)", fontsize=10)
+    if ev_bytes:
+        ax = axes[-1][0]
+        # each sender sprays over its own EVs: columns are a sender's EVs in ascending order
+        hosts = sorted(ev_bytes, key=_natural)
+        width = max(len(ev_bytes[h]) for h in hosts)
+        grid = [[float("nan")] * width for _ in hosts]
+        spread = []
+        for r, h in enumerate(hosts):
+            counts = [n for _, n in sorted((int(e), n) for e, n in ev_bytes[h].items())]
+            mean = sum(counts) / len(counts)
+            for c, n in enumerate(counts):
+                grid[r][c] = n / mean
+            spread.append(max(counts) / mean)
+        im = ax.imshow(grid, aspect="auto", cmap="viridis", vmin=0, vmax=2,
+                       interpolation="nearest")
+        every = max(1, len(hosts) // 16)  # at most ~16 sender labels
+        ax.set_yticks(range(0, len(hosts), every))
+        ax.set_yticklabels(hosts[::every], fontsize=7)
+        ax.set_xlabel("the sender's entropy values, in ascending order (UDP source ports of "
+                      "its data packets)")
+        ax.set_ylabel("sender")
+        fig.colorbar(im, ax=ax, label="bytes / the sender's mean per EV")
+        ax.set_title(f"data per EV and sender (up to {width} EVs each; 1 = an even spread, "
+                     f"dark: EVs used less; busiest EV {max(spread):.1f}x the mean)",
+                     fontsize=10)
+    fig.suptitle(f"{title}: load over paths and EVs" if title else "Load over paths and EVs")
     return _save(fig, Path(path))
 
 
@@ -152,35 +281,142 @@ def plot_queues(series: Mapping[str, Any], path: str | Path, *, top: int = 4,
     return _save(fig, Path(path))
 
 
+#: how each flow event is marked on its window line (marker, colour, legend text)
+EVENT_STYLE = {
+    "nack": ("v", "tab:red", "NACK received (trimmed packet)"),
+    "loss": ("o", "tab:orange", "loss found (SACK gap / RACK)"),
+    "rto": ("X", "black", "retransmission timeout"),
+    "ecn_cut": ("D", "tab:purple", "NSCC decrease (ECN, high delay)"),
+    "quick_adapt": ("^", "tab:brown", "NSCC quick adapt"),
+}
+
+
+def _movement(pts: Sequence[Sequence[float]]) -> float:
+    """How much a window series moved: the sum of its step sizes."""
+    return float(sum(abs(b[1] - a[1]) for a, b in zip(pts, pts[1:], strict=False)))
+
+
+def _value_at(pts: Sequence[Sequence[float]], t: float) -> float:
+    """The step series' value at ``t`` (the last point at or before it)."""
+    v = pts[0][1]
+    for pt, pv in pts:
+        if pt > t:
+            break
+        v = pv
+    return v
+
+
+def cwnd_flows(series: Mapping[str, Any], flows: int, prefer: Sequence[str] = ()
+               ) -> tuple[list[str], int, int]:
+    """(the flows the cwnd plot shows, how many traced flows' windows moved, how many were
+    traced): first the ``flows`` that got the most congestion signals and whose window
+    moved (then: moved most, the sum of its steps), then ``prefer`` (e.g. the slowest),
+    then by name."""
+    cw = series.get("cwnd_bytes") or {}
+    events = series.get("flow_events") or {}
+    have = [n for n in cw if cw[n]]
+    moved = sorted((n for n in have if _movement(cw[n]) > 0),
+                   key=lambda n: (-len(events.get(n, ())), -_movement(cw[n]), n))
+    names = moved[:flows]
+    rest = [n for n in prefer if n in have and n not in names] + sorted(
+        (n for n in have if n not in names and n not in prefer), key=_natural)
+    names += rest[:flows - len(names)]
+    return names, len(moved), len(have)
+
+
+def flat_note(series: Mapping[str, Any]) -> str:
+    """What the cwnd plot says when no traced window moved."""
+    cw = series.get("cwnd_bytes") or {}
+    values = sorted({int(p[0][1]) for p in cw.values() if p})
+    at = " / ".join(f"{v / KIB:.0f}" for v in values[:3])
+    return (f"no window changed during the run (all {len(cw)} traced flows stayed at {at} "
+            "KiB):\nno flow got a signal that made it back off (NACK, loss, timeout, ECN "
+            "with high delay)")
+
+
 def plot_cwnd(series: Mapping[str, Any], path: str | Path, *, flows: int = 4,
               bdp_bytes: int | None = None, title: str = "",
               prefer: Sequence[str] = (), which: str = "") -> Path | None:
-    """Congestion window (KiB) over time of ``flows`` flows: those named in ``prefer`` that
-    have a series (in that order), else the first ones by name; ``which`` says how they
-    were chosen (for the title)."""
+    """Congestion control at work: (top) the window (KiB) over time of the ``flows`` flows
+    whose window moved most, each congestion signal and reaction of a flow marked on its
+    line (``flow_events``: NACKs, losses, RTOs, NSCC decreases); (bottom) the fabric's
+    signals per microsecond (``fabric_signals``: ECN marks, trims, drops). Flows whose
+    window never moved fill up from ``prefer`` (e.g. the slowest); when no window moved at
+    all the plot says so."""
     cw = series.get("cwnd_bytes") or {}
-    names = [n for n in prefer if cw.get(n)][:flows]
-    if not names:
-        names = sorted((n for n in cw if cw[n]), key=_natural)[:flows]
-        which = ""
+    events = series.get("flow_events") or {}
+    names, moved, have = cwnd_flows(series, flows, prefer)
     if not names:
         return None
-    fig, ax = plt.subplots(figsize=(10, 4.5))
+    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(10, 6.5), sharex=True,
+                                  gridspec_kw={"height_ratios": [2.2, 1]})
+    kinds_seen: dict[str, None] = {}
     for name in names:
         pts = cw[name]
-        ax.step([t / PS_PER_US for t, _ in pts], [v / KIB for _, v in pts], where="post",
-                label=name, linewidth=1.2)
+        (line,) = ax.step([t / PS_PER_US for t, _ in pts], [v / KIB for _, v in pts],
+                          where="post", label=name, linewidth=1.2)
+        for t, kind in events.get(name, ()):
+            marker, color, _ = EVENT_STYLE.get(kind, ("|", "tab:gray", kind))
+            ax.plot(t / PS_PER_US, _value_at(pts, t) / KIB, marker=marker, color=color,
+                    markeredgecolor=line.get_color(), markersize=6, linestyle="none")
+            kinds_seen.setdefault(kind)
+    for kind in kinds_seen:
+        marker, color, text = EVENT_STYLE.get(kind, ("|", "tab:gray", kind))
+        ax.plot([], [], marker=marker, color=color, linestyle="none", label=text)
     if bdp_bytes:
         ax.axhline(bdp_bytes / KIB, color="tab:gray", linestyle="--", linewidth=1,
                    label=f"BDP {bdp_bytes / KIB:.0f} KiB")
-    ax.set_xlabel("virtual time (µs)")
     ax.set_ylabel("congestion window (KiB)")
+    low = min(v for n in names for _, v in cw[n]) / KIB
+    top = max([v for n in names for _, v in cw[n]] + [bdp_bytes or 0]) / KIB
+    # zoomed on what the windows did (from 0 when they went low)
+    ax.set_ylim(0 if low < 0.4 * top else 0.6 * low, top * 1.05)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower left", ncol=2)
+    if moved:
+        what = (f"window of the {len(names)} flows with the most congestion signals "
+                f"({moved} of {have} windows moved)")
+    else:
+        what = f"window of {len(names)} {which + ' ' if which else ''}flows"
+        ax.text(0.5, 0.55, flat_note(series), transform=ax.transAxes, ha="center",
+                va="center", fontsize=9, bbox={"facecolor": "white", "edgecolor": "tab:gray"})
+    ax.set_title(f"{title}: {what}" if title else what[0].upper() + what[1:], fontsize=10)
+    _plot_signals(ax2, series.get("fabric_signals") or {})
+    ax2.set_xlabel("virtual time (µs)")
+    return _save(fig, Path(path))
+
+
+def _plot_signals(ax: Any, signals: Mapping[str, Sequence[Sequence[float]]]) -> None:
+    """ECN marks, trims and drops per µs over time (cumulative counts -> rates)."""
+    styles = {"ecn_marks": ("ECN marks", "tab:purple"), "trims": ("trims", "tab:red"),
+              "drops": ("drops", "black")}
+    total = 0
+    for key, (label, color) in styles.items():
+        pts = signals.get(key) or []
+        if len(pts) < 2:
+            continue
+        n = pts[-1][1] - pts[0][1]
+        total += n
+        span = pts[-1][0] - pts[0][0]
+        t, r = [], []
+        for (t0, c0), (t1, c1) in zip(thin(pts, span / 60), thin(pts, span / 60)[1:],
+                                      strict=False):
+            if t1 > t0:
+                t.append(t1 / PS_PER_US)
+                r.append((c1 - c0) / ((t1 - t0) / PS_PER_US))
+        ax.step(t, r, where="pre", color=color, linewidth=1.2, label=f"{label} ({n:,})")
+    ax.set_ylabel("per µs")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="upper right")
-    what = f"congestion window of {len(names)} {which + ' ' if which else ''}flows"
-    ax.set_title(f"{title}: {what}" if title else what[0].upper() + what[1:])
-    return _save(fig, Path(path))
+    if not signals:
+        ax.text(0.5, 0.5, "the fabric's signals were not recorded", ha="center",
+                va="center", transform=ax.transAxes, fontsize=9)
+    elif total:
+        ax.legend(fontsize=7, loc="upper right")
+        ax.set_title("congestion signals in the fabric", fontsize=9)
+    else:
+        ax.text(0.5, 0.5, "no ECN marks, trims or drops in the fabric", ha="center",
+                va="center", transform=ax.transAxes, fontsize=9)
 
 
 def _natural(name: str) -> tuple:
@@ -215,4 +451,5 @@ def write_plots(results: Mapping[str, Any], series: Mapping[str, Any] | None,
         written.append(plot_cwnd(series, out / "cwnd.png", flows=opts["plot_flows"],
                                  bdp_bytes=bdp, title=title, prefer=prefer,
                                  which="slowest"))
+        written.append(plot_paths(series, out / "paths.png", title=title))
     return [p.name for p in written if p is not None]

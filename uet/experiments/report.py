@@ -30,6 +30,73 @@ def _counts(d: Mapping[str, Any]) -> str:
     return ", ".join(f"{k} {v:,}" for k, v in d.items()) if d else ""
 
 
+#: retransmission causes (PDS ``retx.<cause>``), short
+_CAUSES = {"rack": "RACK", "sack": "a SACK gap", "rto": "an RTO", "ack_req": "an ACK_REQ",
+           "ooo": "reordering", "clear_req": "a CLEAR_REQ"}
+
+
+def _busiest(counters: Mapping[str, Any], table: str, key: str) -> str:
+    best = max(((int(c.get(key, 0)), name) for name, c in (counters.get(table) or {}).items()),
+               default=(0, ""))
+    return f" (most at {best[1]}: {best[0]:,})" if best[0] else ""
+
+
+def what_happened(results: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(mechanism, sentence)`` for each mechanism the README advertises: what the fabric
+    did to the traffic and how the transport answered, from the counters; a mechanism that
+    saw nothing says so."""
+    s = results["summary"]
+    counters = results.get("counters") or {}
+    cfg = results["experiment"]["config"]
+    topo = cfg["topology"]
+    out: list[tuple[str, str]] = []
+    retx = dict(s["retransmissions_by_cause"])
+    drops = s["drops_by_reason"]
+    lost = drops.get("loss", 0) + drops.get("fcs", 0) + drops.get("link_down", 0)
+    recovered = {k: v for k, v in retx.items() if not k.startswith("nack.")}
+    if s["messages_unfinished"]:
+        end = f"{s['messages_unfinished']:,} of {s['flows']:,} messages unfinished"
+    elif s["duplicates_delivered"]:
+        end = f"{s['duplicates_delivered']:,} duplicates delivered"
+    else:
+        end = f"all {s['flows']:,} messages delivered exactly once"
+    if lost or recovered:
+        how = ", ".join(f"{v:,} after {_CAUSES.get(k, k)}" for k, v in recovered.items())
+        out.append(("loss recovery", f"{lost:,} frames lost (data, ACKs and control); "
+                    f"retransmitted {how or 'nothing'}; {end}"))
+    else:
+        out.append(("loss recovery", f"no frame lost; {end}"))
+    if s["trims"]:
+        trimmed = sum(v for k, v in retx.items() if k.startswith("nack.TRIMMED"))
+        out.append(("trimming", f"{s['trims']:,} packets cut to their headers at full queues"
+                    f"{_busiest(counters, 'port', 'trimmed')}; NACKed, {trimmed:,} "
+                    "retransmitted"))
+    else:
+        out.append(("trimming", "no queue overflowed" if topo["trimming"]
+                    else "off (topology.trimming = false)"))
+    codes = ", ".join(f"{k} {v:,}" for k, v in s["nacks_by_code"].items())
+    out.append(("NACKs", f"{s['nacks']:,} sent" + (f": {codes}" if codes else "")))
+    if s["ecn_marks"]:
+        out.append(("ECN", f"{s['ecn_marks']:,} packets marked CE"
+                    f"{_busiest(counters, 'port', 'ecn_marked')}; senders back off (NSCC) "
+                    "and move to other EVs"))
+    else:
+        out.append(("ECN", "no queue reached ecn_kmin" if topo["ecn"]
+                    else "off (topology.ecn = false)"))
+    for imp in cfg.get("impairments") or []:
+        rate = imp.get("rate_gbps")
+        if rate is None and imp.get("rate_factor") is not None:
+            rate = imp["rate_factor"] * topo["rate_gbps"]
+        if rate is not None:
+            what = ", ".join(imp.get("match") or [imp.get("class") or "?"])
+            out.append(("degraded link", f"{what} ({imp['direction']}) at {rate:g} of "
+                        f"{topo['rate_gbps']:g} Gb/s"))
+    if s["pfc_pause_frames"]:
+        out.append(("PFC", f"{s['pfc_pause_frames']:,} pause frames, "
+                    f"{s['pfc_pause_us']:,.1f} µs paused in all"))
+    return out
+
+
 def summary_table(results: Mapping[str, Any]) -> Table:
     """The headline numbers of one run as a rich table."""
     s = results["summary"]
@@ -112,7 +179,12 @@ def summary_table(results: Mapping[str, Any]) -> Table:
 
 
 def print_summary(results: Mapping[str, Any], console: Console | None = None) -> None:
-    (console or Console()).print(summary_table(results))
+    """The summary table, then one line per mechanism: what happened."""
+    console = console or Console()
+    console.print(summary_table(results))
+    console.print("[bold]what happened[/bold]")
+    for name, sentence in what_happened(results):
+        console.print(f"  [cyan]{name:<14}[/cyan] {escape(sentence)}", highlight=False)
 
 
 def write_outputs(results: dict[str, Any], out_dir: str | Path,

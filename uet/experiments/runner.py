@@ -21,6 +21,7 @@ that sweeps can run it in worker processes.
 
 from __future__ import annotations
 
+import operator
 import sys
 import time
 from collections import Counter
@@ -34,16 +35,17 @@ from uet.endpoint.fep import SINK_INDEX, SINK_KEY, DeliveryAudit, FabricEndpoint
 from uet.experiments import timeseries
 from uet.experiments.collectives import ByteState
 from uet.experiments.collector import quiet_collector
-from uet.experiments.config import fabric_topology, resolve_path
+from uet.experiments.config import error_at, fabric_topology, resolve_path
 from uet.experiments.ideal import TopologyModel, WireFormat
 from uet.experiments.impairments import plan
 from uet.experiments.progress import RunProgress
 from uet.experiments.report import write_outputs
 from uet.experiments.results import build_results, check_results
+from uet.experiments.signals import EvLoad, FlowSignals
 from uet.experiments.timeseries import ChangeRecorder, Points, SeriesRecorder, flow_label
 from uet.experiments.traffic import build_workload, traffic_seed
 from uet.experiments.workload import DependencyTracker, Flow, Workload
-from uet.fabric.eventlog import EventLog
+from uet.fabric.eventlog import EventLog, level_filter
 from uet.fabric.network import Network
 from uet.fabric.topology import build
 from uet.runtime.fabric import Fabric
@@ -94,6 +96,15 @@ def _in_notebook() -> bool:
 
 
 # ---------------------------------------------------------------------------- pieces
+
+
+_ECN_MARKED = operator.attrgetter("ecn_marked")
+
+
+def _some(names: list[str], n: int = 6) -> str:
+    """The first ``n`` names, and how many more there are."""
+    more = f" ... ({len(names)} in all)" if len(names) > n else ""
+    return ", ".join(names[:n]) + more
 
 
 class FlowAudit(DeliveryAudit):
@@ -168,9 +179,12 @@ class Sampler:
     reads every channel's and port's counter in one pass; only changed series do more."""
 
     def __init__(self, fab: Fabric, traced: dict[int, tuple[str, int, int]],
-                 window: Callable[[int, int], int | None] | None = None) -> None:
+                 window: Callable[[int, int], int | None] | None = None,
+                 nominal_bps: dict[str, float] | None = None) -> None:
         rec = SeriesRecorder()
-        self.window = window or self._cwnd
+        #: (src, dst) -> bytes for the cwnd series; None: the UET PDC's window (and its
+        #: congestion signals, uet.experiments.signals)
+        self.window = window
         net = fab.net
         self.channels = [ch for link in net.links for ch in (link.ab, link.ba)]
         self.ports = [p for sw in net.switches.values() for p in sw.ports]
@@ -181,6 +195,15 @@ class Sampler:
                                     self.data["link_tx_bytes"])
         self.queues = ChangeRecorder([p.name for p in self.ports], self.data["queue_bytes"])
         self.cwnds = self.data["cwnd_bytes"]
+        # congestion signals and reactions per flow, fabric-wide signals, EV load
+        self.data["link_nominal_bps"] = {n: r for n, r in (nominal_bps or {}).items()
+                                         if r != self.data["link_rate_bps"].get(n)}
+        self.flow_signals = FlowSignals(fab.log, {nic.name: i
+                                                  for i, nic in enumerate(net.nics)})
+        self.data["flow_events"] = self.flow_signals.events
+        self.fabric = ChangeRecorder(["ecn_marks", "trims", "drops"],
+                                     self.data.setdefault("fabric_signals", {}))
+        self.ev_load = EvLoad(net.nics)
         #: cwnd series -> [last value, time of the last sample it was seen in]
         self.state: dict[str, list[int]] = {}
         self.samples = 0
@@ -191,9 +214,20 @@ class Sampler:
         self.samples += 1
         self.links.sample(now, [ch.tx_bytes for ch in self.channels])
         self.queues.sample(now, [sum(p.qbytes) for p in self.ports])
-        cwnds, state = self.cwnds, self.state
+        signals = self.flow_signals
+        self.fabric.sample(now, [sum(map(_ECN_MARKED, self.ports)), signals.trims,
+                                 signals.drops])
+        cwnds, state, window = self.cwnds, self.state, self.window
         for label, src, dst in active.values():
-            w = self.window(src, dst)
+            if window is not None:  # another stack's own measure (RoCE: DCQCN rate x RTT)
+                w = window(src, dst)
+            else:  # the UET PDC: its window, and the signals it got since the last sample
+                pdc = self._pdc(src, dst)
+                if pdc is None:
+                    continue
+                signals.sample(now, src, pdc, label)
+                cw = getattr(pdc.cc, "cwnd", None)
+                w = int(cw) if isinstance(cw, int | float) else None
             if w is None:
                 continue
             st = state.get(label)
@@ -210,21 +244,21 @@ class Sampler:
                 st[0] = w
             st[1] = now
 
-    def _cwnd(self, src: int, dst: int) -> int | None:
+    def _pdc(self, src: int, dst: int) -> Any:
         ep = self.eps[src]
         key = (ep.mode, ep.job_id, ep.ip, ep.peer_ips[dst], ep.tc)
-        pdc = ep.pds.mgr.ini_by_key.get(key)
-        w = getattr(getattr(pdc, "cc", None), "cwnd", None)
-        return int(w) if isinstance(w, int | float) else None
+        return ep.pds.mgr.ini_by_key.get(key)
 
     def finish(self) -> dict[str, Any]:
         """The series, each closed with its last sample."""
         self.links.close()
         self.queues.close()
+        self.fabric.close()
         for label, (w, t) in self.state.items():
             pts = self.cwnds[label]
             if pts.t[-1] != t:
                 pts.append((t, w))
+        self.data["ev_bytes"] = self.ev_load.close()
         return self.data
 
 
@@ -292,12 +326,18 @@ class Runner:
         log = EventLog(self.out / EVENT_LOG) if logged else EventLog()
         if logged:
             self.files["event_log"] = EVENT_LOG
+        level = cfg["output"].get("log_level", "off")
+        if level != "off":
+            log.subscribe(level_filter(level, lambda line: print(line, file=sys.stderr)))
         self.log = log
         net = build(Network(seed=cfg["experiment"]["seed"], log=log), fabric_topology(cfg))
+        self.nominal_bps = {ch.name: ch.rate_bps for link in net.links
+                            for ch in (link.ab, link.ba)}
         for item in plan(cfg, net.links):
             net.impair(item["at"], item["cfg"], item["direction"])
         fab = Fabric(net, endpoint_factory=self.endpoint_factory(), eventlog=log)
         cap = cfg["capture"]
+        self._check_taps(net)
         if (cap["ifaces"] or cap["links"]) and self.out is not None:
             fab.capture(self.out / cap["file"], cap["ifaces"], links=cap["links"],
                         snaplen=cap["snaplen"])
@@ -323,6 +363,22 @@ class Runner:
                 if res is not None:
                     res.regions[SINK_KEY].idempotent_safe = True
         self.sinks = [SinkSpace(ep, reuse=not rudi) for ep in self.eps]
+
+    def _check_taps(self, net: Network) -> None:
+        """Every ``[capture]`` interface and link must exist in this topology (a ``--set
+        topology.kind=...`` can leave the file's taps behind): ConfigError naming them."""
+        cap = self.cfg["capture"]
+        links = sorted(lk.name for lk in net.links)
+        for i, name in enumerate(cap["ifaces"]):
+            if name not in net.ifaces:
+                raise error_at(self.cfg, ("capture", "ifaces", i),
+                               f"no interface {name!r} in this {self.cfg['topology']['kind']} "
+                               "topology", allowed=_some(sorted(net.ifaces)))
+        for i, name in enumerate(cap["links"]):
+            if name not in net.link_of and name not in links:
+                raise error_at(self.cfg, ("capture", "links", i),
+                               f"no link {name!r} in this {self.cfg['topology']['kind']} "
+                               "topology", allowed=_some(links) + " or an interface on one")
 
     # ------------------------------------------------------------------ flows
 
@@ -421,7 +477,7 @@ class Runner:
         interval = max(1, round(self.cfg["output"]["sample_interval_us"] * PS_PER_US))
         sampling = self.cfg["output"]["plots"] or self.cfg["output"]["timeseries"]
         traced = self._traced()
-        sampler = Sampler(fab, traced, self.window) if sampling else None
+        sampler = Sampler(fab, traced, self.window, self.nominal_bps) if sampling else None
         self.sampler = sampler
         total = len(self.wl.flows)
         async with fab:

@@ -330,6 +330,11 @@ CAPTURE = Table("capture", "pcapng taps (one file holding every tap).", {
 OUTPUT = Table("output", "What is written besides results.json.", {
     "plots": _K("bool", True, "write PNG plots (FCT CDF, link utilisation, queues, cwnd)"),
     "event_log": _K("bool", False, "write the structured event log (events.jsonl)"),
+    "log_level": _K("enum", "off", "print the structured event log on the terminal (stderr) "
+                    "as the run goes: error (failed flows, PDCs closed in error, links down), "
+                    "warning (+ drops, trims, NACKs, retransmissions, pauses), info (+ flow "
+                    "and PDC life cycle), debug (every event)",
+                    ("off", "error", "warning", "info", "debug")),
     "progress": _K("bool", True, "show a progress bar while running"),
     "sample_interval_us": _K("float", 2.0, "sampling period of link utilisation and "
                              "queue occupancy", lo=0.001, unit="µs"),

@@ -41,7 +41,8 @@ SERIES_COLUMNS: tuple[tuple[str, str, str, str], ...] = (
     ("series", "str", "", "what is sampled: link_tx_bytes, queue_bytes, cwnd_bytes, "
      "link_rate_bps, ... (the keys of timeseries.json)"),
     ("name", "str", "", "link direction (\"h0->tor0.p0\"), switch port (\"tor0.p2\") or "
-     "flow (\"flow 3 (h2->h11)\")"),
+     "flow (\"flow 3 (h2->h11)\"); nested entries and events join with / "
+     "(ev_bytes \"h0/49152\", flow_events \"flow 3 (h2->h11)/nack\" with value 1)"),
     ("t_ps", "Int64", "ps", "virtual time of the sample (empty for one-value entries such "
      "as link_rate_bps)"),
     ("value", "float64", "per series (below)", "the sampled value"),
@@ -126,18 +127,26 @@ def flow_records(results: Mapping[str, Any]) -> list[dict[str, Any]]:
 def series_records(series: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     """Time series (timeseries.json's shape) as long-format rows (SERIES_COLUMNS)."""
     out: list[dict[str, Any]] = []
-    for kind, entries in (series or {}).items():
-        if not isinstance(entries, Mapping):
-            continue
-        for name, pts in entries.items():
-            if isinstance(pts, int | float) and not isinstance(pts, bool):
-                out.append({"series": kind, "name": name, "t_ps": None, "value": pts})
-                continue
-            if not isinstance(pts, list):
-                continue
+
+    def walk(kind: str, name: str, pts: Any) -> None:
+        if isinstance(pts, int | float) and not isinstance(pts, bool):
+            out.append({"series": kind, "name": name, "t_ps": None, "value": pts})
+        elif isinstance(pts, Mapping):  # nested (ev_bytes: host -> EV -> bytes)
+            for sub, x in pts.items():
+                walk(kind, f"{name}/{sub}", x)
+        elif isinstance(pts, list):
             for p in pts:
-                out.append({"series": kind, "name": name, "t_ps": int(p[0]),
-                            "value": float(p[1])})
+                if isinstance(p[1], str):  # an event ([t, "nack"]): its kind joins the name
+                    out.append({"series": kind, "name": f"{name}/{p[1]}", "t_ps": int(p[0]),
+                                "value": 1.0})
+                else:
+                    out.append({"series": kind, "name": name, "t_ps": int(p[0]),
+                                "value": float(p[1])})
+
+    for kind, entries in (series or {}).items():
+        if isinstance(entries, Mapping):
+            for name, pts in entries.items():
+                walk(kind, str(name), pts)
     return out
 
 

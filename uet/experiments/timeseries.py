@@ -9,6 +9,14 @@ Shape (every series a list of ``[t_ps, value]`` points in time order)::
       "cwnd_bytes":    {"flow 3 (h2->h11)": [[t_ps, congestion window], ...], ...}
     }
 
+The experiment runner's sampler adds (:mod:`uet.experiments.signals`)::
+
+      "link_nominal_bps": {"core0.p0->agg0.p2": 100e9, ...},   # degraded links only
+      "flow_events":   {"flow 3 (h2->h11)": [[t_ps, "nack" | "loss" | "rto" | "ecn_cut"
+                                              | "quick_adapt"], ...], ...},
+      "fabric_signals": {"ecn_marks" | "trims" | "drops": [[t_ps, cumulative count], ...]},
+      "ev_bytes":      {"h0": {"49152": data bytes sent with that EV, ...}, ...}
+
 Link names are fabric channel names (one direction of a link), port names switch port
 names. :class:`SeriesRecorder` builds this; :func:`utilisation` turns cumulative bytes into
 Gb/s per sampling interval.

@@ -2,7 +2,10 @@
 
 The fabric logs pause on/off, trims, drops and link down/up; end points log through the
 ``log`` callable of their :class:`uet.fabric.endpoint.HostContext`. Experiments report from
-this log and the counters, never from print().
+this log and the counters, never from print(). :func:`level_filter` is the terminal view
+(``uet run --log-level``, ``uet serve --log-level``): each kind has a level
+(:data:`EVENT_LEVELS`: error, warning, info, else debug), and a level shows its own events
+and the more severe ones.
 """
 
 from __future__ import annotations
@@ -11,6 +14,49 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
+
+#: levels of the terminal view of the log (``--log-level``), least to most verbose
+LOG_LEVELS = ("off", "error", "warning", "info", "debug")
+#: the level of each event kind; a kind not listed is ``debug``
+EVENT_LEVELS: dict[str, str] = {
+    # the traffic failed or the fabric broke
+    "flow_failed": "error", "link_down": "error",
+    # trouble the transport handles: losses, trims, NACKs, retransmissions, pauses
+    "drop": "warning", "trim": "warning", "nack_tx": "warning", "nack_rx": "warning",
+    "retransmit": "warning", "close_req": "warning", "new_start_psn": "warning",
+    "pause_on": "warning", "pause_off": "warning", "pfc_xoff": "warning",
+    "pfc_xon": "warning", "link_up": "warning", "link_rate": "warning", "reroute": "warning",
+    # life cycle: flows and PDCs
+    "flow_start": "info", "flow_done": "info", "pdc_open": "info",
+    "pdc_established": "info", "pdc_closing": "info", "pdc_close": "info",
+}
+
+
+def event_level(rec: dict[str, Any]) -> str:
+    """The level of one record: its kind's, except a PDC closed in error (``error``)."""
+    if rec.get("event") == "pdc_close" and rec.get("error"):
+        return "error"
+    return EVENT_LEVELS.get(rec.get("event", ""), "debug")
+
+
+def format_event(rec: dict[str, Any]) -> str:
+    """One line for a terminal: time in µs, level, kind, the other fields as key=value."""
+    fields = " ".join(f"{k}={v}" for k, v in rec.items() if k not in ("t_ps", "event"))
+    return f"{rec['t_ps'] / 1e6:12.3f} µs {event_level(rec):7s} {rec['event']} {fields}"
+
+
+def level_filter(level: str, write: Callable[[str], None]) -> Callable[[dict[str, Any]], None]:
+    """A subscriber that writes (with :func:`format_event`) the records at ``level`` or
+    more severe; ValueError naming the allowed levels for an unknown one."""
+    if level not in LOG_LEVELS:
+        raise ValueError(f"log level {level!r}: allowed {', '.join(LOG_LEVELS)}")
+    rank = LOG_LEVELS.index(level)
+
+    def show(rec: dict[str, Any]) -> None:
+        if 0 < LOG_LEVELS.index(event_level(rec)) <= rank:
+            write(format_event(rec))
+
+    return show
 
 
 class EventLog:

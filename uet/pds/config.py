@@ -1,6 +1,6 @@
 """PDS configuration: every timer, window and limit of the Packet Delivery Sublayer.
 
-Defaults follow the reference (``shared/reference/uet-wire-format.md`` section 3 and 10):
+Defaults follow the sources of ``docs/references.md`` (topics 3 and 10):
 the UEC reference provider's values (MP_RANGE 128, RTO 5 ms, 5 retries, New_PDC_Time and
 Close_REQ_Time 1000 ms, DSCP 0 / 46, control EV 0x4242) and htsim's (ACK every 16 KiB,
 100 us minimum RTO for the adaptive estimator). Where the reference is silent the choice is

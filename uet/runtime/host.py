@@ -27,7 +27,14 @@ from uet.ses.errors import OperationResult, SesError
 from uet.ses.matching import Receive
 from uet.ses.memory import MemoryRegion, Perm
 from uet.ses.messages import TargetAddr
-from uet.wire.constants import AtomicDatatype, AtomicOpcode, DeliveryMode, RspList, SesOpcode
+from uet.wire.constants import (
+    AtomicDatatype,
+    AtomicOpcode,
+    DeliveryMode,
+    RspList,
+    SesOpcode,
+    enum_member,
+)
 from uet.wire.constants import ReturnCode as Rc
 
 if TYPE_CHECKING:
@@ -268,7 +275,7 @@ class Host:
     def _mode(self, mode: Any) -> DeliveryMode:
         if mode is None:
             return self.fep.mode
-        return _enum(DeliveryMode, mode, "mode")
+        return enum_member(DeliveryMode, mode, "mode")
 
     def _start(self, method: str, timeout_ps: int | None, *args: Any,
                **kwargs: Any) -> PendingOp:
@@ -418,8 +425,8 @@ class Host:
         ``result.data``)."""
         tgt = self._target(dst, index, job, pid, generation)
         return self._start("atomic", timeout_ps, tgt, key, offset,
-                           _enum(AtomicOpcode, opcode, "opcode"),
-                           _enum(AtomicDatatype, datatype, "datatype"), operand,
+                           enum_member(AtomicOpcode, opcode, "opcode"),
+                           enum_member(AtomicDatatype, datatype, "datatype"), operand,
                            compare=compare, mask=mask, fetch=fetch, mode=self._mode(mode),
                            tc=self.fep.tc if tc is None else tc, absolute=absolute)
 
@@ -433,8 +440,8 @@ class Host:
         of the posted tagged receive it matches (NO_MATCH if none is posted)."""
         tgt = self._target(dst, index, job, pid, generation)
         return self._start("tagged_atomic", timeout_ps, tgt, tag,
-                           _enum(AtomicOpcode, opcode, "opcode"),
-                           _enum(AtomicDatatype, datatype, "datatype"), operand,
+                           enum_member(AtomicOpcode, opcode, "opcode"),
+                           enum_member(AtomicDatatype, datatype, "datatype"), operand,
                            compare=compare, mask=mask, fetch=fetch, offset=offset,
                            mode=self._mode(mode), tc=self.fep.tc if tc is None else tc)
 
@@ -450,20 +457,6 @@ class Host:
 
 
 # ---------------------------------------------------------------------- helpers
-
-
-def _enum(enum: Any, value: Any, what: str) -> Any:
-    if isinstance(value, str):
-        try:
-            return enum[value.upper()]
-        except KeyError:
-            names = ", ".join(m.name for m in enum)
-            raise ValueError(f"{what}={value!r}: allowed {names}") from None
-    try:
-        return enum(value)
-    except ValueError:
-        names = ", ".join(m.name for m in enum)
-        raise ValueError(f"{what}={value!r}: allowed {names}") from None
 
 
 def _perms(perms: Perm | str) -> Perm:

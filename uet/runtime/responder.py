@@ -64,9 +64,11 @@ class Responder:
 
 
 async def serve(setup: DutSetup, ip: str, port: int, duration_s: float | None,
-                announce: Any = print) -> dict[str, int]:
-    """Serve until ``duration_s`` elapsed (None: until cancelled); returns the counters."""
-    async with Responder(setup, ip, port) as r:
+                announce: Any = print, log: Any = None) -> dict[str, int]:
+    """Serve until ``duration_s`` elapsed (None: until cancelled); returns the counters.
+    ``log(now, kind, **fields)`` receives the end point's structured events."""
+    driver = FepDriver(setup, ip, log=log) if log is not None else None
+    async with Responder(setup, ip, port, driver=driver) as r:
         announce(f"ready udp:{ip}:{port}" if ":" not in ip else f"ready udp:[{ip}]:{port}")
         import signal
 

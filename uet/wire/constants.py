@@ -1,13 +1,34 @@
 """Every UET 1.0 code point the project knows, as ``IntEnum`` / ``IntFlag``.
 
-Values come from ``shared/reference/uet-wire-format.md`` (sections 1, 2, 4, 7); where the
-public sources disagree, the reference's resolution (its section 9.1) is followed and the
-choice is recorded in ``docs/wire-format.md``.
+Values come from the public sources of ``docs/references.md`` (topics 1, 2, 4, 7: the UEC
+reference provider's ``uet_pkt_hdr.h``, Wireshark's ``packet-uet.c``, xdp2); where they
+disagree, the choice is recorded in ``docs/wire-format.md`` (ref 9.1).
 """
 
 from __future__ import annotations
 
 from enum import IntEnum, IntFlag
+from typing import Any, TypeVar
+
+_E = TypeVar("_E", bound=IntEnum)
+
+
+def enum_member(enum: type[_E], value: Any, what: str) -> _E:
+    """``enum``'s member for a member, a number or a name (any case: ``"ROD"``, ``"rod"``);
+    ValueError naming ``what`` and the allowed names otherwise (API keywords such as
+    ``mode=``)."""
+    if isinstance(value, str):
+        try:
+            return enum[value.strip().upper()]
+        except KeyError:
+            pass
+    elif not isinstance(value, bool):
+        try:
+            return enum(value)
+        except (ValueError, TypeError):
+            pass
+    names = ", ".join(m.name for m in enum)
+    raise ValueError(f"{what}={value!r}: allowed {names}")
 
 #: UDP destination port of UET over UDP (the entropy value rides in the UDP source port).
 UET_UDP_PORT = 4793

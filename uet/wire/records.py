@@ -7,7 +7,7 @@ field values.
 
 Conventions:
 
-* Field names follow the reference (``shared/reference/uet-wire-format.md``); the
+* Field names follow the reference provider's ``uet_pkt_hdr.h`` (``docs/references.md``); the
   Wireshark field each maps to is listed in ``docs/wire-format.md``.
 * Flags are stored raw (the 7-bit PDS ``flags`` or the 6-bit SES ``flags``) with read-only
   properties for the single bits, so that records round-trip exactly.

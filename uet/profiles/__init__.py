@@ -1,11 +1,12 @@
 """Profiles (AI Base, AI Full, HPC) as data: loading, validation and capability checks.
 
-A profile is a TOML file (``profiles/*.toml``) with the sections ``[profile]``,
-``[delivery]``, ``[operations]``, ``[tagged]``, ``[atomics]``, ``[ses]``, ``[cms]`` and
-``[pds]``. Every key is checked against :data:`SCHEMA`; an unknown key, a missing key or a
-bad value raises :class:`ProfileConfigError` naming the file, the key and what is allowed.
-A user profile may say ``extends = "ai-full"`` in ``[profile]`` and then give only the keys
-it changes. ``docs/profiles.md`` lists every key and says which choices are ours.
+A profile is a TOML file with the sections ``[profile]``, ``[delivery]``, ``[operations]``,
+``[tagged]``, ``[atomics]``, ``[ses]``, ``[cms]`` and ``[pds]``; the built-in ones
+(``ai-base.toml``, ``ai-full.toml``, ``hpc.toml``) live in this package's folder. Every key
+is checked against :data:`SCHEMA`; an unknown key, a missing key or a bad value raises
+:class:`ProfileConfigError` naming the file, the key and what is allowed. A user profile may
+say ``extends = "ai-full"`` in ``[profile]`` and then give only the keys it changes.
+``docs/profiles.md`` lists every key and says which choices are ours.
 
 An end point advertises its profile as ``fep_cap`` bits; :func:`peer_profiles` maps a peer's
 bits back to the built-in profiles, and :meth:`Profile.check_operation` refuses (with
@@ -268,11 +269,12 @@ def _enum_name(enum, value: int) -> str:
 
 
 def profiles_dir() -> Path:
-    """Directory of the built-in profiles (``UET_PROFILES_DIR`` overrides)."""
+    """Directory of the built-in profiles: this package's own folder (``ai-base.toml``
+    etc. ship in the wheel as package data); ``UET_PROFILES_DIR`` overrides."""
     env = os.environ.get("UET_PROFILES_DIR")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parent.parent / "profiles"
+    return Path(__file__).resolve().parent
 
 
 def load_profile(name_or_path: str | os.PathLike) -> Profile:
