@@ -89,3 +89,13 @@ def test_a_bad_cms_value_is_a_config_error_naming_the_key():
 
     with pytest.raises(CmsConfigError, match=r"^cms\.ev_count: must be a power of two"):
         validate_config(CmsConfig(ev_count=3))
+
+
+def test_the_cli_shows_user_errors_in_one_line_and_keeps_tracebacks_for_bugs():
+    from uet.cli import is_user_error
+    from uet.pds import PdsConfigError
+    from uet.pds.invariants import LivenessError
+
+    assert is_user_error(PdsConfigError("pds.rto_ps: must be > 0, got 0"))
+    assert not is_user_error(LivenessError("call", object(), "why", 0))
+    assert not is_user_error(LocalProtocolError("an illegal transition"))
