@@ -77,13 +77,14 @@ def clear_in_header(peer):
 
 @case("PDS-CLR-006", "2.7, 3.7",
       "A target holding un-cleared responses with no request flowing sends CLEAR_REQ "
-      "control packets (payload = the PSN to clear) until it is cleared")
+      "control packets (payload = the PSN to clear, control DSCP) until it is cleared")
 def clear_req(peer):
     pdc, _msg, psn, _first = _held(peer)
     period = peer.setup.clear_req_us or peer.setup.rto_us
     peer.expect(PdsControl, timeout_us=period * 1.5,
                 fields={"ctl_type": CtlType.CLEAR_REQ, "dpdcid": pdc.spdcid,
                         "spdcid": pdc.dpdcid, "payload": psn,
+                        "dscp": peer.setup.dscp_control,
                         "flags": lacks_flags(CpFlag.ISROD)},
                 what=f"CLEAR_REQ for PSN {psn}")
     pdc.control(CtlType.CLEAR, 0, payload=psn)
@@ -109,7 +110,7 @@ def dut_clears_on_req(peer):
 
 @case("PDS-CLR-008", "2.7, 3.7",
       "The device as initiator answers a CLEAR_REQ control packet by a CLEAR with its "
-      "clear PSN")
+      "clear PSN (at the control DSCP)")
 def dut_clears_on_clear_req(peer):
     flow = DutFlow(peer, 2)
     flow.begin()
@@ -117,8 +118,8 @@ def dut_clears_on_clear_req(peer):
     flow.control(CtlType.CLEAR_REQ, flow.psn(0), payload=flow.psn(0))
     peer.expect(PdsControl, timeout_us=1000,
                 fields={"ctl_type": CtlType.CLEAR, "spdcid": flow.dut_id,
-                        "payload": flow.psn(0)},
-                what=f"a CLEAR with payload {flow.psn(0)}")
+                        "payload": flow.psn(0), "dscp": peer.setup.dscp_control},
+                what=f"a CLEAR with payload {flow.psn(0)} at the control DSCP")
     flow.ack(flow.psn(1))
 
 

@@ -252,7 +252,7 @@ def retry_limit(peer):
 
 @case("PDS-RTX-004", "3.8",
       "A packet SACKed (arrived) but whose ACK never came is not resent at its RTO: the "
-      "device sends an ACK_REQ control packet for its PSN instead")
+      "device sends an ACK_REQ control packet for its PSN instead (at the control DSCP)")
 def sack_then_ack_req(peer):
     rto = peer.setup.rto_us
     flow = DutFlow(peer, 3)
@@ -261,7 +261,7 @@ def sack_then_ack_req(peer):
     flow.ack(flow.psn(0), sack_base=base, sack_bitmap=0b1)  # PSN 1 arrived, 2 not
     peer.expect(PdsControl, timeout_us=rto * 1.5,
                 fields={"ctl_type": CtlType.ACK_REQ, "psn": flow.psn(1),
-                        "spdcid": flow.dut_id},
+                        "spdcid": flow.dut_id, "dscp": peer.setup.dscp_control},
                 what=f"an ACK_REQ for the SACKed PSN {flow.psn(1)}")
     peer.expect_nothing(PdsRequest, within_us=1000,
                         fields={"psn": flow.psn(1), "spdcid": flow.dut_id},
