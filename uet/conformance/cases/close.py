@@ -72,7 +72,7 @@ def reopen_after_close(peer):
 
 @case("PDS-CLS-006", "2.7, 3.9",
       "A target PDC idle for its idle time asks the initiator to close: a CLOSE_REQ "
-      "control packet with AR at the control DSCP; later ACKs carry REQ = 2 (close request)")
+      "control packet with AR; later ACKs carry REQ = 2 (close request)")
 def target_requests_close(peer):
     s = peer.setup
     if not s.target_idle_us:
@@ -80,8 +80,7 @@ def target_requests_close(peer):
     pdc = opened(peer)
     peer.expect(PdsControl, timeout_us=s.target_idle_us * 1.5,
                 fields={"ctl_type": CtlType.CLOSE_REQ, "dpdcid": pdc.spdcid,
-                        "spdcid": pdc.dpdcid, "flags": has_flags(CpFlag.AR),
-                        "dscp": s.dscp_control},
+                        "spdcid": pdc.dpdcid, "flags": has_flags(CpFlag.AR)},
                 what="CLOSE_REQ after the idle time")
     rx = response(pdc, pdc.send(peer.ses.no_op()[0]), OK)
     req = (rx.pds.flags & AckFlag.REQ_MASK) >> 1
@@ -93,8 +92,15 @@ def target_requests_close(peer):
 
 @case("PDS-CLS-007", "3.9",
       "The device as initiator closes an idle PDC once everything is acknowledged: a "
-      "CLOSE control packet with AR carrying the next PSN, at the control DSCP")
+      "CLOSE control packet with AR carrying the next PSN")
 def dut_closes_when_idle(peer):
+    dut_idle_close(peer, lambda flow: {
+        "dpdcid": flow.my_id, "psn": psn_add(flow.psn(1), 1), "flags": has_flags(CpFlag.AR)})
+
+
+def dut_idle_close(peer, fields, what="the CLOSE of the idle PDC (PSN = last data PSN + 1)"):
+    """The device's return flow of two packets, all acknowledged: the CLOSE it sends once
+    idle (``fields(flow)``: what it must carry), acknowledged."""
     s = peer.setup
     if not s.close_idle_us:
         peer.fail("the setup disables the initiator idle close (close_idle_us = 0)")
@@ -103,10 +109,9 @@ def dut_closes_when_idle(peer):
     flow.ack(flow.psn(1))
     rx = peer.expect(PdsControl, timeout_us=s.close_idle_us * 1.5,
                      fields={"ctl_type": CtlType.CLOSE, "spdcid": flow.dut_id,
-                             "dpdcid": flow.my_id, "psn": psn_add(flow.psn(1), 1),
-                             "flags": has_flags(CpFlag.AR), "dscp": s.dscp_control},
-                     what="the CLOSE of the idle PDC (PSN = last data PSN + 1)")
+                             **fields(flow)}, what=what)
     flow.ack(rx.pds.psn)
+    return rx
 
 
 @case("PDS-CLS-008", "3.8, 3.9",

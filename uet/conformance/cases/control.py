@@ -8,7 +8,10 @@ from uet.wire.records import PdsControl, PdsNack, psn_add
 from .. import packets as P
 from ..peer import ANY_ACK, has_flags
 from ..registry import case
-from .common import OK, DutFlow, check_bytes, opened, quiet, read_back, require, response, unique
+from .clear import dut_clear_answer, held
+from .close import dut_idle_close
+from .common import OK, check_bytes, opened, quiet, read_back, require, response, unique
+from .reactions import sacked_ack_req
 
 ACK_US = 1000
 
@@ -161,27 +164,22 @@ def ack_req_future(peer):
 # PDS-RUDI-006); these cases cover every control packet kind the device sends.
 
 
-def _cp_dscp(peer, ctl, timeout_us, what, **fields):
-    rx = peer.expect(PdsControl, timeout_us=timeout_us, fields={"ctl_type": ctl, **fields},
-                     what=what)
+def _dscp(peer, rx):
     want = peer.setup.dscp_control
     require(peer, rx.dscp == want,
-            f"{CtlType(ctl).name} left with DSCP {rx.dscp}, not the control DSCP {want} "
-            f"(control packets must not queue behind data): {rx.describe()}")
-    return rx
+            f"{CtlType(rx.pds.ctl_type).name} left with DSCP {rx.dscp}, not the control DSCP "
+            f"{want} (control packets must not queue behind data): {rx.describe()}")
 
 
 @case("PDS-CP-012", "1.4, 2.7, 3.7",
       "A CLEAR_REQ the device sends as target leaves at the control DSCP (EF, 46 by "
       "default; the setup names it), not behind data")
 def clear_req_dscp(peer):
-    pdc = peer.pdc()
-    pdc.auto_clear = False
-    psn = pdc.send(peer.ses.write("rma", peer.scratch, unique(peer, 16))[0])
-    response(pdc, psn, OK)
+    pdc, _msg, psn, _first = held(peer)
     period = peer.setup.clear_req_us or peer.setup.rto_us
-    _cp_dscp(peer, CtlType.CLEAR_REQ, period * 1.5, "the CLEAR_REQ for the held response",
-             dpdcid=pdc.spdcid)
+    _dscp(peer, peer.expect(PdsControl, timeout_us=period * 1.5,
+                            fields={"ctl_type": CtlType.CLEAR_REQ, "dpdcid": pdc.spdcid},
+                            what="the CLEAR_REQ for the held response"))
     pdc.control(CtlType.CLEAR, 0, payload=psn)
 
 
@@ -192,45 +190,27 @@ def close_req_dscp(peer):
     if not s.target_idle_us:
         peer.fail("the setup disables the target idle close (target_idle_us = 0)")
     pdc = opened(peer)
-    _cp_dscp(peer, CtlType.CLOSE_REQ, s.target_idle_us * 1.5,
-             "the CLOSE_REQ of the idle PDC", dpdcid=pdc.spdcid)
+    _dscp(peer, peer.expect(PdsControl, timeout_us=s.target_idle_us * 1.5,
+                            fields={"ctl_type": CtlType.CLOSE_REQ, "dpdcid": pdc.spdcid},
+                            what="the CLOSE_REQ of the idle PDC"))
     pdc.ack_of(pdc.control(CtlType.CLOSE, ar=True), what="the ACK of the CLOSE")
 
 
 @case("PDS-CP-014", "1.4, 2.7, 3.9",
       "A CLOSE the device sends as initiator leaves at the control DSCP")
 def close_dscp(peer):
-    s = peer.setup
-    if not s.close_idle_us:
-        peer.fail("the setup disables the initiator idle close (close_idle_us = 0)")
-    flow = DutFlow(peer, 2)
-    flow.begin()
-    flow.ack(flow.psn(1))
-    rx = _cp_dscp(peer, CtlType.CLOSE, s.close_idle_us * 1.5, "the CLOSE of the idle PDC",
-                  spdcid=flow.dut_id)
-    flow.ack(rx.pds.psn)
+    _dscp(peer, dut_idle_close(peer, lambda flow: {}, what="the CLOSE of the idle PDC"))
 
 
 @case("PDS-CP-015", "1.4, 2.7, 3.8",
       "An ACK_REQ the device sends as initiator (for a packet SACKed but not ACKed) "
       "leaves at the control DSCP")
 def ack_req_dscp(peer):
-    flow = DutFlow(peer, 3)
-    flow.begin()
-    flow.ack(flow.psn(0), sack_base=psn_add(flow.psn(0), 1), sack_bitmap=0b1)
-    _cp_dscp(peer, CtlType.ACK_REQ, peer.setup.rto_us * 1.5,
-             f"the ACK_REQ for the SACKed PSN {flow.psn(1)}", psn=flow.psn(1),
-             spdcid=flow.dut_id)
-    flow.ack(flow.psn(2))
+    _dscp(peer, sacked_ack_req(peer))
 
 
 @case("PDS-CP-016", "1.4, 2.7, 3.7",
       "A CLEAR the device sends as initiator (answering CLEAR_REQ) leaves at the control "
       "DSCP")
 def clear_dscp(peer):
-    flow = DutFlow(peer, 2)
-    flow.begin()
-    flow.ack(flow.psn(0))
-    flow.control(CtlType.CLEAR_REQ, flow.psn(0), payload=flow.psn(0))
-    _cp_dscp(peer, CtlType.CLEAR, 1000, "the CLEAR answering CLEAR_REQ", spdcid=flow.dut_id)
-    flow.ack(flow.psn(1))
+    _dscp(peer, dut_clear_answer(peer, lambda flow: {}, what="the CLEAR answering CLEAR_REQ"))

@@ -387,14 +387,20 @@ def send_duplicate(peer):
     response(pdc, pdc.send(nxt[0]), OK, ses__list=RspList.EXPECTED)
 
 
+def _two_packet_write(peer):
+    """An opened PDC, the 64 bytes of the scratch slot as they are, and a two-packet
+    WRITE of 64 new bytes there (not sent)."""
+    pdc = opened(peer)
+    before = read_back(pdc, "rma", peer.scratch, 64)
+    return pdc, before, peer.ses.write("rma", peer.scratch, unique(peer, 64), mtu=32)
+
+
 @case("SES-OP-024", "4.6, 3.10",
       "A later packet of a message abandoned with MSG_ERROR is not executed: the second "
       "packet of a two-packet WRITE sent after the MSG_ERROR writes nothing (memory read "
       "back) and completes nothing")
 def msg_error_later_packet(peer):
-    pdc = opened(peer)
-    before = read_back(pdc, "rma", peer.scratch, 64)
-    msg = peer.ses.write("rma", peer.scratch, unique(peer, 64), mtu=32)
+    pdc, before, msg = _two_packet_write(peer)
     pdc.ack_of(pdc.send(msg[0], ar=True), fields={"ses.opcode": not_(RspOpcode.RESPONSE)},
                what="the ACK of the first packet, without RESPONSE")
     response(pdc, pdc.send(peer.ses.msg_error(msg.msg_id)[0]), OK,
@@ -410,9 +416,7 @@ def msg_error_later_packet(peer):
       "packet of that message arriving after it is not executed (memory read back) and "
       "gets no RESPONSE OK")
 def msg_error_overtaken(peer):
-    pdc = opened(peer)
-    before = read_back(pdc, "rma", peer.scratch, 64)
-    msg = peer.ses.write("rma", peer.scratch, unique(peer, 64), mtu=32)
+    pdc, before, msg = _two_packet_write(peer)
     pdc.ack_of(pdc.send(peer.ses.msg_error(msg.msg_id)[0]),
                what="the ACK of a MSG_ERROR for a message not seen yet")
     for i, pkt in enumerate(msg.packets):
