@@ -83,5 +83,7 @@ class Rerouter:
 
 
 def _node(port: Any) -> Any:
-    """The node a port belongs to: its switch, or the host interface itself."""
+    """The node a port belongs to: its switch, or the host interface itself (a live
+    driver's wire end stands for the port at its far end as ``far``)."""
+    port = getattr(port, "far", port)
     return port.switch if isinstance(port, SwitchPort) else port
