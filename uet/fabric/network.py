@@ -83,7 +83,8 @@ class Network:
     def add_switch(self, name: str, *, trimming: bool = True,
                    pfc: PfcConfig | None = None) -> Switch:
         sw = Switch(name, self.node_loop(name), self.log, qos=self.qos,
-                    seed=_seed_for(self.seed, name), ecmp_seed=switch_seed(self.ecmp_seed, name), trimming=trimming, pfc=pfc)
+                    seed=_seed_for(self.seed, name),
+                    ecmp_seed=switch_seed(self.ecmp_seed, name), trimming=trimming, pfc=pfc)
         self.switches[name] = sw
         return sw
 
