@@ -320,6 +320,8 @@ def validate(raw: dict[str, Any], source: Source | None = None) -> dict[str, Any
     for name in SECTIONS:
         table = TABLES[name]
         value = raw.get(name)
+        if table.optional and value is None:
+            continue
         if table.array:
             items = [] if value is None else value
             if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):

@@ -29,7 +29,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import trio
 
 from uet.endpoint.fep import SINK_INDEX, SINK_KEY, DeliveryAudit, FabricEndpoint
 from uet.experiments import timeseries
@@ -48,6 +47,7 @@ from uet.experiments.workload import DependencyTracker, Flow, Workload
 from uet.fabric.eventlog import EventLog, level_filter
 from uet.fabric.network import Network
 from uet.fabric.topology import build
+from uet.runtime import run as run_async
 from uet.runtime.fabric import Fabric
 from uet.ses.messages import OpCompleted
 from uet.wire.constants import DeliveryMode, ReturnCode
@@ -86,6 +86,14 @@ def run_experiment(config: dict[str, Any], out_dir: Path | None,
     if series is not None and run.series is not None:
         series.update(timeseries.plain(run.series))
     return results
+
+
+def check_live(cfg: dict[str, Any]) -> None:
+    """What ``uet run --live`` cannot do, as a ConfigError naming the key and why."""
+    if cfg["transport"].get("stack", "uet") != "uet":
+        raise error_at(cfg, ("transport", "stack"), "live mode runs the UET stack: the "
+                       "RoCE baseline's end points are modelled for virtual time only",
+                       allowed="uet (or run without --live)")
 
 
 def _in_notebook() -> bool:
@@ -297,6 +305,8 @@ class Runner:
         self.stop_reason: str | None = None
         self.last_delivery = 0
         self.scheduled = 0  # flows scheduled to start, not started yet
+        #: real time: the live fabric (uet.runtime.live) instead of the virtual one
+        self.live = bool((config.get("live") or {}).get("enabled"))
 
     # ------------------------------------------------------------------ building
 
@@ -330,12 +340,26 @@ class Runner:
         if level != "off":
             log.subscribe(level_filter(level, lambda line: print(line, file=sys.stderr)))
         self.log = log
-        net = build(Network(seed=cfg["experiment"]["seed"], log=log), fabric_topology(cfg))
+        seed = cfg["experiment"]["seed"]
+        live = cfg.get("live") or {}
+        if live.get("enabled"):
+            check_live(cfg)
+            from uet.runtime.live import LiveFabric, live_network
+
+            net = build(live_network(seed=seed, log=log), fabric_topology(cfg))
+        else:
+            net = build(Network(seed=seed, log=log), fabric_topology(cfg))
         self.nominal_bps = {ch.name: ch.rate_bps for link in net.links
                             for ch in (link.ab, link.ba)}
         for item in plan(cfg, net.links):
             net.impair(item["at"], item["cfg"], item["direction"])
-        fab = Fabric(net, endpoint_factory=self.endpoint_factory(), eventlog=log)
+        if live.get("enabled"):
+            fab: Fabric = LiveFabric(net, endpoint_factory=self.endpoint_factory(),
+                                     eventlog=log, dilation=live["dilation"],
+                                     backend=live["backend"],
+                                     address_block=live["address_block"])
+        else:
+            fab = Fabric(net, endpoint_factory=self.endpoint_factory(), eventlog=log)
         cap = cfg["capture"]
         self._check_taps(net)
         if (cap["ifaces"] or cap["links"]) and self.out is not None:
@@ -424,7 +448,8 @@ class Runner:
             if fid is None:
                 return
             del self.pending[host, done.op.op_id]
-            self._finished(self.by_id[fid], done.op, self.loop.now)
+            # the host's own core (the fabric's one core in virtual time)
+            self._finished(self.by_id[fid], done.op, self.fab.host(host).loop.now)
 
         return hook
 
@@ -495,10 +520,10 @@ class Runner:
                 progress.update(now, done)
                 if done == total:
                     self.stop_reason = "done"
-                    if not self.drain or self._pdcs_closed() or not len(fab.loop):
+                    if not self.drain or self._pdcs_closed() or not fab.pending():
                         break
                     draining = True  # stop sampling; wait for the PDCs to close
-                elif not len(fab.loop) or (not self.pending and not self.scheduled):
+                elif not fab.pending() or (not self.pending and not self.scheduled):
                     # nothing in flight and nothing to start: what is left waits on
                     # failed messages
                     self.stop_reason = "stalled"
@@ -524,7 +549,7 @@ class Runner:
                                description=self.cfg["experiment"]["name"], enabled=show)
         cpu0 = time.process_time()
         with progress, quiet_collector():
-            trio.run(self.drive, progress, t0)
+            run_async(self.drive, progress, t0)
         t_ran = time.perf_counter()
         self.timing = {"build_s": t_built - t0, "run_s": t_ran - t_built,
                        "run_cpu_s": time.process_time() - cpu0}
@@ -587,8 +612,16 @@ class Runner:
                 "stop_reason": self.stop_reason or "error",
                 "virtual_time_ps": int(self.virtual_ps),
                 "last_delivery_ps": int(self.last_delivery) if self.end_ps else None,
-                "wall_time_s": wall, "events": self.fab.loop.events,
-                "packet_hops": self.fab.net.packet_hops(), "timing": self.timing}
+                "wall_time_s": wall, "events": self.fab.events_run(),
+                "packet_hops": self.fab.net.packet_hops(), "timing": self.timing,
+                **({"live": self.live_info()} if self.live else {})}
+
+    def live_info(self) -> dict[str, Any]:
+        """How the live run went: backend, dilation (and its calibration), lag."""
+        c = self.fab.counters()["live"]
+        return {"backend": c["backend"], "dilation": c["dilation"],
+                "calibration": c["calibration"], "real_s": c["real_s"],
+                "behind": c["behind"]}
 
     def collective_check(self) -> dict[str, Any]:
         """The all-reduce's data check: ranks whose final buffer is wrong (empty: every

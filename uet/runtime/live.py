@@ -56,7 +56,7 @@ from uet.fabric.qos import QosConfig
 from uet.fabric.scheduler import EventLoop
 from uet.fabric.topology import build
 from uet.runtime.fabric import Fabric
-from uet.runtime.wire import Netns, PacketWire, UdpWire, check_fcs, with_fcs
+from uet.runtime.wire import LiveError, Netns, PacketWire, UdpWire, check_fcs, with_fcs
 
 __all__ = ["LiveFabric", "LiveError", "ControlLoop", "LiveClock", "live_network",
            "calibrate", "BACKENDS"]
@@ -67,10 +67,6 @@ FRAME_BYTES = 4150
 #: share of one CPU the calibration plans to use (the rest: the OS, other processes, bursts)
 TARGET_LOAD = 0.25
 _ns_counter = count()
-
-
-class LiveError(RuntimeError):
-    """What the live fabric cannot do here (one line: what and why)."""
 
 
 class LiveClock:

@@ -51,6 +51,11 @@ MAX_FRAME = 65536
 _FCS = struct.Struct("<I")
 
 
+class LiveError(RuntimeError):
+    """What the live fabric cannot do here (one line: what and why). Defined here, with
+    no Trio import, so that command-line code can catch it cheaply."""
+
+
 def with_fcs(frame: bytes, fcs: int | None = None) -> bytes:
     """``frame`` followed by its FCS (or the given one: a corrupted frame keeps the good
     frame's, so the receiver finds the mismatch)."""
