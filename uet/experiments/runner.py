@@ -29,7 +29,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-
 from uet.endpoint.fep import SINK_INDEX, SINK_KEY, DeliveryAudit, FabricEndpoint
 from uet.experiments import timeseries
 from uet.experiments.collectives import ByteState
