@@ -30,6 +30,7 @@ from uet.experiments.schema import (
     Table,
     parse_size,
 )
+from uet.experiments.validated import host_count, resolve_path
 
 PathT = tuple[str | int, ...]
 DEFAULT_NAME = "default.toml"
@@ -497,19 +498,6 @@ def _open_fields(kind: str) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- cross checks
 
-def host_count(topology: dict[str, Any]) -> int:
-    """Number of hosts of a validated ``[topology]`` table."""
-    kind = topology["kind"]
-    if kind == "back_to_back":
-        return 2
-    if kind == "star":
-        return topology["hosts"]
-    if kind == "leaf_spine":
-        return topology["leaves"] * topology["hosts_per_leaf"]
-    k = topology["k"]
-    return k * k * k // 4
-
-
 #: keys holding a file path: resolved once, at validation, to an absolute path
 PATH_KEYS: tuple[PathT, ...] = (("transport", "profile"), ("traffic", "file"))
 
@@ -535,18 +523,6 @@ def _resolve_paths(cfg: dict[str, Any], src: Source) -> None:
             continue
         base = Path.cwd() if src.overridden(path) or file_dir is None else file_dir
         table[path[1]] = os.path.abspath(base / p)
-
-
-def base_dir(config: dict[str, Any]) -> Path:
-    """Directory that relative paths in the config are resolved from."""
-    name = config.get("source", {}).get("file", "")
-    p = Path(name)
-    return p.parent if p.is_file() else Path.cwd()
-
-
-def resolve_path(config: dict[str, Any], rel: str) -> Path:
-    p = Path(rel).expanduser()
-    return p if p.is_absolute() else base_dir(config) / p
 
 
 def _cross_check(cfg: dict[str, Any], src: Source) -> None:

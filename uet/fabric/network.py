@@ -18,6 +18,7 @@ from uet.fabric.nic import Nic
 from uet.fabric.pfc import PfcConfig
 from uet.fabric.port import Port
 from uet.fabric.qos import QosConfig
+from uet.fabric.routing import Rerouter
 from uet.fabric.scheduler import EventLoop
 from uet.fabric.switch import UNLIMITED, Switch, SwitchPort
 
@@ -134,8 +135,6 @@ class Network:
     def enable_rerouting(self, delay_ps: int) -> None:
         """Recompute switch routes (shortest-path ECMP over the links up) ``delay_ps``
         after every link state change (:mod:`uet.fabric.routing`)."""
-        from uet.fabric.routing import Rerouter
-
         self.rerouter = Rerouter(self, delay_ps)
 
     def finish_hosts(self) -> None:
