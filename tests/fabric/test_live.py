@@ -257,3 +257,32 @@ def test_veth_backend_in_a_namespace(tmp_path: Path) -> None:
     # nothing but the fabric's frames on the veth (IPv6 is off in the namespace)
     assert all(p.startswith(("eth:ethertype:ip:udp:uet", "eth:ethertype:macc")) for p in
                protos), set(protos)
+
+
+def test_what_the_live_fabric_refuses() -> None:
+    """Clear one-line errors: an external host in a virtual fabric, a bad external
+    address, a bad backend or dilation, an address block outside loopback."""
+    with pytest.raises(ValueError, match="need the live fabric"):
+        Fabric({"kind": "star", "hosts": 2, "external": {1: "udp:127.0.0.9:4793"}})
+    for bad, what in (({1: "tcp:127.0.0.9:4793"}, "udp:IP:PORT"),
+                      ({1: "udp:10.0.0.9:4793"}, "loopback only"),
+                      ({5: "udp:127.0.0.9:4793"}, "no host 5"),
+                      ({1: "udp:127.0.0.9:0"}, "port 1..65535")):
+        with pytest.raises(ValueError, match=what):
+            LiveFabric({"kind": "star", "hosts": 2, "external": bad}, dilation=DILATION)
+    with pytest.raises(ValueError, match="allowed"):
+        LiveFabric({"kind": "star", "hosts": 2}, backend="tcp")
+    with pytest.raises(ValueError, match="dilation"):
+        LiveFabric({"kind": "star", "hosts": 2}, dilation=0)
+    with pytest.raises(ValueError, match="inside 127.0.0.0/8"):
+        LiveFabric({"kind": "star", "hosts": 2}, address_block="10.1.0.0/16")
+
+    async def taken() -> None:
+        async with LiveFabric({"kind": "star", "hosts": 2}, dilation=DILATION,
+                              address_block=BLOCK):
+            with pytest.raises(LiveError, match="taken"):
+                async with LiveFabric({"kind": "star", "hosts": 2}, dilation=DILATION,
+                                      address_block=BLOCK):
+                    pass
+
+    trio.run(taken)
