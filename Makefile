@@ -21,6 +21,7 @@ test: install sysdeps
 
 lint:
 	$(PYTHON) -m ruff check uet tests tools benchmarks
+	$(PYTHON) -m mypy
 
 bench:
 	uet bench

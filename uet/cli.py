@@ -69,8 +69,12 @@ EXIT_INTERRUPT = 130
 
 def is_user_error(exc: BaseException) -> bool:
     """True for the project's own errors (a class of ``uet.*`` in the exception's MRO),
-    which describe bad input; assertion failures are internal and keep their traceback."""
-    if isinstance(exc, AssertionError):
+    which describe bad input; assertion failures and local protocol errors (an illegal
+    state transition, a liveness violation: bugs, never a user's mistake) are internal
+    and keep their traceback."""
+    from uet.errors import LocalProtocolError
+
+    if isinstance(exc, (AssertionError, LocalProtocolError)):
         return False
     return any(cls.__module__.split(".")[0] == "uet" for cls in type(exc).__mro__)
 

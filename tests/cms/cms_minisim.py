@@ -114,7 +114,7 @@ class MiniNet:
             f.send_pending = True
             self.push(f.nic_free, "try", f.fid)
             return
-        f.cc.on_backlog(t, self.backlog(f))
+        f.cc.on_backlog(t, backlog_bytes=self.backlog(f))
         if f.rtx:
             psn, n = f.rtx[0]
             retx = True
@@ -122,7 +122,7 @@ class MiniNet:
             psn, n, retx = f.next_psn, min(self.mtu, f.queued), False
         else:
             return
-        if not f.cc.can_send(t, n, f.in_flight, retx):
+        if not f.cc.can_send(t, nbytes=n, in_flight=f.in_flight, retx=retx):
             self.credit_request(t, f)
             return
         if retx:
@@ -132,7 +132,7 @@ class MiniNet:
             f.queued -= n
         ev = f.cc.choose_ev(t)
         target = f.cc.credit_target() if f.cc.credit_based else 0
-        f.cc.on_send(t, n, ev, retx)
+        f.cc.on_send(t, nbytes=n, ev=ev, retx=retx)
         f.in_flight += n
         f.outstanding[psn] = (t, n, ev)
         f.nic_free = t + self.ser(n) // self.speedup
@@ -179,20 +179,23 @@ class MiniNet:
     ) -> None:
         f = self.flows[fid]
         self.delivered += n
-        f.rx.on_data(t, n, ecn, target, True)
+        f.rx.on_data(t, nbytes=n, ecn_ce=ecn, credit_target=target, in_order=True)
         ack = PdsAckCc()
-        f.rx.fill_ack_cc(t, ack)
+        f.rx.fill_ack_cc(t, ack=ack)
         self.push(t + self.prop, "ack", fid, psn, ev, ecn, ack)
         self.receiver_timer(t)
 
     def trimmed(self, t: int, fid: int, psn: int, n: int, ev: int, target: int, sent: int) -> None:
         f = self.flows[fid]
-        f.rx.on_credit_request(t, target)
+        if f.rx.rccc is not None:
+            f.rx.rccc.on_credit_request(t, credit_target=target)
         self.push(t + self.prop, "nack", fid, psn, ev)
         self.receiver_timer(t)
 
     def credit_req(self, t: int, fid: int, payload: int) -> None:
-        self.flows[fid].rx.on_credit_request(t, payload)
+        rx = self.flows[fid].rx
+        if rx.rccc is not None:
+            rx.rccc.on_credit_request(t, credit_target=payload)
         self.receiver_timer(t)
 
     def receiver_timer(self, t: int) -> None:
@@ -225,7 +228,7 @@ class MiniNet:
             in_flight_bytes=f.in_flight,
             ack_cc=ack,
         )
-        f.cc.on_ack(t, fb)
+        f.cc.on_ack(t, fb=fb)
         f.cwnd_log.append((t, f.cc.cwnd))
         if f.size is not None and f.acked >= f.size:
             f.finish = t
@@ -244,14 +247,14 @@ class MiniNet:
             ev=ev, code=NackCode.TRIMMED, nbytes=n, rtt_sample=t - sent, in_flight_bytes=f.in_flight
         )
         f.in_flight -= n
-        f.cc.on_nack(t, fb)
+        f.cc.on_nack(t, fb=fb)
         f.rtx.append((psn, n))
         if not f.send_pending:
             self.try_send(t, f)
 
     def credit(self, t: int, fid: int, payload: int) -> None:
         f = self.flows[fid]
-        f.cc.on_credit(t, payload)
+        f.cc.on_credit(t, credit=payload)
         if not f.send_pending:
             self.try_send(t, f)
 

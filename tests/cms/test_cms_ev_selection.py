@@ -243,32 +243,32 @@ def test_rod_pdcs_get_a_fixed_ev_whatever_the_selector():
         cc = make_sender(CmsConfig(ev_selector=name), random.Random(1), ordered=True)
         evs = {cc.choose_ev(t) for t in range(300)}
         assert len(evs) == 1
-        cc.on_timeout(0, evs.pop(), 4096)
+        cc.on_timeout(0, ev=evs.pop(), nbytes=4096)
         assert len({cc.choose_ev(t) for t in range(50)}) == 1
 
 
 def test_sender_attributes_feedback_by_echoed_ev():
     cc = make_sender(CmsConfig(ev_selector="bitmap", ev_count=8), random.Random(3))
     sel = cc.selector
-    cc.on_ack(0, ack(0x40 | 2, ecn=True))
+    cc.on_ack(0, fb=ack(0x40 | 2, ecn=True))
     assert sel.penalty[2] == 1
-    cc.on_nack(0, NackFeedback(ev=3, code=NackCode.TRIMMED, nbytes=4096))
+    cc.on_nack(0, fb=NackFeedback(ev=3, code=NackCode.TRIMMED, nbytes=4096))
     assert sel.penalty[3] == 4
     # last-hop trims do not penalise the EV; a non-congestion NACK is ignored
-    cc.on_nack(0, NackFeedback(ev=4, code=NackCode.TRIMMED_LASTHOP, nbytes=4096))
-    cc.on_nack(0, NackFeedback(ev=5, code=NackCode.NO_PKT_BUFFER, nbytes=4096))
-    cc.on_nack(0, NackFeedback(ev=6, code=NackCode.RCVR_INFER_LOSS, nbytes=4096))
+    cc.on_nack(0, fb=NackFeedback(ev=4, code=NackCode.TRIMMED_LASTHOP, nbytes=4096))
+    cc.on_nack(0, fb=NackFeedback(ev=5, code=NackCode.NO_PKT_BUFFER, nbytes=4096))
+    cc.on_nack(0, fb=NackFeedback(ev=6, code=NackCode.RCVR_INFER_LOSS, nbytes=4096))
     assert sel.penalty[4] == sel.penalty[5] == sel.penalty[6] == 0
-    cc.on_timeout(0, 7, 4096)
+    cc.on_timeout(0, ev=7, nbytes=4096)
     assert sel.penalty[7] == 15
     # a loss the sender inferred itself (RACK) names the lost packet's own EV: penalised
-    cc.on_nack(0, NackFeedback(ev=1, code=NackCode.RCVR_INFER_LOSS, nbytes=4096, own_ev=True))
+    cc.on_nack(0, fb=NackFeedback(ev=1, code=NackCode.RCVR_INFER_LOSS, nbytes=4096, own_ev=True))
     assert sel.penalty[1] == 4
 
 
 def test_reps_sender_recycles_acked_evs_not_last_hop_penalised():
     cc = make_sender(CmsConfig(ev_selector="reps"), random.Random(3))
-    cc.on_ack(0, ack(1000))
-    cc.on_nack(0, NackFeedback(ev=2000, code=NackCode.TRIMMED_LASTHOP, nbytes=4096))
-    cc.on_nack(0, NackFeedback(ev=3000, code=NackCode.TRIMMED, nbytes=4096))
+    cc.on_ack(0, fb=ack(1000))
+    cc.on_nack(0, fb=NackFeedback(ev=2000, code=NackCode.TRIMMED_LASTHOP, nbytes=4096))
+    cc.on_nack(0, fb=NackFeedback(ev=3000, code=NackCode.TRIMMED, nbytes=4096))
     assert [cc.choose_ev(0), cc.choose_ev(0)] == [1000, 2000]

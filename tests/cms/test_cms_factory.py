@@ -75,20 +75,21 @@ def test_algorithm_choice(algorithm, nscc, credit, receiver, cc_type):
     cfg = CmsConfig(algorithm=algorithm)
     cc = make_sender(cfg, random.Random(1))
     assert (cc.nscc is not None) == nscc and (cc.credit is not None) == credit
-    assert cc.credit_based == credit
+    assert cc.credit_based == credit and (cc.rccc is cc) == credit
     rx = make_receiver(cfg, make_credit_scheduler(cfg), key=("10.0.0.1", 5))
     assert isinstance(rx, receiver) and rx.cc_type == cc_type
     ack = PdsAckCc()
-    rx.on_data(0, 4096, False, 0, True)
-    rx.fill_ack_cc(0, ack)
+    rx.on_data(0, nbytes=4096, ecn_ce=False, credit_target=0, in_order=True)
+    rx.fill_ack_cc(0, ack=ack)
     assert ack.cc_type == cc_type
 
 
 def test_none_algorithm_uses_a_fixed_window():
     cc = make_sender(CmsConfig(max_window_bytes=8192), random.Random(1))
-    assert cc.can_send(0, 4096, 4096) and not cc.can_send(0, 4096, 4097)
-    assert cc.can_send(0, 9000, 0)  # an idle PDC may always send one packet
-    assert cc.cwnd == 8192 and cc.credit_target() == 0 and cc.poll_credit_request(0) is None
+    assert cc.can_send(0, nbytes=4096, in_flight=4096)
+    assert not cc.can_send(0, nbytes=4096, in_flight=4097)
+    assert cc.can_send(0, nbytes=9000, in_flight=0)  # an idle PDC may always send one packet
+    assert cc.cwnd == 8192 and cc.rccc is None  # no credit interface
 
 
 def test_factory_is_deterministic_per_rng_seed():
@@ -100,15 +101,15 @@ def test_factory_is_deterministic_per_rng_seed():
 
 def test_nscc_receiver_state_fields():
     rx = make_receiver(CmsConfig(algorithm="nscc"))
-    rx.on_data(0, 4096, True, 0, True)
-    rx.on_data(0, 4096, False, 0, False)
-    rx.on_data(0, 0xFFFFFF, False, 0, True, ooo_count=9)
+    rx.on_data(0, nbytes=4096, ecn_ce=True, credit_target=0, in_order=True)
+    rx.on_data(0, nbytes=4096, ecn_ce=False, credit_target=0, in_order=False)
+    rx.on_data(0, nbytes=0xFFFFFF, ecn_ce=False, credit_target=0, in_order=True, ooo_count=9)
     rx.set_penalty(100, restore=True)
     ack = PdsAckCc()
-    rx.fill_ack_cc(0, ack)
+    rx.fill_ack_cc(0, ack=ack)
     assert ack.rcvd_bytes == (8192 + 0xFFFFFF) & 0xFFFFFF
     assert ack.ooo_count == 9 and ack.rcv_cwnd_pend == 100 and ack.restore_cwnd
-    rx.fill_ack_cc(0, ack)
+    rx.fill_ack_cc(0, ack=ack)
     assert not ack.restore_cwnd  # one-shot
     with pytest.raises(ValueError, match="rcv_cwnd_pend"):
         rx.set_penalty(128)
@@ -116,12 +117,12 @@ def test_nscc_receiver_state_fields():
 
 def test_null_objects_follow_the_extended_contract():
     cc = NullSenderCongestion(ev=0x1_0005, window_bytes=8192)
-    assert cc.choose_ev(0) == 5 and not cc.credit_based
-    assert cc.can_send(0, 4096, 0, retx=True) and cc.can_send(0, 4096, 0)
-    cc.on_backlog(0, 100)
+    assert cc.choose_ev(0) == 5 and cc.rccc is None
+    assert cc.can_send(0, nbytes=4096, in_flight=0, retx=True)
+    assert cc.can_send(0, nbytes=4096, in_flight=0)
     cc.on_ack(
         0,
-        AckFeedback(
+        fb=AckFeedback(
             ev=5,
             ecn_echo=False,
             newly_acked_bytes=1,
@@ -130,14 +131,13 @@ def test_null_objects_follow_the_extended_contract():
             in_flight_bytes=0,
         ),
     )
-    cc.on_nack(0, NackFeedback(ev=5, code=NackCode.TRIMMED, nbytes=1))
-    assert cc.poll_credit_request(0) is None and cc.credit_target() == 0
+    cc.on_nack(0, fb=NackFeedback(ev=5, code=NackCode.TRIMMED, nbytes=1))
+    assert cc.max_window == cc.cwnd == 8192
     rx = NullReceiverCongestion()
-    rx.on_data(0, 10, False, 0, False)
-    rx.on_data(0, 10, False, 0, True, ooo_count=3)
-    rx.on_credit_request(0, 5)
+    rx.on_data(0, nbytes=10, ecn_ce=False, credit_target=0, in_order=False)
+    rx.on_data(0, nbytes=10, ecn_ce=False, credit_target=0, in_order=True, ooo_count=3)
     rx.close()
-    assert rx.ooo_count == 3 and rx.credit_grant(0) == 0
+    assert rx.ooo_count == 3 and rx.rccc is None
 
 
 def test_scheduler_type():

@@ -249,8 +249,9 @@ def test_base_rtt_adapts_down_and_delay_ewma():
 
 def test_sender_wiring_through_the_factory():
     cc = make_sender(config(), random.Random(1))
-    assert not cc.credit_based and cc.credit_target() == 0
-    assert cc.can_send(0, MSS, 100_000 - MSS) and not cc.can_send(0, MSS, 100_000 - MSS + 1)
+    assert not cc.credit_based and cc.rccc is None
+    assert cc.can_send(0, nbytes=MSS, in_flight=100_000 - MSS)
+    assert not cc.can_send(0, nbytes=MSS, in_flight=100_000 - MSS + 1)
     fb = AckFeedback(
         ev=1,
         ecn_echo=False,
@@ -260,10 +261,10 @@ def test_sender_wiring_through_the_factory():
         in_flight_bytes=0,
     )
     for i in range(9):
-        cc.on_ack(1 * US + i, fb)
+        cc.on_ack(1 * US + i, fb=fb)
     assert cc.cwnd == 103_019
-    cc.on_nack(2 * US, NackFeedback(ev=1, code=NackCode.TRIMMED, nbytes=MSS))
+    cc.on_nack(2 * US, fb=NackFeedback(ev=1, code=NackCode.TRIMMED, nbytes=MSS))
     assert cc.cwnd == 103_019 - MSS
-    cc.on_nack(3 * US, NackFeedback(ev=1, code=NackCode.NO_RESOURCE, nbytes=MSS))
+    cc.on_nack(3 * US, fb=NackFeedback(ev=1, code=NackCode.NO_RESOURCE, nbytes=MSS))
     assert cc.cwnd == 103_019 - MSS  # not a congestion signal
     assert cc.next_deadline() is None

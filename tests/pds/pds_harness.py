@@ -64,8 +64,11 @@ class Host:
         self.failed: list[MessageFailed] = []
         self.opened: list[PdcOpened] = []
         self.closed: list[PdcClosed] = []
+        self.now = 0  # time of the latest drain (what respond / reject are told)
 
-    def drain(self) -> None:
+    def drain(self, now: int | None = None) -> None:
+        if now is not None:
+            self.now = now
         ep = self.ep
         while (ev := ep.next_event()) is not None:
             t = type(ev)
@@ -74,11 +77,11 @@ class Host:
                 if self.responder is not None and ev.token:
                     answer = self.responder(ev)
                     if answer is not None and answer[0] == "reject":
-                        ep.reject(ev.token, answer[1])
+                        ep.reject(self.now, ev.token, answer[1])
                         self.delivered.pop()
                         self.rejected.append(ev)
                     elif answer is not None:
-                        ep.respond(ev.token, *answer)
+                        ep.respond(self.now, ev.token, *answer)
             elif t is PacketAcked:
                 self.acked.append(ev)
             elif t is ResponseReceived:
@@ -140,7 +143,7 @@ class Net:
     def pump(self) -> None:
         """Drain events and send everything the end points want to send now."""
         for h in self.hosts.values():
-            h.drain()
+            h.drain(self.now)
         for ip, h in self.hosts.items():
             ep = h.ep
             while (f := ep.poll_transmit(self.now, True)) is not None:
@@ -153,7 +156,7 @@ class Net:
                 self._put(f)
                 if self.ps_per_byte:
                     self._free_at[ip] = self.now + (len(f.payload) + 64) * self.ps_per_byte
-            h.drain()
+            h.drain(self.now)
 
     def step(self) -> bool:
         """Advance to the next event; False when nothing is left."""
@@ -175,7 +178,7 @@ class Net:
             dst = self.hosts.get(frame.dst_ip)
             if dst is not None:
                 dst.ep.receive(self.now, frame)
-                dst.drain()
+                dst.drain(self.now)
         for h in self.hosts.values():
             h.ep.handle_timer(self.now)
         return True

@@ -49,7 +49,7 @@ class Side:
             if type(ev) is RequestDelivered and self.responder is not None and ev.token:
                 answer = self.responder(ev)
                 if answer is not None:
-                    self.ep.respond(ev.token, *answer)
+                    self.ep.respond(self.now, ev.token, *answer)
 
     def feed(self, *frames: Frame, now: int | None = None) -> list[Frame]:
         """Deliver frames, drain events, return every control frame it then sends."""

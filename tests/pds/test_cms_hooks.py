@@ -21,12 +21,17 @@ class RecordingReceiver(NullReceiverCongestion):
     def __init__(self):
         super().__init__()
         self.calls = []
+        self.rccc = self  # takes credit requests: the RCCC receiver interface
 
-    def on_data(self, now, nbytes, ecn_ce, credit_target, in_order, ooo_count=None):
+    def on_data(self, now, *, nbytes, ecn_ce, credit_target, in_order, ooo_count=None):
         self.calls.append(("data", nbytes, credit_target, in_order, ooo_count))
-        super().on_data(now, nbytes, ecn_ce, credit_target, in_order, ooo_count)
+        super().on_data(now, nbytes=nbytes, ecn_ce=ecn_ce, credit_target=credit_target,
+                        in_order=in_order, ooo_count=ooo_count)
 
-    def on_credit_request(self, now, credit_target):
+    def credit_grant(self, now):
+        return 0
+
+    def on_credit_request(self, now, *, credit_target):
         self.calls.append(("credit_request", credit_target))
 
     def close(self):
@@ -82,7 +87,7 @@ def test_retransmissions_are_gated_by_can_send_retx():
     class Gate(NullSenderCongestion):
         allow_retx = False
 
-        def can_send(self, now, nbytes, in_flight, retx=False):
+        def can_send(self, now, *, nbytes, in_flight, retx=False):
             calls.append(retx)
             return not retx or self.allow_retx
 
@@ -105,14 +110,20 @@ def test_credit_based_sender_backlog_and_credit_request():
     backlog = []
 
     class Credit(NullSenderCongestion):
-        credit_based = True
         credit = 0
 
-        def can_send(self, now, nbytes, in_flight, retx=False):
+        def __init__(self):
+            super().__init__()
+            self.rccc = self  # the RCCC sender interface
+
+        def can_send(self, now, *, nbytes, in_flight, retx=False):
             return self.credit > 0
 
-        def on_backlog(self, now, b):
-            backlog.append(b)
+        def on_backlog(self, now, *, backlog_bytes):
+            backlog.append(backlog_bytes)
+
+        def waiting_for_credit(self):
+            return None
 
         def poll_credit_request(self, now):
             return 4242
@@ -120,8 +131,8 @@ def test_credit_based_sender_backlog_and_credit_request():
         def credit_target(self):
             return 4242
 
-        def on_credit(self, now, payload):
-            self.credit = payload
+        def on_credit(self, now, *, credit):
+            self.credit = credit
 
     cc = Credit()
     s = Side(ip=A_IP)
@@ -161,7 +172,7 @@ def test_credit_scheduler_grants_become_credit_cps():
     sched = Sched()
     t = Side()
     t.ep.credit_scheduler = sched
-    t.ep._receiver_cc = lambda key: type("R", (NullReceiverCongestion,), {"cc_type": 1})()
+    t.ep._receiver_cc = lambda key: RecordingReceiver()  # a credit (rccc) receiver
     t.feed(req(S, syn=True))
     tid = t.ep.pdcs()[0].pdc_id
     sched.grants = [(tid, 64), (0x7777, 1)]
@@ -240,7 +251,7 @@ def test_blocked_retransmission_still_ages_to_the_retry_limit():
     class Never(NullSenderCongestion):
         sent = False
 
-        def can_send(self, now, nbytes, in_flight, retx=False):
+        def can_send(self, now, *, nbytes, in_flight, retx=False):
             first, self.sent = not self.sent, True
             return first
 
@@ -294,7 +305,7 @@ def test_cc_in_flight_counts_target_rcvd_bytes_beyond_the_sack_bitmap():
     done.pds.rcvd_bytes = 8000
     s.feed(done)
     assert pdc.inflight_bytes == pdc.cc_inflight() == 0
-    assert pdc.known_arrived == pdc.peer_rcvd == 8000
+    assert pdc.rec.known_arrived == pdc.rec.peer_rcvd == 8000
 
 
 def test_ar_when_the_cc_window_is_full_or_the_queue_empties():
@@ -371,7 +382,7 @@ def test_queued_packet_does_not_age_behind_a_window_held_in_flight():
     the retry (and keeps the PDC live); the queued one does not age with it."""
 
     class OnePacketWindow(NullSenderCongestion):
-        def can_send(self, now, nbytes, in_flight, retx=False):
+        def can_send(self, now, *, nbytes, in_flight, retx=False):
             return self.opening or in_flight == 0
 
     s, pdc, p0, p1 = _nacked_behind_a_held_window(OnePacketWindow())
@@ -387,10 +398,25 @@ def test_queued_packet_waiting_for_credit_ages_only_when_the_scheduler_is_silent
     whose target vanished still ends."""
 
     class NoCredit(NullSenderCongestion):
-        credit_based = True
         since = 0
 
-        def can_send(self, now, nbytes, in_flight, retx=False):
+        def __init__(self):
+            super().__init__()
+            self.rccc = self  # the RCCC sender interface, refusing for want of credit
+
+        def credit_target(self):
+            return 0
+
+        def on_credit(self, now, *, credit):
+            pass
+
+        def on_backlog(self, now, *, backlog_bytes):
+            pass
+
+        def poll_credit_request(self, now):
+            return None
+
+        def can_send(self, now, *, nbytes, in_flight, retx=False):
             return self.opening
 
         def waiting_for_credit(self):

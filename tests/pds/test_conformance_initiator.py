@@ -462,18 +462,33 @@ def test_ref_3_10_rod_uses_one_ev_and_isrod_flag():
 
 
 def test_ref_2_2_cc_request_types_carry_credit_target():
-    """ref 2.2: cc_requests sends RUD_CC_REQ with the sender CC's credit_target."""
+    """ref 2.2: cc_requests sends RUD_CC_REQ; credit_target comes from the CC's credit
+    interface (``rccc``, uet.cms.api.CreditSender), 0 for a CC without credit."""
     from uet.cms.api import NullSenderCongestion
 
-    class Cc(NullSenderCongestion):
+    class Credit(NullSenderCongestion):
+        def __init__(self):
+            super().__init__()
+            self.rccc = self
+
         def credit_target(self):
             return 12345
 
-    ep = PdsEndpoint(PdsConfig(cc_requests=True), A_IP, random.Random(3),
-                     sender_cc=lambda mode: Cc())
-    ep.submit(0, request())
-    f = ep.poll_transmit(0, False)
-    assert f.pds.type == PdsType.RUD_CC_REQ and f.pds.credit_target == 12345
+        def on_backlog(self, now, *, backlog_bytes):
+            pass
+
+        def poll_credit_request(self, now):
+            return None
+
+        def waiting_for_credit(self):
+            return None
+
+    for cc, target in ((NullSenderCongestion(), 0), (Credit(), 12345)):
+        ep = PdsEndpoint(PdsConfig(cc_requests=True), A_IP, random.Random(3),
+                         sender_cc=lambda mode, cc=cc: cc)
+        ep.submit(0, request())
+        f = ep.poll_transmit(0, False)
+        assert f.pds.type == PdsType.RUD_CC_REQ and f.pds.credit_target == target
 
 
 def test_ref_4_7_read_data_as_requests_in_the_return_direction():

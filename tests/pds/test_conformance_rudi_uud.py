@@ -132,4 +132,4 @@ def test_ref_3_10_uud_no_ack_no_retransmission():
     assert t.feed(f) == []
     ev = only(t.delivered)
     assert ev.mode == DeliveryMode.UUD and ev.token == 0 and ev.payload == f.payload
-    assert t.ep.respond(0, OK) is False and t.control() == []
+    assert t.ep.respond(t.now, 0, OK) is False and t.control() == []

@@ -546,7 +546,7 @@ def test_ref_3_8_ses_reject_nacks_and_redelivers():
         return None
 
     t = Side()
-    t.responder = lambda ev: (t.ep.reject(ev.token, responder(ev)[1]) and None) \
+    t.responder = lambda ev: (t.ep.reject(t.now, ev.token, responder(ev)[1]) and None) \
         if ev.psn in refuse else None
     t.feed(req(S, syn=True))
     out = t.feed(req(psn_add(S, 1), syn=True, ecn=3))

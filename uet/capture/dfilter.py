@@ -32,10 +32,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from uet.errors import LocalError
+
 __all__ = ["FilterError", "compile_filter"]
 
 
-class FilterError(ValueError):
+class FilterError(LocalError, ValueError):
     """The filter text is not valid (the message says where and why)."""
 
 

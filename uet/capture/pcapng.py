@@ -22,6 +22,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
+from uet.errors import RemoteError
+
 __all__ = ["PcapngWriter", "CapturedFrame", "CaptureError", "CaptureTruncated",
            "read_capture", "LINKTYPE_ETHERNET", "LINKTYPE_RAW"]
 
@@ -56,7 +58,7 @@ _EPB_HEAD = struct.Struct("<IIIIIII")
 _U32 = struct.Struct("<I")
 
 
-class CaptureError(Exception):
+class CaptureError(RemoteError):
     """The capture file is corrupt, truncated or not a pcap/pcapng file."""
 
 

@@ -3,6 +3,9 @@
 from uet.cms.api import (
     AckFeedback,
     CmsConfig,
+    CmsConfigError,
+    CreditReceiver,
+    CreditSender,
     NackFeedback,
     NullReceiverCongestion,
     NullSenderCongestion,
@@ -15,7 +18,10 @@ from uet.cms.rccc import CreditGrant, CreditScheduler
 __all__ = [
     "AckFeedback",
     "CmsConfig",
+    "CmsConfigError",
     "CreditGrant",
+    "CreditReceiver",
+    "CreditSender",
     "CreditScheduler",
     "NackFeedback",
     "NullReceiverCongestion",

@@ -1,24 +1,24 @@
 """The contract between the PDS and congestion management (sans-IO).
 
 The PDS owns reliability; it asks a per-PDC :class:`SenderCongestion` which EV to put on
-each packet and whether the window or credit allows another packet, and it reports every
-send, ACK, NACK and timeout back to it. On the receive side a per-PDC
-:class:`ReceiverCongestion` fills the congestion state of ACK_CC packets and may ask for
-CREDIT control packets (RCCC).
+each packet and whether the window allows another packet, and it reports every send, ACK,
+NACK and timeout back to it. On the receive side a per-PDC :class:`ReceiverCongestion`
+fills the congestion state of ACK_CC packets.
+
+Credit (RCCC) is its own pair of interfaces, reached through the ``rccc`` attribute of
+either side: :class:`CreditSender` (credit target, CREDIT packets, backlog, CREDIT_REQ) and
+:class:`CreditReceiver` (grants, credit requests). ``rccc`` is None when the algorithm
+uses no credit, so the PDS tests one attribute instead of probing for methods.
+
+Every method takes ``now`` (integer picoseconds) first and everything else by keyword, so
+an implementation cannot take one byte count for another. Sizes are payload bytes.
 
 ``NullSenderCongestion`` / ``NullReceiverCongestion`` are the "no congestion control"
 implementations: one fixed EV, a fixed window. The real selectors (fixed, oblivious,
 bitmap, REPS) and algorithms (NSCC, RCCC) live in sibling modules and are built by
-``uet.cms.factory.make_sender`` / ``make_receiver`` from a :class:`CmsConfig`.
-
-All times are integer picoseconds; all sizes are payload bytes.
-
-Additions after the first contract (all with defaults, so existing callers keep working):
-``NackFeedback.rtt_sample`` / ``in_flight_bytes`` / ``retx``; ``SenderCongestion.can_send(...,
-retx=False)``, ``on_backlog``, ``poll_credit_request``, ``credit_based``;
-``ReceiverCongestion.on_data(..., ooo_count=None)``, ``on_credit_request``, ``close``;
-``SenderCongestion.window_full``; more :class:`CmsConfig` parameters. See ``docs/cms.md``
-for how the PDS drives them.
+``uet.cms.factory.make_sender`` / ``make_receiver`` from a :class:`CmsConfig`; a bad
+setting raises :class:`CmsConfigError` naming ``cms.<key>``. ``docs/cms.md`` says how the
+PDS drives them.
 """
 
 from __future__ import annotations
@@ -26,7 +26,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from uet.errors import ConfigError
 from uet.wire.records import PdsAckCc
+
+
+class CmsConfigError(ConfigError):
+    """A bad :class:`CmsConfig` value; the message names ``cms.<key>`` and what is allowed."""
 
 
 @dataclass(slots=True)
@@ -59,80 +64,117 @@ class NackFeedback:
     own_ev: bool = False
 
 
-class SenderCongestion(Protocol):
-    """Per-PDC sender side: EV selection plus window or credit."""
-
-    def choose_ev(self, now: int) -> int:
-        """EV (16 bits) for the next data packet of this PDC."""
-
-    credit_based: bool
-    """True under RCCC: send RUD/ROD_CC requests carrying :meth:`credit_target`, expect
-    CREDIT control packets / cc_type 1 ACK_CC, and poll :meth:`poll_credit_request`."""
-
-    def can_send(self, now: int, nbytes: int, in_flight_bytes: int,
-                 retx: bool = False) -> bool:
-        """May a packet of ``nbytes`` payload go now? ``retx``: it is a retransmission
-        (also gated by credit under RCCC; NSCC lets it use the window like new data)."""
-
-    def on_send(self, now: int, nbytes: int, ev: int, retx: bool) -> None: ...
-
-    def window_full(self, nbytes: int, in_flight_bytes: int) -> bool:
-        """Would a packet of ``nbytes`` (already counted in ``in_flight_bytes``) leave no
-        room for another one? No side effects; the PDS then sets AR on it (htsim)."""
-
-    def on_ack(self, now: int, fb: AckFeedback) -> None: ...
-
-    def on_nack(self, now: int, fb: NackFeedback) -> None: ...
-
-    def on_timeout(self, now: int, ev: int, nbytes: int) -> None: ...
-
-    def on_credit(self, now: int, credit: int) -> None:
-        """A CREDIT control packet or credit state in an ACK_CC arrived (RCCC)."""
+class CreditSender(Protocol):
+    """Sender side of credit (RCCC): what a credit-based sender adds to the window."""
 
     def credit_target(self) -> int:
         """The 24-bit ``credit_target`` for the next RUD/ROD_CC request or CREDIT_REQ:
-        a cumulative count of 256-byte credit units (see docs/cms.md); 0 if unused."""
+        a cumulative count of 256-byte credit units (see docs/cms.md)."""
+        ...
 
-    def on_backlog(self, now: int, backlog_bytes: int) -> None:
+    def on_credit(self, now: int, *, credit: int) -> None:
+        """A CREDIT control packet arrived (its payload: cumulative units)."""
+
+    def on_backlog(self, now: int, *, backlog_bytes: int) -> None:
         """The PDC now has ``backlog_bytes`` of payload queued (new + to retransmit)."""
 
     def poll_credit_request(self, now: int) -> int | None:
-        """Payload of a CREDIT_REQ control packet to send now, or None (RCCC only)."""
+        """Payload of a CREDIT_REQ control packet to send now, or None."""
+        ...
 
     def waiting_for_credit(self) -> int | None:
         """Since when (ps) sending has been refused for lack of credit with no credit heard
         since, or None: the target's scheduler, not the network, holds the PDC back."""
+        ...
+
+
+class SenderCongestion(Protocol):
+    """Per-PDC sender side: EV selection plus window (and, through ``rccc``, credit)."""
+
+    @property
+    def rccc(self) -> CreditSender | None:
+        """The credit side of this sender (RCCC), or None: then the PDS sends plain
+        requests and never asks for credit."""
+        ...
+
+    def choose_ev(self, now: int) -> int:
+        """EV (16 bits) for the next data packet of this PDC."""
+        ...
+
+    def can_send(self, now: int, *, nbytes: int, in_flight: int, retx: bool = False) -> bool:
+        """May a packet of ``nbytes`` payload go now, with ``in_flight`` bytes in flight?
+        ``retx``: it is a retransmission (also gated by credit under RCCC; NSCC lets it use
+        the window like new data)."""
+        ...
+
+    def window_full(self, *, nbytes: int, in_flight: int) -> bool:
+        """Would a packet of ``nbytes`` (already counted in ``in_flight``) leave no room
+        for another one? No side effects; the PDS then sets AR on it (htsim)."""
+        ...
+
+    def on_send(self, now: int, *, nbytes: int, ev: int, retx: bool) -> None:
+        """A packet left on ``ev``."""
+
+    def on_ack(self, now: int, *, fb: AckFeedback) -> None:
+        """What one ACK told the sender."""
+
+    def on_nack(self, now: int, *, fb: NackFeedback) -> None:
+        """What one NACK (or a loss the PDS inferred) told the sender."""
+
+    def on_timeout(self, now: int, *, ev: int, nbytes: int) -> None:
+        """A packet sent on ``ev`` timed out (RTO)."""
 
     def next_deadline(self) -> int | None:
-        """When the CC wants ``handle_timer`` (e.g. pacing), or None."""
+        """When the CC wants ``handle_timer`` (e.g. pacing, a CREDIT_REQ), or None."""
+        ...
 
-    def handle_timer(self, now: int) -> None: ...
+    def handle_timer(self, now: int) -> None:
+        """Run what was due at ``next_deadline``."""
 
     @property
     def cwnd(self) -> int:
-        """Current window in bytes (for reports and plots)."""
+        """Current window in bytes (for reports, plots and the SLEEK loss threshold)."""
+        ...
+
+    @property
+    def max_window(self) -> int:
+        """The largest window the CC may reach (NSCC maxwnd, RCCC max credit)."""
+        ...
+
+
+class CreditReceiver(Protocol):
+    """Receiver side of credit (RCCC): grants and credit requests of one PDC."""
+
+    def credit_grant(self, now: int) -> int:
+        """Payload of a CREDIT control packet to send now for this PDC, or 0 (the same
+        pending grant the end point's scheduler's ``poll_grants`` returns)."""
+        ...
+
+    def on_credit_request(self, now: int, *, credit_target: int) -> None:
+        """A CREDIT_REQ (its payload) or a trimmed CC request (its ``credit_target``)."""
 
 
 class ReceiverCongestion(Protocol):
-    """Per-PDC receiver side: ACK_CC state and RCCC credit."""
+    """Per-PDC receiver side: ACK_CC state (and, through ``rccc``, credit)."""
 
-    cc_type: int  # CcType written in ACK_CC
+    @property
+    def cc_type(self) -> int:
+        """The CcType written in ACK_CC."""
+        ...
 
-    def on_data(self, now: int, nbytes: int, ecn_ce: bool, credit_target: int,
+    @property
+    def rccc(self) -> CreditReceiver | None:
+        """The credit side of this receiver (RCCC), or None."""
+        ...
+
+    def on_data(self, now: int, *, nbytes: int, ecn_ce: bool, credit_target: int,
                 in_order: bool, ooo_count: int | None = None) -> None:
         """A new (not duplicate) data packet arrived. ``credit_target``: the request's
         field (0 for non-CC requests); ``ooo_count``: the receive tracker's current
         out-of-order count, if the PDS knows it."""
 
-    def fill_ack_cc(self, now: int, ack: PdsAckCc) -> None:
+    def fill_ack_cc(self, now: int, *, ack: PdsAckCc) -> None:
         """Write the cc_type-specific state fields of an outgoing ACK_CC."""
-
-    def credit_grant(self, now: int) -> int:
-        """Payload of a CREDIT control packet to send now for this PDC, or 0 (RCCC:
-        the same pending grant :meth:`CreditScheduler.poll_grants` returns)."""
-
-    def on_credit_request(self, now: int, credit_target: int) -> None:
-        """A CREDIT_REQ (its payload) or a trimmed CC request (its ``credit_target``)."""
 
     def close(self) -> None:
         """The PDC is gone: release shared state (RCCC scheduler entry)."""
@@ -174,6 +216,7 @@ class CmsConfig:
 class NullSenderCongestion:
     """No congestion control: a fixed EV and a fixed window of ``window_bytes``."""
 
+    rccc: CreditSender | None = None
     credit_based = False
 
     def __init__(self, ev: int = 0, window_bytes: int = 1 << 30) -> None:
@@ -183,39 +226,23 @@ class NullSenderCongestion:
     def choose_ev(self, now: int) -> int:
         return self.ev
 
-    def can_send(self, now: int, nbytes: int, in_flight_bytes: int,
-                 retx: bool = False) -> bool:
-        return in_flight_bytes + nbytes <= self.window_bytes or in_flight_bytes == 0
+    def can_send(self, now: int, *, nbytes: int, in_flight: int, retx: bool = False) -> bool:
+        return in_flight + nbytes <= self.window_bytes or in_flight == 0
 
-    def on_send(self, now: int, nbytes: int, ev: int, retx: bool) -> None:
+    def on_send(self, now: int, *, nbytes: int, ev: int, retx: bool) -> None:
         pass
 
-    def window_full(self, nbytes: int, in_flight_bytes: int) -> bool:
-        return in_flight_bytes + nbytes >= self.window_bytes
+    def window_full(self, *, nbytes: int, in_flight: int) -> bool:
+        return in_flight + nbytes >= self.window_bytes
 
-    def on_ack(self, now: int, fb: AckFeedback) -> None:
+    def on_ack(self, now: int, *, fb: AckFeedback) -> None:
         pass
 
-    def on_nack(self, now: int, fb: NackFeedback) -> None:
+    def on_nack(self, now: int, *, fb: NackFeedback) -> None:
         pass
 
-    def on_timeout(self, now: int, ev: int, nbytes: int) -> None:
+    def on_timeout(self, now: int, *, ev: int, nbytes: int) -> None:
         pass
-
-    def on_credit(self, now: int, credit: int) -> None:
-        pass
-
-    def credit_target(self) -> int:
-        return 0
-
-    def on_backlog(self, now: int, backlog_bytes: int) -> None:
-        pass
-
-    def poll_credit_request(self, now: int) -> int | None:
-        return None
-
-    def waiting_for_credit(self) -> int | None:
-        return None
 
     def next_deadline(self) -> int | None:
         return None
@@ -227,18 +254,23 @@ class NullSenderCongestion:
     def cwnd(self) -> int:
         return self.window_bytes
 
+    @property
+    def max_window(self) -> int:
+        return self.window_bytes
+
 
 class NullReceiverCongestion:
     """Receiver side without congestion state: ACK_CC carries NSCC type with zeros
     except ``rcvd_bytes`` and ``ooo_count``."""
 
     cc_type = 0
+    rccc: CreditReceiver | None = None
 
     def __init__(self) -> None:
         self.rcvd_bytes = 0
         self.ooo_count = 0
 
-    def on_data(self, now: int, nbytes: int, ecn_ce: bool, credit_target: int,
+    def on_data(self, now: int, *, nbytes: int, ecn_ce: bool, credit_target: int,
                 in_order: bool, ooo_count: int | None = None) -> None:
         self.rcvd_bytes = (self.rcvd_bytes + nbytes) & 0xFFFFFF
         if ooo_count is not None:
@@ -246,16 +278,10 @@ class NullReceiverCongestion:
         elif not in_order:
             self.ooo_count = (self.ooo_count + 1) & 0xFFFF
 
-    def fill_ack_cc(self, now: int, ack: PdsAckCc) -> None:
+    def fill_ack_cc(self, now: int, *, ack: PdsAckCc) -> None:
         ack.cc_type = self.cc_type
         ack.rcvd_bytes = self.rcvd_bytes
         ack.ooo_count = self.ooo_count
-
-    def credit_grant(self, now: int) -> int:
-        return 0
-
-    def on_credit_request(self, now: int, credit_target: int) -> None:
-        pass
 
     def close(self) -> None:
         pass

@@ -16,11 +16,12 @@ from typing import Any
 
 from uet.cms.api import (
     CmsConfig,
+    CmsConfigError,
     NullReceiverCongestion,
     ReceiverCongestion,
     SenderCongestion,
 )
-from uet.cms.ev_selection import SELECTORS, FixedEv, make_ev_selector
+from uet.cms.ev_selection import SELECTORS, EvSelector, FixedEv, make_ev_selector
 from uet.cms.nscc import Nscc, NsccParams, max_window_bytes
 from uet.cms.rccc import CreditScheduler, RcccReceiver, SenderCredit
 from uet.cms.receiver import NsccReceiver
@@ -29,8 +30,8 @@ from uet.cms.sender import CmsSender
 ALGORITHMS = ("none", "nscc", "rccc", "nscc+rccc")
 
 
-def _bad(key: str, value: Any, allowed: str) -> ValueError:
-    return ValueError(f"cms.{key} must be {allowed}; got {value!r}")
+def _bad(key: str, value: Any, allowed: str) -> CmsConfigError:
+    return CmsConfigError(f"cms.{key}: must be {allowed}, got {value!r}")
 
 
 def validate_config(config: CmsConfig) -> CmsConfig:
@@ -77,6 +78,7 @@ def make_sender(
 ) -> SenderCongestion:
     """The sender side of one PDC. ``ordered``: a ROD PDC, which gets a fixed EV."""
     validate_config(config)
+    selector: EvSelector
     if ordered:
         selector = FixedEv(rng)
     else:

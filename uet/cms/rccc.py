@@ -232,6 +232,8 @@ class RcccReceiver:
     cc_type = CcType.CREDIT
 
     def __init__(self, config: CmsConfig, scheduler: CreditScheduler, key: Any = None) -> None:
+        #: the credit interface (uet.cms.api.CreditReceiver): this object
+        self.rccc: RcccReceiver = self
         self.scheduler = scheduler
         self.key = self if key is None else key
         self.highest_target = 0
@@ -272,6 +274,7 @@ class RcccReceiver:
     def on_data(
         self,
         now: int,
+        *,
         nbytes: int,
         ecn_ce: bool,
         credit_target: int,
@@ -285,7 +288,7 @@ class RcccReceiver:
             self.ooo_count = (self.ooo_count + 1) & 0xFFFF
         self._target(now, credit_target)
 
-    def on_credit_request(self, now: int, credit_target: int) -> None:
+    def on_credit_request(self, now: int, *, credit_target: int) -> None:
         """CREDIT_REQ or trimmed request: take the target, re-advertise what was
         granted (in case a CREDIT was lost) and make sure the PDC is scheduled."""
         self._target(now, credit_target)
@@ -293,7 +296,7 @@ class RcccReceiver:
             self.scheduler.mark_pending(self, now)
         self.scheduler.request(now, self)
 
-    def fill_ack_cc(self, now: int, ack: PdsAckCc) -> None:
+    def fill_ack_cc(self, now: int, *, ack: PdsAckCc) -> None:
         self.scheduler.handle_timer(now)
         ack.cc_type = CcType.CREDIT
         ack.credit = self.latest

@@ -17,6 +17,7 @@ class NsccReceiver:
     """
 
     cc_type = CcType.NSCC
+    rccc = None  # no credit (uet.cms.api.ReceiverCongestion)
 
     def __init__(self) -> None:
         self.rcvd_bytes = 0
@@ -34,6 +35,7 @@ class NsccReceiver:
     def on_data(
         self,
         now: int,
+        *,
         nbytes: int,
         ecn_ce: bool,
         credit_target: int,
@@ -46,7 +48,7 @@ class NsccReceiver:
         elif not in_order:
             self.ooo_count = (self.ooo_count + 1) & 0xFFFF
 
-    def fill_ack_cc(self, now: int, ack: PdsAckCc) -> None:
+    def fill_ack_cc(self, now: int, *, ack: PdsAckCc) -> None:
         ack.cc_type = self.cc_type
         ack.rcvd_bytes = self.rcvd_bytes
         ack.ooo_count = self.ooo_count
@@ -54,12 +56,6 @@ class NsccReceiver:
         ack.restore_cwnd = self.restore
         ack.service_time = 0
         self.restore = False
-
-    def credit_grant(self, now: int) -> int:
-        return 0
-
-    def on_credit_request(self, now: int, credit_target: int) -> None:
-        pass
 
     def close(self) -> None:
         pass

@@ -1,6 +1,7 @@
 """The per-PDC sender the factory builds: an EV selector plus NSCC and/or RCCC (sans-IO).
 
-It implements :class:`uet.cms.api.SenderCongestion`. Feedback mapping (``docs/cms.md``):
+It implements :class:`uet.cms.api.SenderCongestion` and, under RCCC, the
+:class:`uet.cms.api.CreditSender` it reaches through ``rccc``. Feedback mapping (``docs/cms.md``):
 
 * ACK: EV feedback GOOD or ECN; RCCC leaves speculation and takes ACK_CC credit; NSCC
   reacts to ECN / delay / receiver state.
@@ -16,7 +17,7 @@ It implements :class:`uet.cms.api.SenderCongestion`. Feedback mapping (``docs/cm
 
 from __future__ import annotations
 
-from uet.cms.api import AckFeedback, CmsConfig, NackFeedback
+from uet.cms.api import AckFeedback, CmsConfig, CreditSender, NackFeedback
 from uet.cms.ev_selection import EvSelector, PathFeedback
 from uet.cms.nscc import Nscc
 from uet.cms.rccc import SenderCredit, serial_diff24
@@ -48,6 +49,8 @@ class CmsSender:
         self.nscc = nscc
         self.credit = credit
         self.credit_based = credit is not None
+        #: the credit interface (this object) under RCCC, else None (uet.cms.api)
+        self.rccc: CreditSender | None = self if credit is not None else None
         self.window_bytes = window_bytes  # fixed window when neither NSCC nor RCCC
         self.base_rtt = config.base_rtt_ps
         self.last_request_at: int | None = None
@@ -61,7 +64,7 @@ class CmsSender:
         self.now = now
         return self.selector.next_ev(now)
 
-    def can_send(self, now: int, nbytes: int, in_flight_bytes: int, retx: bool = False) -> bool:
+    def can_send(self, now: int, *, nbytes: int, in_flight: int, retx: bool = False) -> bool:
         self.now = now
         if self.credit is not None and self.credit.credit <= 0:
             self.refused_for_credit = True
@@ -71,23 +74,23 @@ class CmsSender:
         self.refused_for_credit = False
         self.credit_wait_since = None
         if self.nscc is not None:
-            return self.nscc.can_send(nbytes, in_flight_bytes)
+            return self.nscc.can_send(nbytes, in_flight)
         if self.credit is None:
-            return in_flight_bytes + nbytes <= self.window_bytes or in_flight_bytes == 0
+            return in_flight + nbytes <= self.window_bytes or in_flight == 0
         return True
 
-    def window_full(self, nbytes: int, in_flight_bytes: int) -> bool:
-        """htsim's AR rule: after this packet (counted in ``in_flight_bytes``) the credit is
+    def window_full(self, *, nbytes: int, in_flight: int) -> bool:
+        """htsim's AR rule: after this packet (counted in ``in_flight``) the credit is
         spent (RCCC) or ``in_flight + packet >= cwnd`` (NSCC, or the fixed window)."""
         if self.credit is not None and self.credit.credit - nbytes <= 0:
             return True
         if self.nscc is not None:
-            return in_flight_bytes + nbytes >= self.nscc.cwnd
+            return in_flight + nbytes >= self.nscc.cwnd
         if self.credit is None:
-            return in_flight_bytes + nbytes >= self.window_bytes
+            return in_flight + nbytes >= self.window_bytes
         return False
 
-    def on_send(self, now: int, nbytes: int, ev: int, retx: bool) -> None:
+    def on_send(self, now: int, *, nbytes: int, ev: int, retx: bool) -> None:
         self.now = now
         if self.credit is not None:
             self.credit.spend(nbytes)
@@ -96,7 +99,7 @@ class CmsSender:
 
     # ------------------------------------------------------------------ feedback
 
-    def on_ack(self, now: int, fb: AckFeedback) -> None:
+    def on_ack(self, now: int, *, fb: AckFeedback) -> None:
         self.now = now
         self.selector.feedback(now, fb.ev, _ECN if fb.ecn_echo else _GOOD)
         if self.credit is not None:
@@ -108,7 +111,7 @@ class CmsSender:
                 now, fb.newly_acked_bytes, fb.ecn_echo, fb.rtt_sample, fb.in_flight_bytes, fb.ack_cc
             )
 
-    def on_nack(self, now: int, fb: NackFeedback) -> None:
+    def on_nack(self, now: int, *, fb: NackFeedback) -> None:
         self.now = now
         code = fb.code
         last_hop = code == NackCode.TRIMMED_LASTHOP
@@ -133,7 +136,7 @@ class CmsSender:
                 in_flight=fb.in_flight_bytes,
             )
 
-    def on_timeout(self, now: int, ev: int, nbytes: int) -> None:
+    def on_timeout(self, now: int, *, ev: int, nbytes: int) -> None:
         self.now = now
         self.selector.feedback(now, ev, PathFeedback.TIMEOUT)
         if self.credit is not None:
@@ -143,7 +146,7 @@ class CmsSender:
 
     # ------------------------------------------------------------------ credit
 
-    def on_credit(self, now: int, credit: int) -> None:
+    def on_credit(self, now: int, *, credit: int) -> None:
         """CREDIT control packet payload (cumulative units, see :mod:`uet.cms.rccc`)."""
         self.now = now
         if self.credit is not None:
@@ -163,7 +166,7 @@ class CmsSender:
         self.credit.advertised_at = self.now
         return value
 
-    def on_backlog(self, now: int, backlog_bytes: int) -> None:
+    def on_backlog(self, now: int, *, backlog_bytes: int) -> None:
         self.now = now
         if self.credit is not None:
             self.credit.backlog = max(backlog_bytes, 0)

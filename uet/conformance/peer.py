@@ -35,6 +35,7 @@ from typing import Any
 
 from scapy.packet import Packet
 
+from uet.errors import RemoteError
 from uet.wire.codec import decode_uet
 from uet.wire.constants import CtlType, NackCode, PdsType, ReturnCode, RspOpcode
 from uet.wire.errors import DecodeError
@@ -66,7 +67,7 @@ _KIND_NAMES = {PdsAck: "ACK", PdsAckCc: "ACK_CC", PdsNack: "NACK", PdsControl: "
                PdsRequest: "request", PdsRudi: "RUDI", PdsUud: "UUD", object: "any packet"}
 
 
-class ConformanceFailure(AssertionError):
+class ConformanceFailure(RemoteError, AssertionError):
     """A case's expectation was not met; ``str()`` explains the rule and what was seen."""
 
 

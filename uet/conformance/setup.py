@@ -20,6 +20,7 @@ import re
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
+from uet.errors import ConfigError
 from uet.profiles import builtin_profiles
 
 #: Memory region kinds: remote access rights of the region.
@@ -28,7 +29,7 @@ PERMS = ("read", "write", "atomic")
 CC_CHOICES = ("none", "nscc", "rccc", "nscc+rccc")
 
 
-class SetupError(ValueError):
+class SetupError(ConfigError):
     """A bad setup value; the message names the key and what is allowed."""
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import fields, replace
 from typing import Any
 
-from uet.cms.api import CmsConfig
+from uet.cms.api import CmsConfig, CmsConfigError
 from uet.cms.factory import validate_config
 from uet.pds.config import PS_PER_MS, PS_PER_US, PdsConfig, PdsConfigError
 from uet.profiles import Profile, load_profile
@@ -101,13 +101,13 @@ def cms_config_from_profile(profile: Profile | str, overrides: dict[str, Any] | 
     known = {f.name for f in fields(CmsConfig)}
     for key in values:
         if key not in known:
-            raise ValueError(f"cms.{key}: unknown key; allowed: {', '.join(sorted(known))}")
+            raise CmsConfigError(f"cms.{key}: unknown key; allowed: {', '.join(sorted(known))}")
     cfg = replace(cfg, **values)
     parts = [] if cfg.algorithm == "none" else cfg.algorithm.split("+")
     if any(part not in prof.cc_algorithms for part in parts):
         allowed = ["none", *prof.cc_algorithms]
         if set(prof.cc_algorithms) >= {"nscc", "rccc"}:
             allowed.append("nscc+rccc")
-        raise ValueError(f"cms.algorithm: {cfg.algorithm!r} is not allowed by profile "
+        raise CmsConfigError(f"cms.algorithm: {cfg.algorithm!r} is not allowed by profile "
                          f"{prof.name!r}; allowed: {', '.join(allowed)}")
     return validate_config(cfg)

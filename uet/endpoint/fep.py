@@ -33,6 +33,7 @@ from uet.pds.events import (
     ResponseReceived,
     SendRequest,
 )
+from uet.pds.invariants import progress_bound
 from uet.profiles import Profile
 from uet.ses.endpoint import SesEndpoint
 from uet.ses.initiator import Operation
@@ -153,7 +154,8 @@ class FabricEndpoint:
                  pid_on_fep: int = 0, initiator_id: int | None = None,
                  mode: DeliveryMode | None = None, tc: int = 0,
                  log: Callable[..., None] | None = None,
-                 sink_bytes: int = 0, sink_buffer: bytearray | None = None) -> None:
+                 sink_bytes: int = 0, sink_buffer: bytearray | None = None,
+                 keep_completions: int = 0) -> None:
         self.profile = as_profile(profile)
         self.ip = ip
         self.mac = mac
@@ -182,12 +184,22 @@ class FabricEndpoint:
             initiator_id = _ip_id(ip)
         self.ses = SesEndpoint(self.profile, address=ip, initiator_id=initiator_id,
                                pid_on_fep=pid_on_fep)
+        # a message's packets may legitimately be as far apart as the PDS takes to give up
+        # on one of them: the SES waits at least that long before abandoning it
+        self._pds_deadline = self.pds.next_deadline
+        bound = progress_bound(self.pds_config)
+        if self.ses.timeouts.reassembly_ps < bound:
+            self.ses.timeouts.reassembly_ps = bound
         # resource index 0 of the end point's job and process always exists, so that sends
         # arriving before any receive is posted go to its unexpected list (not BAD_INDEX)
         self.ses.resources.register(job_id, pid_on_fep, 0)
         self.audit = DeliveryAudit(mtu_payload=self.profile.ses.mtu_payload)
         self.counters: Counter = Counter()
-        self.completions: deque = deque()
+        #: the latest ``keep_completions`` completion events (OpCompleted / RecvCompleted),
+        #: for callers that poll; 0 (the default) keeps none, so a long-running end point
+        #: (``uet serve``) does not hold every receive buffer it ever completed. Callers
+        #: that want every completion set ``on_complete``.
+        self.completions: deque = deque(maxlen=keep_completions)
         self.messages: list[BulkMessage] = []
         self._open_bulk: dict[int, BulkMessage] = {}
         self.on_complete: Callable[[Any], None] | None = None
@@ -327,10 +339,17 @@ class FabricEndpoint:
         return frame
 
     def next_deadline(self) -> int | None:
-        return self.pds.next_deadline()
+        d = self._pds_deadline()  # the NIC asks after every frame: one bound call
+        s = self.ses.deadline
+        if s is not None and (d is None or s < d):
+            return s
+        return d
 
     def handle_timer(self, now: int) -> None:
         self.pds.handle_timer(now)
+        s = self.ses.deadline
+        if s is not None and s <= now:
+            self.ses.handle_timer(now)
         self.pump(now)
 
     def _encode(self, frame: Frame) -> bytes:
@@ -343,6 +362,7 @@ class FabricEndpoint:
     def pump(self, now: int) -> None:
         """Move events between PDS and SES until both are quiet."""
         pds, ses = self.pds, self.ses
+        ses.now = now
         next_event, poll_ses, next_done = pds.next_event, ses.poll_transmit, ses.next_event
         while True:
             moved = False
@@ -355,15 +375,17 @@ class FabricEndpoint:
                 elif t is RequestDelivered:
                     self.deliver(now, ev)
                 elif t is ResponseReceived:
-                    ses.initiator.on_response(ev.msg_ref, ev.ses, ev.payload)
+                    ses.initiator.on_response(ev.msg_ref, ev.ses, ev.payload, now=now)
                 elif t is MessageFailed:
-                    ses.initiator.on_failed(ev.msg_ref, ev.reason)
+                    ses.initiator.on_failed(ev.msg_ref, ev.reason, now=now)
                 elif t is PdcOpened:
                     self.counters[f"pdc_opened.{ev.role}"] += 1
                 elif t is PdcClosed:
                     self.counters[f"pdc_closed.{ev.role}"] += 1
                     if ev.error:
                         self.counters[f"pdc_closed_in_error.{ev.role}"] += 1
+                    if ev.role == "target":  # its messages in progress can never finish
+                        ses.target.connection_closed(now, ev.pdc_id)
                 ev = next_event()
             pkt = poll_ses()
             while pkt is not None:
@@ -387,16 +409,16 @@ class FabricEndpoint:
             self.counters["rx_request_without_ses"] += 1
             return
         reply = self.ses.target.handle(ev.src_ip, ev.ses, ev.ext, ev.payload, mode=ev.mode,
-                                       psn=ev.psn, conn=ev.pdc_id)
+                                       psn=ev.psn, conn=ev.pdc_id, now=now)
         if reply.nack is None:
             # a refused packet counts as never delivered: its retransmission is no duplicate
             self.audit.see(ev.src_ip, ev.ses, len(ev.payload), ev.pdc_id)
         if not ev.token:
             return
         if reply.nack is not None:
-            self.pds.reject(ev.token, reply.nack)
+            self.pds.reject(now, ev.token, reply.nack)
         else:
-            self.pds.respond(ev.token, reply.response, reply.data)
+            self.pds.respond(now, ev.token, reply.response, reply.data)
 
     def _completed(self, now: int, done: Any) -> None:
         self.completions.append(done)
@@ -425,6 +447,7 @@ class FabricEndpoint:
     def call(self, now: int, method: str, *args: Any, **kwargs: Any) -> Any:
         """Run one SES initiator operation (``send``, ``write``, ``read``, ``atomic``, ...)
         and hand its packets to the PDS at once; returns the operation handle."""
+        self.ses.now = now
         op = getattr(self.ses.initiator, method)(*args, **kwargs)
         self.pump(now)
         return op
@@ -436,6 +459,7 @@ class FabricEndpoint:
 
         ``register=True`` creates the resource index if it does not exist yet."""
         job = self.job_id if job_id is None else job_id
+        self.ses.now = now
         if register:
             self.ses.resources.register(job, self.ses.pid_on_fep, resource_index)
         recv = self.ses.target.post_recv(job, self.ses.pid_on_fep, resource_index, buf,

@@ -32,6 +32,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from uet.errors import LocalError
 from uet.experiments.workload import Collective, Flow, Piece, Workload
 
 
@@ -161,7 +162,7 @@ def allreduce_halving_doubling(ranks: Sequence[int], size: int, hosts: int, *,
 
 # ----------------------------------------------------------------------------- checking
 
-class CollectiveError(AssertionError):
+class CollectiveError(LocalError, AssertionError):
     """A collective schedule that would leave some byte in the wrong place."""
 
 

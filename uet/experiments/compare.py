@@ -25,6 +25,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from uet.errors import LocalError
 from uet.experiments.aggregate import METRIC_LABELS, aggregate, is_seed, parameter_keys
 from uet.experiments.confidence import describe
 
@@ -39,7 +40,7 @@ COMPARE_METRICS = (
 IGNORED_KEYS = ("source.", "output.progress")
 
 
-class CompareError(ValueError):
+class CompareError(LocalError, ValueError):
     """Runs that cannot be compared, or a directory that is not a run."""
 
 

@@ -23,6 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from uet.errors import ConfigError as UetConfigError
 from uet.experiments.schema import (
     SECTIONS,
     TABLES,
@@ -36,7 +37,7 @@ PathT = tuple[str | int, ...]
 DEFAULT_NAME = "default.toml"
 
 
-class ConfigError(ValueError):
+class ConfigError(UetConfigError):
     """A bad experiment key or value: names the key path, where it was set, what is allowed."""
 
     def __init__(self, path: str, problem: str, *, where: str = "", allowed: str = "",

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from uet.errors import ConfigError
+
 RunFn = Callable[..., dict[str, Any]]
 OnResult = Callable[[int, dict[str, Any]], None]
 
@@ -42,7 +44,7 @@ DASK_MISSING = ("--executor dask needs Dask distributed: pip install 'dask[distr
                 "(or uet's extra: pip install -e '.[dask]' in the uet checkout)")
 
 
-class ExecutorError(ValueError):
+class ExecutorError(ConfigError):
     """A bad ``--executor`` / ``--jobs``, or a Dask cluster that cannot run the sweep."""
 
 

@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from uet.errors import ConfigError
+
 #: the formats ``--export`` accepts
 FORMATS = ("csv", "parquet")
 #: how to get the libraries the tables need
@@ -21,7 +23,7 @@ DATA_HINT = ("pip install pandas pyarrow (or uet's extra: pip install -e '.[data
              "uet checkout)")
 
 
-class ExportError(ValueError):
+class ExportError(ConfigError):
     """A bad ``--export`` value, or a format whose library is not installed."""
 
 

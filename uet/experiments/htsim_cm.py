@@ -32,13 +32,14 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
+from uet.errors import ConfigError
 from uet.experiments.workload import Flow, Workload
 
 US = 1_000_000
 TRIGGER_TYPES = ("oneshot", "multishot", "barrier")
 
 
-class CmFormatError(ValueError):
+class CmFormatError(ConfigError):
     """A malformed or unsupported connection matrix; names the line."""
 
 

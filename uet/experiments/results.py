@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from uet.errors import RemoteError
 from uet.experiments.ideal import TopologyModel, WireFormat, ideal_fcts
 from uet.experiments.metrics import flow_rows, summarize
 from uet.experiments.traffic import traffic_seed
@@ -149,7 +150,7 @@ RESULTS_SCHEMA: dict[str, F] = {
 }
 
 
-class ResultsError(ValueError):
+class ResultsError(RemoteError, ValueError):
     """A results document that does not match the schema."""
 
 

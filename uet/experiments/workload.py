@@ -18,6 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from uet.errors import ConfigError
+
 
 @dataclass(frozen=True, slots=True)
 class Piece:
@@ -102,7 +104,7 @@ class Collective:
                    tuple((a, b) for a, b in d["chunks"]), d.get("op", "sum"))
 
 
-class WorkloadError(ValueError):
+class WorkloadError(ConfigError):
     """An inconsistent workload (duplicate ids, unknown or cyclic dependencies)."""
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from uet.errors import LocalError
+
 #: What the checksum and CRC functions accept: any contiguous bytes-like object.
 BytesLike = bytes | bytearray | memoryview
 
@@ -45,7 +47,7 @@ class InsertResult(IntEnum):
     OUT_OF_RANGE = 4  #: the PSN is ``max_distance`` or more ahead of ``next_psn``; not stored
 
 
-class PsnWindowError(ValueError):
+class PsnWindowError(LocalError, ValueError):
     """A bulk operation named a PSN at or beyond the tracker's window."""
 
 

@@ -3,26 +3,43 @@ selective retransmission. See ``docs/pds.md`` and the "PDS" section of
 ``docs/architecture.md``."""
 
 from uet.pds.config import PdsConfig, PdsConfigError
+from uet.pds.context import MemoryAccount, PdcContext
 from uet.pds.endpoint import PdcLimitError, PdsEndpoint
 from uet.pds.events import (
     MessageFailed,
     PacketAcked,
     PdcClosed,
     PdcOpened,
-    PdcState,
     PdsEvent,
     RequestDelivered,
     ResponseReceived,
     SendRequest,
 )
+from uet.pds.invariants import LivenessError
+from uet.pds.recovery import LossRecovery, SentPacket
+from uet.pds.states import (
+    InitiatorEvent,
+    InitiatorState,
+    PdcState,
+    PdcStateError,
+    TargetEvent,
+    TargetState,
+)
 
 __all__ = [
+    "InitiatorEvent",
+    "InitiatorState",
+    "LivenessError",
+    "LossRecovery",
+    "MemoryAccount",
     "MessageFailed",
     "PacketAcked",
     "PdcClosed",
+    "PdcContext",
     "PdcLimitError",
     "PdcOpened",
     "PdcState",
+    "PdcStateError",
     "PdsConfig",
     "PdsConfigError",
     "PdsEndpoint",
@@ -30,4 +47,7 @@ __all__ = [
     "RequestDelivered",
     "ResponseReceived",
     "SendRequest",
+    "SentPacket",
+    "TargetEvent",
+    "TargetState",
 ]

@@ -1,4 +1,5 @@
-"""ACK building and coalescing state of a target PDC (ref. 2.3, 2.4, 3.6).
+"""ACKs of a target PDC: when to send one, which one is next, and how it is built
+(ref. 2.3, 2.4, 3.6).
 
 An ACK goes out at once for a packet with AR, SYN, ECN-CE or RETX set, for a packet whose
 SES response must be delivered (each such response rides in its own ACK, ``ack_psn`` = that
@@ -6,14 +7,24 @@ packet), for duplicates and ACK requests, and when the target needs a clear or a
 packets are coalesced: one ACK per ``ack_every_bytes`` accepted payload bytes, and at the
 latest ``ack_timer_ps`` after the first unacknowledged packet arrived (the receiver ACK timer,
 so a flow that ends with reordered packets is acknowledged without waiting for an RTO).
+
+:class:`AckScheduler` keeps that state for one target PDC (the coalesced ACK's trigger, the
+explicit per-packet ACKs, the AR packets still owed their own ACK) and picks the next ACK at
+each control poll; :func:`build_ack` builds the header from what the PDC's receive state
+says (:class:`AckSource`: CACK held below unanswered or stored packets, SACK bitmap with
+refused packets masked out, REQ, MPR, the receiver CC's ACK_CC fields). The target PDC only
+feeds it arrivals and answers.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from typing import Any, Protocol
 
+from uet.pds.context import PdcContext
 from uet.wire.constants import AckFlag, NextHeader, PdsType, ReturnCode, RspOpcode
 from uet.wire.records import (
+    Frame,
     PdsAck,
     PdsAckCc,
     SesMedium,
@@ -22,6 +33,7 @@ from uet.wire.records import (
     SesResponseDataSmall,
     SesSmall,
     SesStandard,
+    psn_add,
     psn_diff,
 )
 
@@ -45,6 +57,7 @@ REQ_CLOSE = 0x04  # AckFlag REQ field = 2
 ACK_M = int(AckFlag.M)
 ACK_RETX = int(AckFlag.RETX)
 ACK_P = int(AckFlag.P)
+_ALL_SACKED = 0xFFFFFFFFFFFFFFFF
 
 
 def default_response(ses: object | None) -> SesResponse:
@@ -54,18 +67,31 @@ def default_response(ses: object | None) -> SesResponse:
                        job_id=getattr(ses, "job_id", 0) or 0)
 
 
-def make_ack_header(ack_cc: bool, flags: int, ack_psn_offset: int, cack: int, spdcid: int,
-                    dpdcid: int, next_hdr: int) -> PdsAck | PdsAckCc:
-    """ACK or ACK_CC header without SACK / CC state (the caller fills those)."""
-    if ack_cc:
-        return PdsAckCc(PdsType.ACK_CC, next_hdr, flags, ack_psn_offset, cack, spdcid, dpdcid)
-    return PdsAck(next_hdr, flags, ack_psn_offset, cack, spdcid, dpdcid)
-
-
 def clamp_offset(psn: int, base: int) -> int:
     """Signed 16-bit offset of ``psn`` from ``base``; 0 if it does not fit."""
     off = psn_diff(psn, base)
     return off if -32768 <= off <= 32767 else 0
+
+
+class AckSource(Protocol):
+    """What an ACK reports, as the target PDC knows it."""
+
+    pdc_id: int
+    peer_pdcid: int
+    peer_ip: str
+    mpr: int
+    tracker: Any  # uet.native.PsnTracker
+    rejected: set[int]
+    receiver: Any  # uet.cms.api.ReceiverCongestion
+    cack_held: bool
+
+    def held_cack(self, tracker_cack: int | None = None) -> int: ...
+
+    def not_done(self, psn: int) -> bool: ...
+
+    def ack_state(self) -> tuple[int, bool, bool]:
+        """(REQ bits, closed: every PSN up to the close PSN counts, open: established)."""
+        ...
 
 
 class AckCoalescer:
@@ -103,3 +129,197 @@ class AckCoalescer:
         self.nbytes = 0
         self.now = False
         self.due = None
+
+
+class AckScheduler:
+    """Which ACKs one target PDC owes and in what order they leave.
+
+    ``explicit``: ACKs for one packet each (its SES response, a duplicate, an ACK request,
+    a probe answer), sent first, oldest first; then the ACKs owed to AR packets; then the
+    coalesced ACK. ``on_accepted`` is the coalescing decision for one accepted packet."""
+
+    __slots__ = ("ctx", "owner", "co", "explicit", "every_bytes", "timer_ps")
+
+    def __init__(self, ctx: PdcContext, owner: Any) -> None:
+        self.ctx = ctx
+        self.owner = owner  # the target PDC: what want_ack / arm name
+        self.co = AckCoalescer()
+        self.explicit: deque[tuple[Any, ...]] = deque()
+        self.every_bytes = ctx.cfg.ack_every_bytes
+        self.timer_ps = ctx.cfg.ack_timer_ps
+
+    @property
+    def pending(self) -> bool:
+        """An ACK is ready for the next control poll."""
+        co = self.co
+        return bool(self.explicit) or co.now or bool(co.owed)
+
+    def on_accepted(self, now: int, psn: int, ev: int, aflags: int, ar: bool,
+                    nbytes: int, immediate: bool) -> None:
+        """Coalescing decision for one accepted packet (``aflags``: its ACK flags M/RETX;
+        ``immediate``: SYN, AR, RETX or ECN-CE asks for an ACK now)."""
+        co = self.co
+        if not co.flags & ACK_M:  # keep a CE trigger's PSN/EV for path attribution
+            if ar and co.ar and co.psn != psn:
+                # two AR packets before one poll: the first still gets an ACK naming it
+                self.owe(co.psn, co.ev, co.flags)
+            co.psn = psn
+            co.ev = ev
+            co.flags = aflags
+            co.ar = ar
+        elif ar and co.psn != psn:
+            self.owe(psn, ev, aflags)
+        co.nbytes += nbytes
+        if immediate or co.nbytes >= self.every_bytes:
+            if not co.now:
+                co.now = True
+                self.ctx.want_ack(self.owner)
+        elif co.due is None:
+            co.due = now + self.timer_ps
+            self.ctx.arm(self.owner, co.due)
+
+    def owe(self, psn: int | None, ev: int, flags: int) -> None:
+        if psn is None or not self.co.owe(psn, ev, flags):
+            self.ctx.counters["ack_ar_coalesced"] += 1
+
+    def report(self, psn: int, ev: int, aflags: int) -> None:
+        """A SACK-only ACK now (a duplicate of a buffered ROD packet): report it without
+        acknowledging it explicitly."""
+        co = self.co
+        if co.ar and co.psn != psn:
+            self.owe(co.psn, co.ev, co.flags)
+        co.psn, co.ev, co.flags, co.ar = psn, ev, aflags, False
+        self.now()
+
+    def now(self) -> None:
+        """The coalesced ACK must go at the next poll (a released hold, a timer)."""
+        co = self.co
+        if not co.now:
+            co.now = True
+            self.ctx.want_ack(self.owner)
+
+    def explicit_ack(self, psn: int, ses: Any, data: bytes, ev: int, flags: int,
+                     probe: int | None = None, sack_base: int | None = None) -> None:
+        """An ACK naming ``psn`` (with ``ses`` / ``data`` when it carries a response)."""
+        self.explicit.append((psn, ses, data, ev, flags, probe, sack_base))
+        self.ctx.want_ack(self.owner)
+
+    def on_timer(self, now: int) -> int | None:
+        """The receiver ACK timer; returns its deadline if not due yet."""
+        co = self.co
+        if co.due is None:
+            return None
+        if now >= co.due:
+            co.due = None
+            if co.psn is not None and not co.now:
+                co.now = True
+                self.ctx.counters["ack_timer"] += 1
+                self.ctx.want_ack(self.owner)
+            return None
+        return co.due
+
+    def discard(self) -> None:
+        """The PDC closed: the coalesced and owed ACKs are moot (explicit ones, e.g. the
+        close ACK, still go)."""
+        self.co.clear()
+        self.co.owed.clear()
+
+    def next_ack(self, now: int, src: AckSource) -> Frame | None:
+        """The next ACK this PDC wants to send (explicit ones first)."""
+        co = self.co
+        if self.explicit:
+            psn, ses, data, ev, flags, probe, sack_base = self.explicit.popleft()
+            frame = build_ack(self.ctx, src, now, psn, flags, ev, ses, data, probe, sack_base)
+            if probe is None:
+                if co.psn == psn or not co.now:
+                    co.clear()  # this ACK reported everything the coalesced one would have
+                if co.owed:
+                    self._named(psn)
+            return frame
+        while co.owed:
+            psn, ev, flags = co.owed.popleft()
+            if not src.not_done(psn):
+                return build_ack(self.ctx, src, now, psn, flags, ev, None, b"")
+            # not done yet or answered with its response: that ACK names it
+        if co.now and co.psn is not None:
+            psn = co.psn
+            frame = build_ack(self.ctx, src, now, None if src.not_done(psn) else psn,
+                              co.flags, co.ev, None, b"")
+            co.clear()
+            return frame
+        co.now = False
+        return None
+
+    def _named(self, psn: int) -> None:
+        """An explicit ACK named ``psn``: it is no longer owed one."""
+        owed = self.co.owed
+        for i, item in enumerate(owed):
+            if item[0] == psn:
+                del owed[i]
+                return
+
+
+def build_ack(ctx: PdcContext, src: AckSource, now: int, ack_psn: int | None, flags: int,
+              ev: int, ses: Any, data: bytes, probe: int | None = None,
+              sack_base: int | None = None) -> Frame:
+    """ACK / ACK_CC naming ``ack_psn`` (None: the CACK itself); a probe answer when
+    ``probe`` (the PROBE's opaque) is given, its SACK from ``sack_base``."""
+    cfg = ctx.cfg
+    tracker = src.tracker
+    # one tracker call per ACK: its CACK and the SACK bitmap from sack_base (default
+    # CACK + 1); a second one only when the reported CACK is held below the tracker's
+    tcack, bm = tracker.ack_state(sack_base)
+    cack = src.held_cack(tcack)
+    if ack_psn is None:
+        ack_psn = cack
+    if probe is None:
+        off = clamp_offset(ack_psn, cack)
+    else:
+        off = probe
+        flags |= ACK_P
+    req, closed, established = src.ack_state()
+    flags |= req
+    nh = NEXT_HDR[type(ses)] if ses is not None else 0
+    hdr: PdsAck | PdsAckCc
+    if cfg.ack_type == "ack_cc":
+        hdr = cc = PdsAckCc(PdsType.ACK_CC, nh, flags, off, cack, src.pdc_id, src.peer_pdcid)
+        base = psn_add(cack, 1) if sack_base is None else sack_base
+        soff = psn_diff(base, cack)
+        if not -32768 <= soff <= 32767:
+            base, soff = psn_add(cack, 1), 1
+        cc.mpr = src.mpr
+        cc.sack_psn_offset = soff
+        if closed:
+            bm = _ALL_SACKED
+        elif (cack != tcack) if sack_base is None else (base != sack_base):
+            bm = tracker.sack_bitmap(base)
+        for p in src.rejected:
+            d = psn_diff(p, base)
+            if 0 <= d < 64:
+                bm &= ~(1 << d)
+        cc.sack_bitmap = bm
+        src.receiver.fill_ack_cc(now, ack=cc)
+    else:
+        hdr = PdsAck(nh, flags, off, cack, src.pdc_id, src.peer_pdcid)
+    src.cack_held = cack != tcack and established
+    ctx.counters["ack_tx"] += 1
+    return Frame(pds=hdr, ses=ses, payload=data, src_ip=ctx.local_ip, dst_ip=src.peer_ip,
+                 ev=ev, dscp=cfg.dscp_control)
+
+
+__all__ = [
+    "ACK_M",
+    "ACK_P",
+    "ACK_RETX",
+    "GUARANTEED_OPCODES",
+    "NEXT_HDR",
+    "REQUEST_NEXT_HDRS",
+    "REQ_CLEAR",
+    "REQ_CLOSE",
+    "AckCoalescer",
+    "AckScheduler",
+    "AckSource",
+    "build_ack",
+    "clamp_offset",
+    "default_response",
+]

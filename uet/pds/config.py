@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from uet.errors import ConfigError
+
 PS_PER_US = 1_000_000
 PS_PER_MS = 1_000_000_000
 
@@ -18,7 +20,7 @@ ACK_TYPES = ("ack", "ack_cc")
 START_PSN_MODES = ("initiator", "target")
 
 
-class PdsConfigError(ValueError):
+class PdsConfigError(ConfigError):
     """A bad PdsConfig value; the message names the key and the allowed values."""
 
 
@@ -100,6 +102,9 @@ class PdsConfig:
     # ---- limits
     max_initiator_pdcs: int = 1024
     max_target_pdcs: int = 1024
+    #: target PDCs one source address may hold (0: only max_target_pdcs): a single peer
+    #: opening PDC after PDC (a SYN flood) cannot take every slot from the others
+    max_target_pdcs_per_source: int = 256
     #: closed PDCs kept lingering; beyond it the oldest is freed early
     max_lingering_pdcs: int = 1024
     #: bytes of un-acknowledged request packets held by initiator PDCs (and RUDI)
@@ -114,6 +119,9 @@ class PdsConfig:
     #: RUDI: remembered responses (duplicates answered from it) and outstanding requests
     rudi_cache_entries: int = 4096
     rudi_max_outstanding: int = 1024
+    #: RUDI: a remembered response is dropped after this long (a later duplicate is
+    #: delivered again, which RUDI's idempotent operations allow)
+    rudi_cache_ps: int = 1000 * PS_PER_MS
 
     # ---- marking
     dscp_data: int = 0
@@ -162,7 +170,7 @@ class PdsConfig:
                     "rto_backoff", "new_pdc_time_ps", "close_req_time_ps", "msl_ps",
                     "max_initiator_pdcs", "max_target_pdcs", "max_lingering_pdcs",
                     "max_tx_memory_bytes", "max_rx_memory_bytes", "rudi_cache_entries",
-                    "rudi_max_outstanding")
+                    "rudi_max_outstanding", "rudi_cache_ps")
         for name in positive:
             if getattr(self, name) <= 0:
                 raise PdsConfigError(f"pds.{name}: must be > 0, got {getattr(self, name)}")
@@ -171,7 +179,7 @@ class PdsConfig:
                                  f"window) or a packet count, got {self.ooo_loss_threshold}")
         non_negative = ("max_retries", "sack_dupthresh", "rack_reo_wnd_ps", "probe_after_ps",
                         "close_idle_ps", "target_idle_ps", "clear_req_ps",
-                        "rod_buffer_packets", "rod_buffer_bytes")
+                        "rod_buffer_packets", "rod_buffer_bytes", "max_target_pdcs_per_source")
         for name in non_negative:
             if getattr(self, name) < 0:
                 raise PdsConfigError(f"pds.{name}: must be >= 0, got {getattr(self, name)}")

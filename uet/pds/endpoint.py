@@ -2,38 +2,47 @@
 
 Feed it SES requests (``submit``) and arriving frames (``receive``); take frames to send
 (``poll_transmit``), events for the SES (``next_event``) and timers (``next_deadline`` /
-``handle_timer``). Nothing here reads a clock or does I/O: every call takes ``now`` in integer
-picoseconds, and randomness (Start_PSNs, PDC IDs, RUDI pkt_ids) comes from the seeded rng.
+``handle_timer``). Nothing here reads a clock or does I/O: every call that can arm a timer
+takes ``now`` in integer picoseconds, and randomness (Start_PSNs, PDC IDs, RUDI pkt_ids)
+comes from the seeded rng.
 
 Drive order expected from the caller (the FEP): after ``receive``, drain ``next_event`` and
 answer each ``RequestDelivered`` with ``respond`` before the next ``poll_transmit``; a request
 whose event was taken but not answered by then gets no response. A request whose event was
 not yet taken holds the CACK (the initiator will not consider it acknowledged) until it is.
+
+The end point dispatches and schedules; the PDCs (:mod:`uet.pds.initiator`,
+:mod:`uet.pds.target`) and the RUDI / UUD senders hold the protocol, and reach the end point
+only through the :class:`~uet.pds.context.PdcContext` it hands them. With
+``UET_CHECK_INVARIANTS=1`` in the environment every public call is followed by the liveness
+check of :mod:`uet.pds.invariants`.
 """
 
 from __future__ import annotations
 
 import heapq
-import itertools
 import random
 from collections import Counter, deque
 from collections.abc import Callable
+from typing import Any
 
-from uet.cms.api import NullReceiverCongestion, NullSenderCongestion
+from uet.cms.api import (
+    NullReceiverCongestion,
+    NullSenderCongestion,
+    ReceiverCongestion,
+    SenderCongestion,
+)
+from uet.errors import LocalError
+from uet.pds import invariants
 from uet.pds.ack import REQUEST_NEXT_HDRS
 from uet.pds.config import PdsConfig
-from uet.pds.events import (
-    PdcClosed,
-    PdcOpened,
-    PdcState,
-    PdsEvent,
-    RequestDelivered,
-    SendRequest,
-)
+from uet.pds.context import PdcContext
+from uet.pds.events import PdsEvent, RequestDelivered, SendRequest
 from uet.pds.initiator import InitiatorPdc
-from uet.pds.manager import INITIATOR, TARGET, PdcManager
+from uet.pds.manager import INITIATOR, TARGET, PdcBase, PdcManager
 from uet.pds.retransmit import nack_name
 from uet.pds.rudi import RudiInitiator, RudiTarget
+from uet.pds.states import TargetState
 from uet.pds.target import TargetPdc
 from uet.pds.uud import UudSender, rx_uud
 from uet.wire.constants import CpFlag, CtlType, DeliveryMode, NackCode, NackFlag, PdsType
@@ -44,35 +53,35 @@ _SYN = 0x04
 _ROD_TYPES = (PdsType.ROD_REQ, PdsType.ROD_CC_REQ)
 _ROD = DeliveryMode.ROD
 _RUD = DeliveryMode.RUD
-_RETX = 0x10
 _INITIATOR_CTL = frozenset({CtlType.CLEAR_REQ, CtlType.CLOSE_REQ, CtlType.CREDIT})
 _CTL_NAMES = {int(c): c.name for c in CtlType}
+_T_ESTABLISHED = TargetState.ESTABLISHED
 
 
-def _null_sender(mode: DeliveryMode) -> NullSenderCongestion:
+def _null_sender(mode: DeliveryMode) -> SenderCongestion:
     return NullSenderCongestion()
 
 
-def _null_receiver(key: int) -> NullReceiverCongestion:
+def _null_receiver(key: int) -> ReceiverCongestion:
     return NullReceiverCongestion()
 
 
 class _CreditPacer:
     """Timer entry for the end point's RCCC credit scheduler."""
 
-    __slots__ = ("ep", "_armed", "freed")
+    __slots__ = ("poll", "_armed", "freed")
 
-    def __init__(self, ep) -> None:
-        self.ep = ep
+    def __init__(self, poll: Callable[[int], None]) -> None:
+        self.poll = poll
         self._armed: int | None = None
         self.freed = False
 
     def on_timer(self, now: int) -> int | None:
-        self.ep.poll_credit(now)
-        return None  # poll_credit re-arms at the scheduler's next deadline
+        self.poll(now)
+        return None  # poll re-arms at the scheduler's next deadline
 
 
-class PdcLimitError(RuntimeError):
+class PdcLimitError(LocalError, RuntimeError):
     """No initiator PDC can be opened (``max_initiator_pdcs`` or the ID space is exhausted)."""
 
 
@@ -87,9 +96,9 @@ class PdsEndpoint:
     """The PDS of one end point: PDC manager, initiator and target PDCs, RUDI and UUD."""
 
     def __init__(self, config: PdsConfig, local_ip: str, rng: random.Random, *,
-                 sender_cc: Callable[[DeliveryMode], object] | None = None,
-                 receiver_cc: Callable[[int], object] | None = None,
-                 credit_scheduler: object | None = None,
+                 sender_cc: Callable[[DeliveryMode], SenderCongestion] | None = None,
+                 receiver_cc: Callable[[int], ReceiverCongestion] | None = None,
+                 credit_scheduler: Any = None,
                  log: Callable[..., None] | None = None) -> None:
         """``sender_cc(mode)`` builds the SenderCongestion of each initiator PDC (and of the
         RUDI and UUD senders); ``receiver_cc(pdc_id)`` the ReceiverCongestion of each target
@@ -102,25 +111,23 @@ class PdsEndpoint:
         self._sender_cc = sender_cc or _null_sender
         self._receiver_cc = receiver_cc or _null_receiver
         self.credit_scheduler = credit_scheduler
-        self._credit_pacer = _CreditPacer(self)
-        self.log_hook = log
-        self.counters: Counter = Counter()
-        self.events: deque[PdsEvent] = deque()
-        self.ctrl: deque[Frame] = deque()  # ready control frames (NACK, CP, RUDI_RESP)
-        self.ack_ring: deque = deque()  # target PDCs with an ACK to build
-        self.ring: deque = deque()  # senders with data work (round robin)
+        self._credit_pacer = _CreditPacer(self._poll_credit)
         self.mgr = PdcManager(config, rng)
-        self.mem_blocked: set = set()
-        self.now_hint = 0
-        self._heap: list = []
-        self._heap_seq = itertools.count()
-        self._tokens: dict[int, object] = {}
-        self._next_token = 1
+        ctx = self.ctx = PdcContext(config, local_ip, self.mgr, rng, log)
+        ctx.credit_changed = self._credit_changed
+        self.log_hook = log
+        # the context's queues, under the names callers and tests have used
+        self.counters: Counter[str] = ctx.counters
+        self.events: deque[PdsEvent] = ctx.events
+        self.ctrl: deque[Frame] = ctx.ctrl
+        self.ack_ring: deque[Any] = ctx.ack_ring
+        self.ring: deque[Any] = ctx.ring
+        self._tokens = ctx._tokens
         self._seen: list[int] = []
         self._rudi_ini: RudiInitiator | None = None
-        self.rudi_target = RudiTarget(self)
+        self.rudi_target = RudiTarget(ctx)
         self._uud: UudSender | None = None
-        self._rx = {
+        self._rx: dict[int, Callable[[int, Frame, Any], None]] = {
             PdsType.RUD_REQ: self._rx_request, PdsType.ROD_REQ: self._rx_request,
             PdsType.RUD_CC_REQ: self._rx_request, PdsType.ROD_CC_REQ: self._rx_request,
             PdsType.ACK: self._rx_ack, PdsType.ACK_CC: self._rx_ack,
@@ -129,11 +136,12 @@ class PdsEndpoint:
             PdsType.RUDI_REQ: self._rx_rudi, PdsType.RUDI_RESP: self._rx_rudi,
             PdsType.UUD_REQ: self._rx_uud,
         }
+        if invariants.enabled():
+            invariants.install(self)
 
     # ================================================================== public API
     def submit(self, now: int, request: SendRequest) -> None:
         """Queue one SES request packet; the PDS picks or opens the PDC and assigns the PSN."""
-        self.now_hint = now
         if len(request.payload) > self.cfg.mtu_payload:
             raise ValueError(f"payload of {len(request.payload)} bytes exceeds mtu_payload "
                              f"({self.cfg.mtu_payload})")
@@ -146,18 +154,17 @@ class PdsEndpoint:
             pdc.submit(now, request)
         elif mode == DeliveryMode.RUDI:
             if self._rudi_ini is None:
-                self._rudi_ini = RudiInitiator(self, self._sender_cc(mode))
+                self._rudi_ini = RudiInitiator(self.ctx, self._sender_cc(mode))
             self._rudi_ini.submit(now, request)
         elif mode == DeliveryMode.UUD:
             if self._uud is None:
-                self._uud = UudSender(self, self._sender_cc(mode))
+                self._uud = UudSender(self.ctx, self._sender_cc(mode))
             self._uud.submit(now, request)
         else:
             raise ValueError(f"unknown delivery mode {mode!r}")
 
     def receive(self, now: int, frame: Frame) -> None:
         """A decoded frame addressed to this end point."""
-        self.now_hint = now
         if frame.dst_ip != self.local_ip:
             self.counters["dropped.not_for_us"] += 1
             return
@@ -168,35 +175,34 @@ class PdsEndpoint:
             return
         handler(now, frame, pds)
 
-    def respond(self, token: int, response, data: bytes = b"") -> bool:
+    def respond(self, now: int, token: int, response: Any, data: bytes = b"") -> bool:
         """The SES answer to a ``RequestDelivered``; None means "no response".
 
         Guaranteed responses (RESPONSE, RESPONSE_W_DATA) ride in their own ACK (RUDI: in the
         RUDI_RESP) and are stored until cleared. Returns False if the token is unknown or its
         response was already final (counted as ``late_response``).
         """
-        entry = self._tokens.pop(token, None)
+        entry = self.ctx.take_token(token)
         if entry is None:
             self.counters["late_response"] += 1
             return False
-        return entry.pdc.on_respond(entry, response, data)
+        return entry.pdc.on_respond(now, entry, response, data)
 
-    def reject(self, token: int, code: int = NackCode.NO_SES_MSG_AVAIL) -> bool:
+    def reject(self, now: int, token: int, code: int = NackCode.NO_SES_MSG_AVAIL) -> bool:
         """The SES refuses a delivered request (``TargetReply.nack``): NACK it with ``code``
         and treat it as never received, so the initiator's retransmission is delivered
         again. Returns False if the token is unknown or already final."""
-        entry = self._tokens.pop(token, None)
+        entry = self.ctx.take_token(token)
         if entry is None:
             self.counters["late_response"] += 1
             return False
         self.counters["ses_rejected"] += 1
-        return entry.pdc.on_reject(entry, code)
+        return entry.pdc.on_reject(now, entry, code)
 
     def poll_transmit(self, now: int, control: bool) -> Frame | None:
         """Next frame of the control class (ACK, NACK, CP, RUDI_RESP) or of the data class."""
-        self.now_hint = now
         if self._seen:
-            self._finalize_seen()
+            self._finalize_seen(now)
         if control:
             if self.ctrl:
                 return self.ctrl.popleft()
@@ -207,7 +213,8 @@ class PdsEndpoint:
                 if frame is None:
                     pdc.in_ack_ring = False
                     continue
-                if pdc.explicit or pdc.co.now or pdc.co.owed:
+                acks = pdc.acks  # AckScheduler.pending, inline: once per ACK
+                if acks.explicit or acks.co.now or acks.co.owed:
                     ring.append(pdc)
                 else:
                     pdc.in_ack_ring = False
@@ -228,7 +235,7 @@ class PdsEndpoint:
 
     def next_deadline(self) -> int | None:
         """Earliest timer (RTO, ACK timer, close, linger, ...), or None."""
-        heap = self._heap
+        heap = self.ctx.heap
         while heap:
             t, _, obj = heap[0]
             if obj._armed == t:
@@ -238,8 +245,8 @@ class PdsEndpoint:
 
     def handle_timer(self, now: int) -> None:
         """Run every timer due at ``now``."""
-        self.now_hint = now
-        heap = self._heap
+        heap = self.ctx.heap
+        arm = self.ctx.arm
         while heap and heap[0][0] <= now:
             t, _, obj = heapq.heappop(heap)
             if obj._armed != t:
@@ -247,7 +254,7 @@ class PdsEndpoint:
             obj._armed = None
             nxt = obj.on_timer(now)
             if nxt is not None:
-                self.arm(obj, nxt if nxt > now else now + 1)
+                arm(obj, nxt if nxt > now else now + 1)
 
     def next_event(self) -> PdsEvent | None:
         """Next event for the SES / reports, or None."""
@@ -260,83 +267,97 @@ class PdsEndpoint:
         return ev
 
     # ------------------------------------------------------------------ introspection
-    def pdcs(self, role: str | None = None) -> list:
+    def pdcs(self, role: str | None = None) -> list[PdcBase]:
         """Open (not lingering) PDCs, optionally of one role ('initiator' / 'target')."""
         return self.mgr.open_pdcs(role)
 
-    def pdc(self, pdc_id: int):
+    def pdc(self, pdc_id: int) -> PdcBase | None:
         """The PDC with this local ID (open or lingering), or None."""
         return self.mgr.by_id.get(pdc_id)
 
     @property
     def tx_memory(self) -> int:
-        return self.mgr.tx_mem
+        """Bytes of request packets held for retransmission."""
+        return self.ctx.tx_memory.used
 
     @property
     def rx_memory(self) -> int:
-        return self.mgr.rx_mem
+        """Bytes of stored responses, ROD buffers and the RUDI response cache."""
+        return self.ctx.rx_memory.used
 
     def idle(self) -> bool:
         """Nothing queued, outstanding or waiting to be sent."""
         if self.ctrl or self.ack_ring or self.ring or self.events:
             return False
         for p in self.mgr.by_id.values():
-            if p.role == INITIATOR and (p.outstanding or p.queue) and not p.lingering:
+            if type(p) is InitiatorPdc and not p.lingering and (p.outstanding or p.queue):
                 return False
         return not (self._rudi_ini and (self._rudi_ini.outstanding or self._rudi_ini.queue))
+
+    def activate(self, sender: Any) -> None:
+        """Put a sender (back) on the data ring (tests, drivers that unblocked it)."""
+        self.ctx.wake(sender)
 
     # ================================================================== receive paths
     def _rx_request(self, now: int, frame: Frame, pds: PdsRequest) -> None:
         mgr = self.mgr
+        ctx = self.ctx
         mode = _ROD if pds.type in _ROD_TYPES else _RUD
         if pds.next_hdr not in REQUEST_NEXT_HDRS:
-            self.nack(now, frame, NackCode.PDC_HDR_MISMATCH, pds.psn, 0, pds.spdcid,
-                      why=f"request with next_hdr {int(pds.next_hdr)}")
+            ctx.nack(now, frame, NackCode.PDC_HDR_MISMATCH, pds.psn, 0, pds.spdcid,
+                     why=f"request with next_hdr {int(pds.next_hdr)}")
             return
+        pdc: Any
         if pds.flags & _SYN:
             key = (frame.src_ip, frame.dst_ip, pds.spdcid)
             pdc = mgr.tgt_by_key.get(key)
             if pdc is not None and pdc.lingering and pdc.start_psn != pds.start_psn:
-                mgr.free(pdc)  # a new incarnation of the initiator's PDC
-                pdc._armed = None
+                ctx.free(pdc)  # a new incarnation of the initiator's PDC
                 pdc = None
             if pdc is None:
                 pdc = self._open_target(now, frame, pds, mode, key)
                 if pdc is None:
                     return
             elif pdc.mode != mode:
-                self.nack(now, frame, NackCode.PDC_MODE_MISMATCH, pds.psn, pdc.pdc_id,
-                          pds.spdcid, why=f"{mode.name} request on a {pdc.mode.name} PDC")
+                ctx.nack(now, frame, NackCode.PDC_MODE_MISMATCH, pds.psn, pdc.pdc_id,
+                         pds.spdcid, why=f"{mode.name} request on a {pdc.mode.name} PDC")
                 return
         else:
             pdc = mgr.by_id.get(pds.dpdcid)
             if pdc is None or pdc.role != TARGET:
-                self.nack(now, frame, NackCode.INV_DPDCID, pds.psn, 0, pds.spdcid,
-                          why=f"unknown DPDCID {pds.dpdcid}")
+                ctx.nack(now, frame, NackCode.INV_DPDCID, pds.psn, 0, pds.spdcid,
+                         why=f"unknown DPDCID {pds.dpdcid}")
                 return
             if pdc.peer_ip != frame.src_ip or pdc.peer_pdcid != pds.spdcid:
-                self.nack(now, frame, NackCode.PDC_HDR_MISMATCH, pds.psn, pdc.pdc_id,
-                          pds.spdcid, why="source address or SPDCID differs from the PDC's")
+                ctx.nack(now, frame, NackCode.PDC_HDR_MISMATCH, pds.psn, pdc.pdc_id,
+                         pds.spdcid, why="source address or SPDCID differs from the PDC's")
                 return
             if pdc.mode != mode:
-                self.nack(now, frame, NackCode.PDC_MODE_MISMATCH, pds.psn, pdc.pdc_id,
-                          pds.spdcid, why=f"{mode.name} request on a {pdc.mode.name} PDC")
+                ctx.nack(now, frame, NackCode.PDC_MODE_MISMATCH, pds.psn, pdc.pdc_id,
+                         pds.spdcid, why=f"{mode.name} request on a {pdc.mode.name} PDC")
                 return
         pdc.rx_request(now, frame, pds)
 
-    def _open_target(self, now: int, frame: Frame, pds: PdsRequest, mode: DeliveryMode,
+    def _open_target(self, now: int, frame: Frame, pds: Any, mode: DeliveryMode,
                      key: tuple) -> TargetPdc | None:
         """First SYN of an unknown {sip, dip, spdcid}: a target PDC, or a NACK."""
         cfg = self.cfg
         mgr = self.mgr
+        ctx = self.ctx
         if pds.psn_offset >= cfg.mp_range:
-            self.nack(now, frame, NackCode.INVALID_SYN, pds.psn, 0, pds.spdcid,
-                      why="SYN psn_offset beyond the receive window")
+            ctx.nack(now, frame, NackCode.INVALID_SYN, pds.psn, 0, pds.spdcid,
+                     why="SYN psn_offset beyond the receive window")
+            return None
+        if mgr.source_full(frame.src_ip):
+            self.counters["refused.pdcs_per_source"] += 1
+            ctx.nack(now, frame, NackCode.NO_PDC_AVAIL, pds.psn, 0, pds.spdcid,
+                     why="target PDC limit per source reached")
             return None
         pid = mgr.alloc_id() if mgr.can_open(TARGET) else None
         if pid is None:
-            self.nack(now, frame, NackCode.NO_PDC_AVAIL, pds.psn, 0, pds.spdcid,
-                      why="target PDC limit reached")
+            self.counters["refused.target_pdcs"] += 1
+            ctx.nack(now, frame, NackCode.NO_PDC_AVAIL, pds.psn, 0, pds.spdcid,
+                     why="target PDC limit reached")
             return None
         start = pds.start_psn
         pending = False
@@ -344,19 +365,19 @@ class PdsEndpoint:
             mine = _start_psn(cfg, self.rng)
             pending = mine != start
             start = mine
-        pdc = TargetPdc(self, pid, frame.src_ip, mode, key, pds.spdcid, start,
-                        self._receiver_cc(pid), now)
-        mgr.register(pdc)
+        pdc = TargetPdc(ctx, pid, frame.src_ip, mode, key, pds.spdcid, start,
+                        self._receiver_cc(pid), now,
+                        TargetState.PENDING if pending else _T_ESTABLISHED)
+        mgr.register_target(pdc)
         if pending:
-            pdc.state = PdcState.PENDING
             pdc.pending_until = now + cfg.new_pdc_time_ps
-            self.arm(pdc, pdc.pending_until)
-            self.nack(now, frame, NackCode.NEW_START_PSN, pds.psn, pid, pds.spdcid,
-                      payload=start, why="target picks the Start_PSN")
+            ctx.arm(pdc, pdc.pending_until)
+            ctx.nack(now, frame, NackCode.NEW_START_PSN, pds.psn, pid, pds.spdcid,
+                     payload=start, why="target picks the Start_PSN")
             return None
-        self.pdc_opened(now, pdc)
+        ctx.opened(now, pdc)
         if cfg.target_idle_ps:
-            self.arm(pdc, now + cfg.target_idle_ps)
+            ctx.arm(pdc, now + cfg.target_idle_ps)
         return pdc
 
     def _open_initiator(self, now: int, key: tuple, req: SendRequest) -> InitiatorPdc:
@@ -367,15 +388,15 @@ class PdsEndpoint:
             raise PdcLimitError(
                 f"cannot open an initiator PDC to {req.dst_ip}: limit "
                 f"max_initiator_pdcs={self.cfg.max_initiator_pdcs} reached")
-        pdc = InitiatorPdc(self, pid, req.dst_ip, req.mode, key, req.job_id, req.tc,
+        pdc = InitiatorPdc(self.ctx, pid, req.dst_ip, req.mode, key, req.job_id, req.tc,
                            _start_psn(self.cfg, self.rng), self._sender_cc(req.mode), now)
-        mgr.register(pdc)
-        self.pdc_opened(now, pdc)
+        mgr.register_initiator(pdc)
+        self.ctx.opened(now, pdc)
         return pdc
 
-    def _rx_ack(self, now: int, frame: Frame, ack) -> None:
+    def _rx_ack(self, now: int, frame: Frame, ack: Any) -> None:
         pdc = self.mgr.by_id.get(ack.dpdcid)
-        if pdc is None or pdc.role != INITIATOR:
+        if type(pdc) is not InitiatorPdc:
             self.counters["ack_rx"] += 1
             self.counters["dropped.ack_unknown_pdc"] += 1
             return
@@ -384,14 +405,14 @@ class PdsEndpoint:
     def _rx_nack(self, now: int, frame: Frame, nack: PdsNack) -> None:
         name = nack_name(nack.nack_code)
         self.counters["nack_rx." + name] += 1
-        self.log(now, "nack_rx", code=name, psn=nack.nack_psn, pdc_id=nack.dpdcid,
-                 peer=frame.src_ip)
+        self.ctx.log(now, "nack_rx", code=name, psn=nack.nack_psn, pdc_id=nack.dpdcid,
+                     peer=frame.src_ip)
         if nack.flags & NackFlag.NT:
             if self._rudi_ini is not None:
                 self._rudi_ini.rx_nack(now, frame, nack)
             return
         pdc = self.mgr.by_id.get(nack.dpdcid)
-        if pdc is None or pdc.role != INITIATOR:
+        if type(pdc) is not InitiatorPdc:
             self.counters["dropped.nack_unknown_pdc"] += 1
             return
         pdc.rx_nack(now, frame, nack)
@@ -400,6 +421,8 @@ class PdsEndpoint:
         ctl = cp.ctl_type
         self.counters["cp_rx." + _CTL_NAMES.get(ctl, str(ctl))] += 1
         mgr = self.mgr
+        ctx = self.ctx
+        pdc: Any
         if ctl in _INITIATOR_CTL:
             pdc = mgr.by_id.get(cp.dpdcid)
             if pdc is None or pdc.role != INITIATOR:
@@ -419,24 +442,24 @@ class PdsEndpoint:
                     return
             elif pdc is None:
                 if ctl == CtlType.ACK_REQ:
-                    self.nack(now, frame, NackCode.PKT_NOT_RCVD, cp.psn, 0, cp.spdcid,
-                              why="ACK request on a PDC never established")
+                    ctx.nack(now, frame, NackCode.PKT_NOT_RCVD, cp.psn, 0, cp.spdcid,
+                             why="ACK request on a PDC never established")
                 else:
                     self.counters["dropped.cp_unknown_pdc"] += 1
                 return
         else:
             pdc = mgr.by_id.get(cp.dpdcid)
             if pdc is None or pdc.role != TARGET:
-                self.nack(now, frame, NackCode.INV_DPDCID, cp.psn, 0, cp.spdcid,
-                          why=f"unknown DPDCID {cp.dpdcid}")
+                ctx.nack(now, frame, NackCode.INV_DPDCID, cp.psn, 0, cp.spdcid,
+                         why=f"unknown DPDCID {cp.dpdcid}")
                 return
             if pdc.peer_ip != frame.src_ip or pdc.peer_pdcid != cp.spdcid:
-                self.nack(now, frame, NackCode.PDC_HDR_MISMATCH, cp.psn, pdc.pdc_id,
-                          cp.spdcid, why="source address or SPDCID differs from the PDC's")
+                ctx.nack(now, frame, NackCode.PDC_HDR_MISMATCH, cp.psn, pdc.pdc_id,
+                         cp.spdcid, why="source address or SPDCID differs from the PDC's")
                 return
         pdc.rx_cp(now, frame, cp)
 
-    def _rx_rudi(self, now: int, frame: Frame, pds) -> None:
+    def _rx_rudi(self, now: int, frame: Frame, pds: Any) -> None:
         if pds.type == PdsType.RUDI_REQ:
             self.rudi_target.rx_req(now, frame, pds)
         elif self._rudi_ini is not None:
@@ -444,127 +467,37 @@ class PdsEndpoint:
         else:
             self.counters["rudi_resp_duplicate"] += 1
 
-    def _rx_uud(self, now: int, frame: Frame, pds) -> None:
-        rx_uud(self, now, frame)
+    def _rx_uud(self, now: int, frame: Frame, pds: Any) -> None:
+        rx_uud(self.ctx, now, frame)
 
-    # ================================================================== services for PDCs
-    def nack(self, now: int, frame: Frame, code: int, psn: int, spdcid: int, dpdcid: int,
-             payload: int = 0, why: str = "", nt: bool = False) -> None:
-        """Queue a NACK answering ``frame`` (EV echoed, M/RETX copied, ref. 2.6)."""
-        flags = (0x20 if frame.ecn == 3 else 0) | (frame.pds.flags & _RETX)
-        self.nack_to(now, frame.src_ip, frame.ev, flags, code, psn, spdcid, dpdcid, payload,
-                     why, nt)
-
-    def nack_to(self, now: int, dst_ip: str, ev: int, flags: int, code: int, psn: int,
-                spdcid: int, dpdcid: int, payload: int = 0, why: str = "",
-                nt: bool = False) -> None:
-        """Queue a NACK to ``dst_ip`` (``flags``: M / RETX of the packet it answers)."""
-        flags &= 0x30
-        if nt:
-            flags |= NackFlag.NT
-        self.ctrl.append(Frame(
-            pds=PdsNack(flags=flags, nack_code=code, nack_psn=psn, spdcid=spdcid,
-                        dpdcid=dpdcid, payload=payload),
-            src_ip=self.local_ip, dst_ip=dst_ip, ev=ev, dscp=self.cfg.dscp_control))
-        name = nack_name(code)
-        self.counters["nack_tx." + name] += 1
-        self.log(now, "nack_tx", code=name, why=why, psn=psn, peer=dst_ip)
-
-    def send_control(self, now: int, cp: PdsControl, dst_ip: str) -> None:
-        self.ctrl.append(Frame(pds=cp, src_ip=self.local_ip, dst_ip=dst_ip,
-                               ev=self.cfg.control_ev, dscp=self.cfg.dscp_control))
-        self.counters["cp_tx." + _CTL_NAMES.get(cp.ctl_type, str(cp.ctl_type))] += 1
-
-    def want_ack(self, pdc: TargetPdc) -> None:
-        if not pdc.in_ack_ring:
-            pdc.in_ack_ring = True
-            self.ack_ring.append(pdc)
-
-    def activate(self, sender) -> None:
-        if not sender.in_ring:
-            sender.in_ring = True
-            self.ring.append(sender)
-
-    def unblock_memory(self) -> None:
-        blocked = self.mem_blocked
-        self.mem_blocked = set()
-        for sender in blocked:
-            if sender.has_data_work():
-                self.activate(sender)
-
-    def arm(self, obj, t: int) -> None:
-        """Make sure ``obj.on_timer`` runs at ``t`` or earlier."""
-        armed = obj._armed
-        if armed is None or t < armed:
-            obj._armed = t
-            heapq.heappush(self._heap, (t, next(self._heap_seq), obj))
-
-    def new_token(self, entry) -> int:
-        token = self._next_token
-        self._next_token = token + 1
-        self._tokens[token] = entry
-        return token
-
-    def drop_token(self, token: int) -> None:
-        self._tokens.pop(token, None)
-
-    def _finalize_seen(self) -> None:
-        tokens = self._tokens
+    # ================================================================== end point services
+    def _finalize_seen(self, now: int) -> None:
+        take = self._tokens.pop
         for token in self._seen:
-            entry = tokens.pop(token, None)
+            entry = take(token, None)
             if entry is not None:
-                entry.pdc.finalize(entry)
+                entry.pdc.finalize(now, entry)
         self._seen.clear()
 
-    def log(self, now: int, kind: str, **fields) -> None:
-        if self.log_hook is not None:
-            self.log_hook(now, kind, **fields)
-
-    def pdc_opened(self, now: int, pdc) -> None:
-        self.events.append(PdcOpened(pdc.pdc_id, pdc.role, pdc.peer_ip, pdc.mode))
-        self.counters["opened"] += 1
-        self.counters["opened." + pdc.role] += 1
-        self.log(now, "pdc_open", pdc_id=pdc.pdc_id, role=pdc.role, peer=pdc.peer_ip,
-                 mode=pdc.mode.name, start_psn=pdc.start_psn)
-
-    def pdc_closed(self, now: int, pdc, error: bool, reason: str) -> None:
-        self.events.append(PdcClosed(pdc.pdc_id, error, pdc.role, reason))
-        self.counters["closed_in_error" if error else "closed"] += 1
-        self.log(now, "pdc_close", pdc_id=pdc.pdc_id, role=pdc.role, peer=pdc.peer_ip,
-                 error=error, reason=reason)
-        self.mem_blocked.discard(pdc)
-        for old in self.mgr.start_linger(pdc, now + self.cfg.msl_ps):
-            old._armed = None
-        self.arm(pdc, pdc.linger_until)
-
-    def free_lingering(self, pdc) -> None:
-        self.mgr.drop_lingering(pdc)
-        pdc._armed = None
-
-    def free_pdc(self, pdc) -> None:
-        if pdc.role == TARGET:
-            pdc.release_cc()
-        self.mgr.free(pdc)
-        pdc._armed = None
-
-    def credit_changed(self, now: int, pdc) -> None:
+    def _credit_changed(self, now: int, pdc: Any) -> None:
         """A receiver CC call may have produced credit: send the CREDIT CPs due."""
         if self.credit_scheduler is not None:
-            self.poll_credit(now)
+            self._poll_credit(now)
         else:
-            grant = pdc.receiver.credit_grant(now)
+            rccc = pdc.receiver.rccc
+            grant = rccc.credit_grant(now) if rccc is not None else 0
             if grant:
                 pdc.send_cp(now, CtlType.CREDIT, 0, 0, grant & 0xFFFFFFFF)
 
-    def poll_credit(self, now: int) -> None:
+    def _poll_credit(self, now: int) -> None:
         """Run the RCCC credit scheduler: one CREDIT CP per grant; re-arm its timer."""
         sched = self.credit_scheduler
         for key, payload in sched.poll_grants(now):
             pdc = self.mgr.by_id.get(key)
-            if pdc is not None and pdc.role == TARGET and pdc.state == PdcState.ESTABLISHED:
+            if pdc is not None and pdc.role == TARGET and pdc.state is _T_ESTABLISHED:
                 pdc.send_cp(now, CtlType.CREDIT, 0, 0, payload & 0xFFFFFFFF)
             else:
                 self.counters["credit_grant_dropped"] += 1
         d = sched.next_deadline()
         if d is not None:
-            self.arm(self._credit_pacer, d if d > now else now + 1)
+            self.ctx.arm(self._credit_pacer, d if d > now else now + 1)

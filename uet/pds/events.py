@@ -3,21 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import IntEnum
 
+from uet.pds.states import PdcState
 from uet.wire.constants import DeliveryMode
 from uet.wire.records import ExtHeader, SesHeader, SesResponseHeader
-
-
-class PdcState(IntEnum):
-    """PDC states (names after the reference provider's enum, ref. 3.3)."""
-
-    SYN = 1  #: initiator: sending with SYN, DPDCID not yet known
-    PENDING = 2  #: target: waiting for a SYN with the Start_PSN it asked for (NEW_START_PSN)
-    ESTABLISHED = 3
-    CLOSING = 4  #: initiator: CLOSE sent, waiting for its ACK
-    CLOSED = 5  #: closed normally; lingering (MSL) before the ID is freed
-    ERROR = 6  #: closed in error; lingering (MSL) before the ID is freed
 
 
 @dataclass(slots=True)
@@ -48,7 +37,7 @@ class PdsEvent:
 
 @dataclass(slots=True)
 class RequestDelivered(PdsEvent):
-    """A request reached the SES. Answer with ``PdsEndpoint.respond(token, ...)``.
+    """A request reached the SES. Answer with ``PdsEndpoint.respond(now, token, ...)``.
 
     ``psn`` is the RUDI ``pkt_id`` for RUDI and 0 for UUD; ``pdc_id`` is 0 without a PDC;
     ``token`` is 0 when no response is possible (UUD).
@@ -70,7 +59,7 @@ class ResponseReceived(PdsEvent):
     """An SES response (in an ACK or a RUDI_RESP) for a packet of ``msg_ref``."""
 
     msg_ref: object
-    ses: SesResponseHeader
+    ses: SesResponseHeader | SesHeader  # a response header (the codec's type is wider)
     payload: bytes
     psn: int = 0
 

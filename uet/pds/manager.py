@@ -11,35 +11,76 @@ from __future__ import annotations
 
 import random
 from collections import deque
+from enum import Enum, IntEnum
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from uet.pds.config import PdsConfig
-from uet.pds.events import PdcState
+from uet.pds.states import LINGERING, PdcStateError
+
+if TYPE_CHECKING:
+    from uet.pds.initiator import InitiatorPdc
+    from uet.pds.target import TargetPdc
 
 INITIATOR = "initiator"
 TARGET = "target"
 
 
 class PdcBase:
-    """What every PDC has: identity, state, timer bookkeeping for the end point."""
+    """What every PDC has: identity, its role's state machine, timer bookkeeping.
 
-    __slots__ = ("ep", "pdc_id", "role", "state", "peer_ip", "mode", "key", "_armed",
-                 "linger_until", "freed")
+    ``ctx`` is the :class:`~uet.pds.context.PdcContext` the end point hands it: the only
+    way a PDC reaches the end point. ``state`` changes only through :meth:`transition`
+    (the role's table in :mod:`uet.pds.states`)."""
 
-    def __init__(self, ep, pdc_id: int, role: str, peer_ip: str, mode, key: tuple) -> None:
-        self.ep = ep
+    __slots__ = ("ctx", "pdc_id", "role", "state", "peer_ip", "mode", "key", "_armed",
+                 "linger_until")
+
+    #: the role's transition table (set by the subclass)
+    TRANSITIONS: ClassVar[dict[tuple[Any, Any], Any]] = {}
+    #: the role's FREED state (set by the subclass)
+    FREED: ClassVar[Any] = None
+    start_psn: int  # both roles have one (a slot of the subclass)
+
+    def __init__(self, ctx: Any, pdc_id: int, role: str, peer_ip: str, mode: Any, key: tuple,
+                 state: IntEnum) -> None:
+        self.ctx = ctx
         self.pdc_id = pdc_id
         self.role = role
         self.peer_ip = peer_ip
         self.mode = mode
         self.key = key
-        self.state = PdcState.ESTABLISHED
+        self.state: Any = state
         self._armed: int | None = None
         self.linger_until = 0
-        self.freed = False
+
+    def transition(self, event: Enum) -> Any:
+        """Apply ``event`` to the state machine; :class:`PdcStateError` if the role's table
+        has no such transition from the current state."""
+        new = self.TRANSITIONS.get((self.state, event))
+        if new is None:
+            raise PdcStateError(self, event)
+        self.state = new
+        return new
 
     @property
     def lingering(self) -> bool:
-        return self.state >= PdcState.CLOSED
+        """Closed (normally or in error) and keeping its ID for MSL."""
+        return self.state in LINGERING
+
+    @property
+    def freed(self) -> bool:
+        return self.state is self.FREED
+
+    def free_event(self) -> Enum:
+        """The event that frees this PDC in its current state (the subclass knows)."""
+        raise NotImplementedError
+
+    def free_now(self) -> None:
+        """Forgotten by the manager (linger over, limit, a PENDING PDC reaped, a new
+        incarnation of the key): FREED, through the role's table."""
+        if self.state is not self.FREED:
+            self.transition(self.free_event())
+        self._armed = None
 
     def __repr__(self) -> str:
         return (f"<{type(self).__name__} id={self.pdc_id} {self.state.name} peer={self.peer_ip} "
@@ -50,25 +91,36 @@ class PdcManager:
     """PDC tables and resource accounting of one end point."""
 
     __slots__ = ("cfg", "rng", "by_id", "ini_by_key", "tgt_by_key", "lingering",
-                 "n_initiator", "n_target", "tx_mem", "rx_mem")
+                 "n_initiator", "n_target", "per_source")
 
     def __init__(self, cfg: PdsConfig, rng: random.Random) -> None:
         self.cfg = cfg
         self.rng = rng
-        self.by_id: dict[int, PdcBase] = {}
-        self.ini_by_key: dict[tuple, PdcBase] = {}
-        self.tgt_by_key: dict[tuple, PdcBase] = {}
+        self.by_id: dict[int, InitiatorPdc | TargetPdc] = {}
+        self.ini_by_key: dict[tuple, InitiatorPdc] = {}
+        self.tgt_by_key: dict[tuple, TargetPdc] = {}
         self.lingering: deque[PdcBase] = deque()
         self.n_initiator = 0  # open (not lingering) initiator PDCs
         self.n_target = 0  # open (including PENDING) target PDCs
-        self.tx_mem = 0  # bytes of retained request packets
-        self.rx_mem = 0  # bytes of stored responses, ROD buffers, RUDI cache
+        self.per_source: dict[str, int] = {}  # open target PDCs per source address
 
     # ------------------------------------------------------------------ IDs and limits
     def can_open(self, role: str) -> bool:
         if role == INITIATOR:
             return self.n_initiator < self.cfg.max_initiator_pdcs
         return self.n_target < self.cfg.max_target_pdcs
+
+    def source_full(self, src: str) -> bool:
+        """``src`` already holds ``max_target_pdcs_per_source`` open target PDCs."""
+        limit = self.cfg.max_target_pdcs_per_source
+        return bool(limit) and self.per_source.get(src, 0) >= limit
+
+    def _target_gone(self, pdc: PdcBase) -> None:
+        n = self.per_source.get(pdc.peer_ip, 0) - 1
+        if n > 0:
+            self.per_source[pdc.peer_ip] = n
+        else:
+            self.per_source.pop(pdc.peer_ip, None)
 
     def alloc_id(self) -> int | None:
         """A free PDC ID (1..65535) chosen by the rng, or None if every ID is taken."""
@@ -86,14 +138,16 @@ class PdcManager:
                 return pid
         return None  # pragma: no cover - guarded by the length check
 
-    def register(self, pdc: PdcBase) -> None:
+    def register_initiator(self, pdc: InitiatorPdc) -> None:
         self.by_id[pdc.pdc_id] = pdc
-        if pdc.role == INITIATOR:
-            self.ini_by_key[pdc.key] = pdc
-            self.n_initiator += 1
-        else:
-            self.tgt_by_key[pdc.key] = pdc
-            self.n_target += 1
+        self.ini_by_key[pdc.key] = pdc
+        self.n_initiator += 1
+
+    def register_target(self, pdc: TargetPdc) -> None:
+        self.by_id[pdc.pdc_id] = pdc
+        self.tgt_by_key[pdc.key] = pdc
+        self.n_target += 1
+        self.per_source[pdc.peer_ip] = self.per_source.get(pdc.peer_ip, 0) + 1
 
     def unmap_initiator(self, pdc: PdcBase) -> None:
         """Stop new requests from joining ``pdc`` (it is closing)."""
@@ -102,12 +156,14 @@ class PdcManager:
 
     # ------------------------------------------------------------------ closing
     def start_linger(self, pdc: PdcBase, until: int) -> list[PdcBase]:
-        """Move ``pdc`` to the lingering set; returns PDCs freed early to respect the limit."""
+        """Move ``pdc`` (now CLOSED or ERROR) to the lingering set; returns PDCs freed early
+        to respect ``max_lingering_pdcs`` (counted by the caller)."""
         if pdc.role == INITIATOR:
             self.n_initiator -= 1
             self.unmap_initiator(pdc)
         else:
             self.n_target -= 1
+            self._target_gone(pdc)
         pdc.linger_until = until
         self.lingering.append(pdc)
         evicted = []
@@ -122,18 +178,20 @@ class PdcManager:
         """Forget ``pdc`` entirely; its ID becomes reusable."""
         if pdc.freed:
             return
-        pdc.freed = True
+        was_lingering = pdc.lingering
+        pdc.free_now()
         if self.by_id.get(pdc.pdc_id) is pdc:
             del self.by_id[pdc.pdc_id]
         if pdc.role == INITIATOR:
             self.unmap_initiator(pdc)
         elif self.tgt_by_key.get(pdc.key) is pdc:
             del self.tgt_by_key[pdc.key]
-        if not pdc.lingering:  # freed without lingering (e.g. a reaped PENDING PDC)
+        if not was_lingering:  # freed without lingering (e.g. a reaped PENDING PDC)
             if pdc.role == INITIATOR:
                 self.n_initiator -= 1
             else:
                 self.n_target -= 1
+                self._target_gone(pdc)
 
     def drop_lingering(self, pdc: PdcBase) -> None:
         """Free a lingering PDC whose MSL expired."""

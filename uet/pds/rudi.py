@@ -11,8 +11,11 @@ retry count per request and reports ``MessageFailed`` when they run out.
 from __future__ import annotations
 
 from collections import OrderedDict, deque
+from typing import Any
 
+from uet.cms.api import SenderCongestion
 from uet.pds.ack import NEXT_HDR, default_response
+from uet.pds.context import PdcContext
 from uet.pds.events import MessageFailed, PacketAcked, RequestDelivered, ResponseReceived
 from uet.pds.retransmit import RESOURCE_NACKS, RtoEstimator, nack_name
 from uet.pds.target import Pending
@@ -33,9 +36,11 @@ RUDI_M = int(RudiFlag.M)
 
 
 class RudiTx:
+    """One RUDI request waiting for its RUDI_RESP."""
+
     __slots__ = ("pkt_id", "req", "cost", "send_time", "retries", "ev", "retx_queued", "done")
 
-    def __init__(self, pkt_id: int, req, cost: int) -> None:
+    def __init__(self, pkt_id: int, req: Any, cost: int) -> None:
         self.pkt_id = pkt_id
         self.req = req
         self.cost = cost
@@ -49,23 +54,24 @@ class RudiTx:
 class RudiInitiator:
     """All RUDI requests of one end point (there is no PDC)."""
 
-    def __init__(self, ep, cc) -> None:
-        self.ep = ep
-        self.cfg = ep.cfg
+    def __init__(self, ctx: PdcContext, cc: SenderCongestion) -> None:
+        self.ctx = ctx
+        self.cfg = ctx.cfg
         self.cc = cc
-        self.next_id = ep.rng.getrandbits(32)
-        self.queue: deque = deque()
+        self.next_id = ctx.rng.getrandbits(32)
+        self.queue: deque[Any] = deque()
         self.outstanding: dict[int, RudiTx] = {}
         self.retx: deque[RudiTx] = deque()
-        self.rto = RtoEstimator(ep.cfg)
+        self.rto = RtoEstimator(ctx.cfg)
         self.rto_at: int | None = None
         self.in_ring = False
         self._armed: int | None = None
         self.freed = False
+        self.last_progress = 0  # last request answered or failed (liveness check)
 
-    def submit(self, now: int, req) -> None:
+    def submit(self, now: int, req: Any) -> None:
         self.queue.append(req)
-        self.ep.activate(self)
+        self.ctx.wake(self)
 
     def has_data_work(self) -> bool:
         return bool(self.retx) or (bool(self.queue)
@@ -80,18 +86,18 @@ class RudiInitiator:
         if not self.queue or len(self.outstanding) >= self.cfg.rudi_max_outstanding:
             return None
         req = self.queue[0]
-        mgr = self.ep.mgr
+        mem = self.ctx.tx_memory
         cost = len(req.payload) + TX_OVERHEAD
-        if mgr.tx_mem + cost > self.cfg.max_tx_memory_bytes and mgr.tx_mem:
-            self.ep.counters["blocked.memory"] += 1
-            self.ep.mem_blocked.add(self)
+        if not mem.fits(cost):
+            self.ctx.counters["blocked.memory"] += 1
+            mem.wait(self)
             return None
         self.queue.popleft()
         pkt_id = self.next_id
         self.next_id = (pkt_id + 1) & 0xFFFFFFFF
         tx = RudiTx(pkt_id, req, cost)
         self.outstanding[pkt_id] = tx
-        mgr.tx_mem += cost
+        mem.used += cost
         return self._send(now, tx, False)
 
     def _send(self, now: int, tx: RudiTx, retx: bool) -> Frame:
@@ -101,54 +107,53 @@ class RudiInitiator:
         tx.ev = ev
         tx.send_time = now
         nbytes = len(req.payload)
-        self.cc.on_send(now, nbytes, ev, retx)
+        self.cc.on_send(now, nbytes=nbytes, ev=ev, retx=retx)
         d = now + self.rto.rto_for(tx.retries)
         if self.rto_at is None or d < self.rto_at:
             self.rto_at = d
-            self.ep.arm(self, d)
-        counters = self.ep.counters
+            self.ctx.arm(self, d)
+        counters = self.ctx.counters
         counters["rudi_tx"] += 1
         counters["tx_bytes"] += nbytes
         pds = PdsRudi(PdsType.RUDI_REQ, NEXT_HDR[type(req.ses)], RUDI_RETX if retx else 0,
                       tx.pkt_id)
         return Frame(pds=pds, ses=req.ses, ext=req.ext, payload=req.payload,
-                     src_ip=self.ep.local_ip, dst_ip=req.dst_ip, ev=ev, dscp=cfg.dscp_data,
+                     src_ip=self.ctx.local_ip, dst_ip=req.dst_ip, ev=ev, dscp=cfg.dscp_data,
                      ecn=2 if cfg.ecn_capable else 0)
 
-    def _finish(self, tx: RudiTx) -> None:
+    def _finish(self, now: int, tx: RudiTx) -> None:
         tx.done = True
         del self.outstanding[tx.pkt_id]
-        ep = self.ep
-        ep.mgr.tx_mem -= tx.cost
-        if ep.mem_blocked:
-            ep.unblock_memory()
+        self.last_progress = now
+        ctx = self.ctx
+        ctx.tx_memory.release(tx.cost)
         if self.queue:
-            ep.activate(self)
+            ctx.wake(self)
         elif not self.outstanding:
             self.rto_at = None
             self._armed = None  # nothing left to time: no stale wake-up
 
     def rx_resp(self, now: int, frame: Frame, pds: PdsRudi) -> None:
-        ep = self.ep
+        ctx = self.ctx
         tx = self.outstanding.get(pds.pkt_id)
         if tx is None or tx.req.dst_ip != frame.src_ip:
-            ep.counters["rudi_resp_duplicate"] += 1
+            ctx.counters["rudi_resp_duplicate"] += 1
             return
-        ep.counters["rudi_resp_rx"] += 1
+        ctx.counters["rudi_resp_rx"] += 1
         if tx.retries == 0:
             self.rto.sample(now - tx.send_time)
         ses = frame.ses
         if ses is None:
             ses = default_response(tx.req.ses)
-        ep.events.append(ResponseReceived(tx.req.msg_ref, ses, frame.payload, tx.pkt_id))
-        ep.events.append(PacketAcked(tx.req.msg_ref, tx.pkt_id))
-        self._finish(tx)
+        ctx.emit(ResponseReceived(tx.req.msg_ref, ses, frame.payload, tx.pkt_id))
+        ctx.emit(PacketAcked(tx.req.msg_ref, tx.pkt_id))
+        self._finish(now, tx)
 
-    def rx_nack(self, now: int, frame: Frame, nack) -> None:
-        ep = self.ep
+    def rx_nack(self, now: int, frame: Frame, nack: Any) -> None:
+        ctx = self.ctx
         tx = self.outstanding.get(nack.nack_psn)
         if tx is None or tx.req.dst_ip != frame.src_ip:
-            ep.counters["nack_rx_stale"] += 1
+            ctx.counters["nack_rx_stale"] += 1
             return
         action = nack_action(nack.nack_code)
         if action == NackAction.RETRANSMIT:
@@ -156,19 +161,18 @@ class RudiInitiator:
                 return  # resent when its RTO expires
             self._queue_retx(now, tx, "nack." + nack_name(nack.nack_code))
         elif action in (NackAction.CLOSE_PDC, NackAction.NEW_START_PSN):
-            ep.events.append(MessageFailed(tx.req.msg_ref,
-                                           f"RUDI NACK {nack_name(nack.nack_code)}"))
-            self._finish(tx)
+            ctx.emit(MessageFailed(tx.req.msg_ref, f"RUDI NACK {nack_name(nack.nack_code)}"))
+            self._finish(now, tx)
 
     def _queue_retx(self, now: int, tx: RudiTx, cause: str) -> None:
         if tx.retx_queued:
             return
         tx.retx_queued = True
         self.retx.append(tx)
-        ep = self.ep
-        ep.counters["retx." + cause] += 1
-        ep.log(now, "retransmit", pdc_id=0, psn=tx.pkt_id, cause=cause)
-        ep.activate(self)
+        ctx = self.ctx
+        ctx.counters["retx." + cause] += 1
+        ctx.log(now, "retransmit", pdc_id=0, psn=tx.pkt_id, cause=cause)
+        ctx.wake(self)
 
     def on_timer(self, now: int) -> int | None:
         if self.rto_at is None or now < self.rto_at:
@@ -182,11 +186,11 @@ class RudiInitiator:
             if d <= now:
                 tx.retries += 1
                 if tx.retries > cfg.max_retries:
-                    self.ep.events.append(MessageFailed(
+                    self.ctx.emit(MessageFailed(
                         tx.req.msg_ref, f"RUDI retry limit ({cfg.max_retries}) reached"))
-                    self._finish(tx)
+                    self._finish(now, tx)
                     continue
-                self.cc.on_timeout(now, tx.ev, len(tx.req.payload))
+                self.cc.on_timeout(now, ev=tx.ev, nbytes=len(tx.req.payload))
                 self._queue_retx(now, tx, "rto")
                 continue
             if nxt is None or d < nxt:
@@ -198,19 +202,20 @@ class RudiInitiator:
 class RudiTarget:
     """Answers RUDI requests: one RUDI_RESP each, duplicates from a bounded cache."""
 
-    def __init__(self, ep) -> None:
-        self.ep = ep
-        self.cfg = ep.cfg
+    def __init__(self, ctx: PdcContext) -> None:
+        self.ctx = ctx
+        self.cfg = ctx.cfg
         self.cache: OrderedDict[tuple, tuple] = OrderedDict()  # (src, pkt_id) -> resp
         self.pending: dict[tuple, int] = {}  # (src, pkt_id) -> token
 
     def rx_req(self, now: int, frame: Frame, pds: PdsRudi) -> None:
-        ep = self.ep
+        ep = self.ctx
         key = (frame.src_ip, pds.pkt_id)
         cached = self.cache.get(key)
         m = RUDI_M if frame.ecn == 3 else 0
         if cached is not None:
             self.cache.move_to_end(key)
+            self.cache[key] = (*cached[:3], now)
             ep.counters["duplicates"] += 1
             self._send(frame, pds.pkt_id, cached[0], cached[1], m | RUDI_RETX)
             return
@@ -224,7 +229,7 @@ class RudiTarget:
                     else NackCode.TRIMMED)
             ep.nack(now, frame, code, pds.pkt_id, 0, 0, nt=True, why="trimmed by a switch")
             return
-        if ep.mgr.rx_mem >= cfg.max_rx_memory_bytes:
+        if ep.rx_memory.full():
             ep.nack(now, frame, NackCode.NO_RESOURCE, pds.pkt_id, 0, 0, nt=True,
                     why="receive memory limit reached")
             return
@@ -234,10 +239,10 @@ class RudiTarget:
         payload = frame.payload
         ep.counters["rudi_rx"] += 1
         ep.counters["rx_bytes"] += len(payload)
-        ep.events.append(RequestDelivered(token, frame.src_ip, 0, DeliveryMode.RUDI, pds.pkt_id,
-                                          frame.ses, frame.ext, payload, frame.ecn == 3))
+        ep.emit(RequestDelivered(token, frame.src_ip, 0, DeliveryMode.RUDI, pds.pkt_id,
+                                 frame.ses, frame.ext, payload, frame.ecn == 3))
 
-    def on_respond(self, entry: Pending, response, data: bytes) -> bool:
+    def on_respond(self, now: int, entry: Pending, response: Any, data: bytes) -> bool:
         if self.pending.pop((entry.src_ip, entry.psn), None) is None:
             return False
         if response is None:
@@ -247,33 +252,46 @@ class RudiTarget:
                              f"({self.cfg.mtu_payload})")
         cost = len(data) + CACHE_OVERHEAD
         cache = self.cache
-        mgr = self.ep.mgr
-        cache[(entry.src_ip, entry.psn)] = (response, data, cost)
-        mgr.rx_mem += cost
+        mem = self.ctx.rx_memory
+        cache[(entry.src_ip, entry.psn)] = (response, data, cost, now)
+        mem.used += cost
+        counters = self.ctx.counters
         while len(cache) > self.cfg.rudi_cache_entries:
             _, old = cache.popitem(last=False)
-            mgr.rx_mem -= old[2]
+            mem.used -= old[2]
+            counters["rudi_cache_evicted"] += 1
+        # entries older than rudi_cache_ps go too (oldest first: the LRU order is also
+        # the order of their last use, refreshed when a duplicate is answered)
+        limit = now - self.cfg.rudi_cache_ps
+        while cache:
+            key, old = next(iter(cache.items()))
+            if old[3] > limit:
+                break
+            del cache[key]
+            mem.used -= old[2]
+            counters["rudi_cache_expired"] += 1
         self._send_to(entry.src_ip, entry.ev, entry.psn, response, data, entry.flags)
         return True
 
-    def on_reject(self, entry: Pending, code: int) -> bool:
+    def on_reject(self, now: int, entry: Pending, code: int) -> bool:
         """The SES refused the request: NACK it (NT); a retransmission is delivered again."""
         if self.pending.pop((entry.src_ip, entry.psn), None) is None:
             return False
-        self.ep.nack_to(self.ep.now_hint, entry.src_ip, entry.ev, entry.flags, code,
-                        entry.psn, 0, 0, why="refused by the SES", nt=True)
+        self.ctx.nack_to(now, entry.src_ip, entry.ev, entry.flags, code,
+                         entry.psn, 0, 0, why="refused by the SES", nt=True)
         return True
 
-    def finalize(self, entry: Pending) -> None:
-        self.on_respond(entry, None, b"")
+    def finalize(self, now: int, entry: Pending) -> None:
+        self.on_respond(now, entry, None, b"")
 
-    def _send(self, frame: Frame, pkt_id: int, ses, data: bytes, flags: int) -> None:
+    def _send(self, frame: Frame, pkt_id: int, ses: Any, data: bytes, flags: int) -> None:
         self._send_to(frame.src_ip, frame.ev, pkt_id, ses, data, flags)
 
-    def _send_to(self, dst: str, ev: int, pkt_id: int, ses, data: bytes, flags: int) -> None:
-        ep = self.ep
+    def _send_to(self, dst: str, ev: int, pkt_id: int, ses: Any, data: bytes,
+                 flags: int) -> None:
+        ctx = self.ctx
         pds = PdsRudi(PdsType.RUDI_RESP, NEXT_HDR[type(ses)], flags, pkt_id)
-        ep.ctrl.append(Frame(pds=pds, ses=ses, payload=data, src_ip=ep.local_ip, dst_ip=dst,
+        ctx.send_frame(Frame(pds=pds, ses=ses, payload=data, src_ip=ctx.local_ip, dst_ip=dst,
                              ev=ev, dscp=self.cfg.dscp_control))
-        ep.counters["rudi_resp_tx"] += 1
+        ctx.counters["rudi_resp_tx"] += 1
 

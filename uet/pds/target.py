@@ -1,8 +1,9 @@
-"""Target side of a RUD/ROD PDC: receive window, delivery to the SES, ACKs, clear, close.
+"""Target side of a RUD/ROD PDC: receive window, delivery to the SES, clear, close.
 
 A target PDC is created directly in ESTABLISHED by the first valid SYN (ref. 3.2), or in
 PENDING when the end point picks Start_PSNs itself (``start_psn_mode='target'``): then it
-answers NACK NEW_START_PSN until a SYN with its Start_PSN arrives.
+answers NACK NEW_START_PSN until a SYN with its Start_PSN arrives. States change only
+through the transition table of :mod:`uet.pds.states`.
 
 Receive rule (ref. 3.5): a PSN in [base, base + MP_RANGE) that is new is accepted; one already
 received is answered with its stored ACK/response (or a plain ACK); one shifted out of the
@@ -11,29 +12,30 @@ else with NACK PSN_OOR_WINDOW (INVALID_SYN when SYN is set).
 
 The CACK reported is held below any packet whose guaranteed SES response is not yet cleared
 and below any packet the SES has not answered yet (ref. 3.6), so the initiator only releases a
-packet when it holds its response.
+packet when it holds its response. When and how ACKs leave is the PDC's
+:class:`~uet.pds.ack.AckScheduler`; the end point is reached only through the
+:class:`~uet.pds.context.PdcContext`.
 """
 
 from __future__ import annotations
 
-from collections import deque
+from typing import Any
 
+from uet.cms.api import ReceiverCongestion
 from uet.native import InsertResult, MarkResult, PsnTracker, ReorderBuffer
 from uet.pds.ack import (
     ACK_M,
-    ACK_P,
     ACK_RETX,
     GUARANTEED_OPCODES,
-    NEXT_HDR,
     REQ_CLEAR,
     REQ_CLOSE,
-    AckCoalescer,
-    clamp_offset,
+    AckScheduler,
     default_response,
-    make_ack_header,
 )
-from uet.pds.events import PdcState, RequestDelivered
+from uet.pds.context import PdcContext
+from uet.pds.events import RequestDelivered
 from uet.pds.manager import TARGET, PdcBase
+from uet.pds.states import TARGET_TRANSITIONS, TargetEvent, TargetState
 from uet.wire.constants import CpFlag, CtlType, DeliveryMode, NackCode, PdsType, ReqFlag, SesFlag
 from uet.wire.records import Frame, PdsControl, PdsRequest, psn_add, psn_diff
 
@@ -47,8 +49,11 @@ IMMEDIATE = SYN | AR | RETX
 EOM = int(SesFlag.EOM)  # a plain int: testing an IntFlag costs ~1 us per packet
 _MISSING = object()
 # per-packet names for enum members (an Enum class attribute lookup costs ~70 ns)
-ST_ESTABLISHED = PdcState.ESTABLISHED
-ST_CLOSED = PdcState.CLOSED
+ST_PENDING = TargetState.PENDING
+ST_ESTABLISHED = TargetState.ESTABLISHED
+ST_CLOSED = TargetState.CLOSED
+ST_ERROR = TargetState.ERROR
+ST_FREED = TargetState.FREED
 STORED_OVERHEAD = 32  # bytes charged per stored response besides its data
 BUFFER_OVERHEAD = 64  # bytes charged per buffered ROD packet besides its payload
 
@@ -58,7 +63,7 @@ class Pending:
 
     __slots__ = ("pdc", "psn", "ev", "flags", "ses", "src_ip", "seen")
 
-    def __init__(self, pdc, psn: int, ev: int, flags: int, ses, src_ip: str) -> None:
+    def __init__(self, pdc: Any, psn: int, ev: int, flags: int, ses: Any, src_ip: str) -> None:
         self.pdc = pdc
         self.psn = psn
         self.ev = ev
@@ -71,16 +76,20 @@ class Pending:
 class TargetPdc(PdcBase):
     """One target PDC (RUD or ROD)."""
 
+    TRANSITIONS = TARGET_TRANSITIONS
+    FREED = ST_FREED
+
     __slots__ = ("cfg", "peer_pdcid", "start_psn", "tracker", "rob", "receiver", "credit_mode",
-                 "gtd", "pending", "clear_psn", "explicit", "co", "cack_held", "in_ack_ring",
+                 "gtd", "pending", "clear_psn", "acks", "cack_held", "in_ack_ring",
                  "last_rx", "close_requested", "close_req_deadline", "close_req_next",
                  "close_req_count", "clear_req_at", "clear_req_count", "close_psn",
                  "pending_until", "mpr", "rx_closed", "rejected", "max_eom")
 
-    def __init__(self, ep, pdc_id: int, peer_ip: str, mode: DeliveryMode, key: tuple,
-                 peer_pdcid: int, start_psn: int, receiver, now: int) -> None:
-        super().__init__(ep, pdc_id, TARGET, peer_ip, mode, key)
-        cfg = self.cfg = ep.cfg
+    def __init__(self, ctx: PdcContext, pdc_id: int, peer_ip: str, mode: DeliveryMode,
+                 key: tuple, peer_pdcid: int, start_psn: int, receiver: ReceiverCongestion,
+                 now: int, state: TargetState = ST_ESTABLISHED) -> None:
+        super().__init__(ctx, pdc_id, TARGET, peer_ip, mode, key, state)
+        cfg = self.cfg = ctx.cfg
         self.peer_pdcid = peer_pdcid
         self.start_psn = start_psn
         self.tracker = PsnTracker(start_psn, cfg.mp_range)
@@ -89,12 +98,11 @@ class TargetPdc(PdcBase):
             self.rob = ReorderBuffer(cfg.rod_buffer_packets or cfg.mp_range,
                                      cfg.rod_buffer_bytes or (1 << 62), start_psn)
         self.receiver = receiver
-        self.credit_mode = getattr(receiver, "cc_type", 0) == 1
+        self.credit_mode = receiver.rccc is not None
         self.gtd: dict[int, tuple | None] = {}  # psn -> (ses, data, cost), None: not stored
         self.pending: dict[int, int] = {}  # psn -> token
         self.clear_psn = psn_add(start_psn, -1)
-        self.explicit: deque[tuple] = deque()  # ACKs for one packet each (responses, dups)
-        self.co = AckCoalescer()
+        self.acks = AckScheduler(ctx, self)
         self.cack_held = False
         self.in_ack_ring = False
         self.last_rx = now
@@ -111,39 +119,52 @@ class TargetPdc(PdcBase):
         self.rejected: set[int] = set()  # PSNs the SES refused: treated as not received
         self.max_eom = True  # the highest PSN received ends a message (EOM)
 
+    def free_event(self) -> TargetEvent:
+        return TargetEvent.REAP if self.state is ST_PENDING else TargetEvent.FREE
+
+    @property
+    def co(self) -> Any:
+        """The coalesced-ACK state (:class:`~uet.pds.ack.AckCoalescer`)."""
+        return self.acks.co
+
     # ================================================================== receive: requests
     def rx_request(self, now: int, frame: Frame, pds: PdsRequest) -> None:
         """A request addressed to this PDC (already matched by key or DPDCID)."""
-        ep = self.ep
+        ctx = self.ctx
         psn = pds.psn
         flags = pds.flags
-        if self.state != ST_ESTABLISHED:
+        if self.state is not ST_ESTABLISHED:
             self._rx_request_other(now, frame, pds)
             return
         self.last_rx = now
         if flags & SYN and psn_add(psn, -pds.psn_offset) != self.start_psn:
-            ep.nack(now, frame, NackCode.INVALID_SYN, psn, self.pdc_id, pds.spdcid,
-                    why="SYN start PSN differs from the PDC's")
+            ctx.nack(now, frame, NackCode.INVALID_SYN, psn, self.pdc_id, pds.spdcid,
+                     why="SYN start PSN differs from the PDC's")
             return
         cl = psn_add(psn, pds.clear_psn_offset)
         if cl != self.clear_psn:
             self.apply_clear(now, cl)
         dscp = frame.dscp
-        if dscp == self.cfg.dscp_trimmed or dscp == self.cfg.dscp_trimmed_lasthop:
+        cfg = self.cfg
+        if dscp == cfg.dscp_trimmed or dscp == cfg.dscp_trimmed_lasthop:
             self._trimmed(now, frame, pds)
             return
         tracker = self.tracker
-        if ep.mgr.rx_mem >= self.cfg.max_rx_memory_bytes and self._is_new(psn):
+        if ctx.rx_memory.full() and self._is_new(psn):
             code = NackCode.NO_PKT_BUFFER if self.rob is not None else NackCode.NO_RESOURCE
-            ep.nack(now, frame, code, psn, self.pdc_id, pds.spdcid,
-                    why="receive memory limit reached")
+            ctx.nack(now, frame, code, psn, self.pdc_id, pds.spdcid,
+                     why="receive memory limit reached")
             return
         if self.rob is None:  # RUD: each packet to the SES on arrival
             r, in_order, ooo = tracker.on_packet(psn)  # one tracker call per packet
             if r is NEW:
                 self._arrival(now, frame, in_order, ooo)
                 self._deliver(now, frame, psn)
-                self._ack_trigger(now, frame, psn, flags)
+                ce = frame.ecn == 3  # the coalescing decision (AckScheduler)
+                self.acks.on_accepted(now, psn, frame.ev,
+                                      (ACK_M if ce else 0) | (ACK_RETX if flags & RETX else 0),
+                                      flags & AR != 0, len(frame.payload),
+                                      bool(flags & IMMEDIATE) or ce)
                 return
         else:  # ROD: strict PSN order through the reorder buffer
             r = self._rx_rod(now, frame, pds, psn)
@@ -152,45 +173,47 @@ class TargetPdc(PdcBase):
         if r is DUPLICATE or r is STALE:
             self._duplicate(now, frame, pds, psn, r)
         else:
-            ep.counters["out_of_window"] += 1
+            ctx.counters["out_of_window"] += 1
             if flags & SYN:
-                ep.nack(now, frame, NackCode.INVALID_SYN, psn, self.pdc_id, pds.spdcid,
-                        why="SYN PSN beyond the receive window")
+                ctx.nack(now, frame, NackCode.INVALID_SYN, psn, self.pdc_id, pds.spdcid,
+                         why="SYN PSN beyond the receive window")
             else:
-                ep.nack(now, frame, NackCode.PSN_OOR_WINDOW, psn, self.pdc_id, pds.spdcid,
-                        why="PSN beyond the receive window")
+                ctx.nack(now, frame, NackCode.PSN_OOR_WINDOW, psn, self.pdc_id, pds.spdcid,
+                         why="PSN beyond the receive window")
 
     def _trimmed(self, now: int, frame: Frame, pds: PdsRequest) -> None:
         """A switch cut the payload: NACK it for a fast retransmission (ref. 6.3)."""
-        ep = self.ep
+        ctx = self.ctx
         lasthop = frame.dscp == self.cfg.dscp_trimmed_lasthop
-        ep.counters["trimmed_rx"] += 1
-        ep.nack(now, frame, NackCode.TRIMMED_LASTHOP if lasthop else NackCode.TRIMMED,
-                pds.psn, self.pdc_id, pds.spdcid, why="trimmed by a switch")
-        if pds.type >= PdsType.RUD_CC_REQ:
-            self.receiver.on_credit_request(now, pds.credit_target)
-            ep.credit_changed(now, self)
+        ctx.counters["trimmed_rx"] += 1
+        ctx.nack(now, frame, NackCode.TRIMMED_LASTHOP if lasthop else NackCode.TRIMMED,
+                 pds.psn, self.pdc_id, pds.spdcid, why="trimmed by a switch")
+        rccc = self.receiver.rccc
+        if pds.type >= PdsType.RUD_CC_REQ and rccc is not None:
+            rccc.on_credit_request(now, credit_target=pds.credit_target)
+            ctx.credit_changed(now, self)
 
     def _is_new(self, psn: int) -> bool:
         return self.tracker.classify(psn) is NEW
 
-    def _rx_rod(self, now: int, frame: Frame, pds: PdsRequest, psn: int):
+    def _rx_rod(self, now: int, frame: Frame, pds: PdsRequest, psn: int) -> MarkResult | None:
         """ROD arrival; returns a MarkResult for the caller, or None when handled here."""
         tracker = self.tracker
         r = tracker.classify(psn)  # STALE, OUT_OF_WINDOW or DUPLICATE go back to the caller
         if r is not NEW:
             return r
         rob = self.rob
+        assert rob is not None
         before = rob.bytes
         res = rob.insert(psn, frame, len(frame.payload) + BUFFER_OVERHEAD)
         if res is not InsertResult.OK:
-            self.ep.nack(now, frame, NackCode.ROD_OOO, psn, self.pdc_id, pds.spdcid,
-                         why=f"ROD reorder buffer {res.name.lower()}")
+            self.ctx.nack(now, frame, NackCode.ROD_OOO, psn, self.pdc_id, pds.spdcid,
+                          why=f"ROD reorder buffer {res.name.lower()}")
             return None
         _, in_order, ooo = tracker.on_packet(psn)
         self._arrival(now, frame, in_order, ooo)
         ready = rob.pop_ready()
-        self.ep.mgr.rx_mem += rob.bytes - before
+        self.ctx.rx_memory.used += rob.bytes - before
         for f in ready:
             self._deliver(now, f, f.pds.psn)
         self._ack_trigger(now, frame, psn, pds.flags)
@@ -199,131 +222,108 @@ class TargetPdc(PdcBase):
     def _arrival(self, now: int, frame: Frame, in_order: bool, ooo_count: int) -> None:
         """Bookkeeping for one newly accepted packet (before any reordering): whether the
         highest PSN ends a message, the congestion state, counters."""
-        if frame.pds.psn == self.tracker.max_psn:
+        pds: Any = frame.pds  # a request (the receive paths only pass requests)
+        if pds.psn == self.tracker.max_psn:
             # response data carried as requests (ref 4.7) has no EOM flag: complete
             self.max_eom = bool(getattr(frame.ses, "flags", EOM) & EOM)
-        receiver = self.receiver
         nbytes = len(frame.payload)
-        receiver.on_data(now, nbytes, frame.ecn == 3, frame.pds.credit_target, in_order,
-                         ooo_count)
-        counters = self.ep.counters
+        self.receiver.on_data(now, nbytes=nbytes, ecn_ce=frame.ecn == 3,
+                              credit_target=pds.credit_target, in_order=in_order,
+                              ooo_count=ooo_count)
+        counters = self.ctx.counters
         counters["rx_packets"] += 1
         counters["rx_bytes"] += nbytes
         if self.credit_mode:
-            self.ep.credit_changed(now, self)
+            self.ctx.credit_changed(now, self)
 
     def _deliver(self, now: int, frame: Frame, psn: int) -> None:
         """Hand one accepted request to the SES."""
-        ep = self.ep
+        ctx = self.ctx
         ce = frame.ecn == 3
         aflags = (ACK_M if ce else 0) | (ACK_RETX if frame.pds.flags & RETX else 0)
-        token = ep.new_token(Pending(self, psn, frame.ev, aflags, frame.ses, frame.src_ip))
+        token = ctx.new_token(Pending(self, psn, frame.ev, aflags, frame.ses, frame.src_ip))
         self.pending[psn] = token
-        ep.events.append(RequestDelivered(token, frame.src_ip, self.pdc_id, self.mode, psn,
-                                          frame.ses, frame.ext, frame.payload, ce))
+        ctx.emit(RequestDelivered(token, frame.src_ip, self.pdc_id, self.mode, psn,
+                                  frame.ses, frame.ext, frame.payload, ce))
 
     def _ack_trigger(self, now: int, frame: Frame, psn: int, flags: int) -> None:
         """Coalescing decision for one accepted packet."""
-        co = self.co
         ce = frame.ecn == 3
-        ar = flags & AR
-        if not co.flags & ACK_M:  # keep a CE trigger's PSN/EV for path attribution
-            if ar and co.ar and co.psn != psn:
-                # two AR packets before one poll: the first still gets an ACK naming it
-                self._owe(co.psn, co.ev, co.flags)
-            co.psn = psn
-            co.ev = frame.ev
-            co.flags = (ACK_M if ce else 0) | (ACK_RETX if flags & RETX else 0)
-            co.ar = ar != 0
-        elif ar and co.psn != psn:
-            self._owe(psn, frame.ev, (ACK_M if ce else 0) | (ACK_RETX if flags & RETX else 0))
-        co.nbytes += len(frame.payload)
-        if flags & IMMEDIATE or ce or co.nbytes >= self.cfg.ack_every_bytes:
-            if not co.now:
-                co.now = True
-                self.ep.want_ack(self)
-        elif co.due is None:
-            co.due = now + self.cfg.ack_timer_ps
-            self.ep.arm(self, co.due)
+        self.acks.on_accepted(now, psn, frame.ev,
+                              (ACK_M if ce else 0) | (ACK_RETX if flags & RETX else 0),
+                              flags & AR != 0, len(frame.payload),
+                              bool(flags & IMMEDIATE) or ce)
 
-    def _owe(self, psn: int, ev: int, flags: int) -> None:
-        if not self.co.owe(psn, ev, flags):
-            self.ep.counters["ack_ar_coalesced"] += 1
-
-    def _duplicate(self, now: int, frame: Frame, pds, psn: int, r) -> None:
+    def _duplicate(self, now: int, frame: Frame, pds: Any, psn: int, r: MarkResult) -> None:
         """A PSN seen before: stored ACK/response, plain ACK, default response or NACK."""
-        ep = self.ep
+        ctx = self.ctx
         if psn in self.rejected:  # the SES refused it before: this copy is new to it
             self.rejected.discard(psn)
             self._deliver(now, frame, psn)
             self._ack_trigger(now, frame, psn, pds.flags)
             return
-        ep.counters["duplicates"] += 1
+        ctx.counters["duplicates"] += 1
         aflags = (ACK_M if frame.ecn == 3 else 0) | (ACK_RETX if pds.flags & RETX else 0)
-        stored = self.gtd.get(psn, _MISSING)
+        stored: Any = self.gtd.get(psn, _MISSING)
         if stored is not _MISSING:
             if stored is None:
-                ep.nack(now, frame, NackCode.GTD_RESP_UNAVAIL, psn, self.pdc_id, pds.spdcid,
-                        why="duplicate of a packet whose guaranteed response was not stored")
+                ctx.nack(now, frame, NackCode.GTD_RESP_UNAVAIL, psn, self.pdc_id, pds.spdcid,
+                         why="duplicate of a packet whose guaranteed response was not stored")
             else:
-                self.queue_explicit(psn, stored[0], stored[1], frame.ev, aflags)
+                self.acks.explicit_ack(psn, stored[0], stored[1], frame.ev, aflags)
             return
         if psn in self.pending:
-            ep.nack(now, frame, NackCode.RCVD_SES_PROCG, psn, self.pdc_id, pds.spdcid,
-                    why="duplicate while the SES is still processing the packet")
+            ctx.nack(now, frame, NackCode.RCVD_SES_PROCG, psn, self.pdc_id, pds.spdcid,
+                     why="duplicate while the SES is still processing the packet")
             return
         if r is STALE:
             if psn_diff(self.tracker.base, psn) > self.cfg.mp_range:
-                ep.counters["out_of_window"] += 1
-                ep.nack(now, frame, NackCode.PSN_OOR_WINDOW, psn, self.pdc_id, pds.spdcid,
-                        why="PSN below the previous MP_RANGE")
+                ctx.counters["out_of_window"] += 1
+                ctx.nack(now, frame, NackCode.PSN_OOR_WINDOW, psn, self.pdc_id, pds.spdcid,
+                         why="PSN below the previous MP_RANGE")
                 return
-            self.queue_explicit(psn, default_response(frame.ses), b"", frame.ev, aflags)
+            self.acks.explicit_ack(psn, default_response(frame.ses), b"", frame.ev, aflags)
         elif self.rob is not None and psn in self.rob:
             # buffered ROD packet: report it (SACK) without acknowledging it explicitly
-            co = self.co
-            if co.ar and co.psn != psn:
-                self._owe(co.psn, co.ev, co.flags)
-            co.psn, co.ev, co.flags, co.ar = psn, frame.ev, aflags, False
-            if not co.now:
-                co.now = True
-                ep.want_ack(self)
+            self.acks.report(psn, frame.ev, aflags)
         else:
-            self.queue_explicit(psn, None, b"", frame.ev, aflags)
+            self.acks.explicit_ack(psn, None, b"", frame.ev, aflags)
 
     def _rx_request_other(self, now: int, frame: Frame, pds: PdsRequest) -> None:
         """Requests to a PENDING, closed or closed-in-error PDC."""
-        ep = self.ep
+        ctx = self.ctx
         psn = pds.psn
         st = self.state
-        if st == PdcState.PENDING:
+        if st is ST_PENDING:
             if pds.flags & SYN and psn_add(psn, -pds.psn_offset) == self.start_psn:
                 if psn_diff(psn, self.start_psn) >= self.cfg.mp_range:
-                    ep.nack(now, frame, NackCode.INVALID_SYN, psn, self.pdc_id, pds.spdcid,
-                            why="SYN psn_offset beyond the receive window")
+                    ctx.nack(now, frame, NackCode.INVALID_SYN, psn, self.pdc_id, pds.spdcid,
+                             why="SYN psn_offset beyond the receive window")
                     return
-                self.state = PdcState.ESTABLISHED
-                ep.pdc_opened(now, self)
+                self.transition(TargetEvent.START_PSN_MATCHED)
+                ctx.opened(now, self)
                 self.rx_request(now, frame, pds)
             else:
-                ep.nack(now, frame, NackCode.NEW_START_PSN, psn, self.pdc_id, pds.spdcid,
-                        payload=self.start_psn, why="target picks the Start_PSN")
+                ctx.nack(now, frame, NackCode.NEW_START_PSN, psn, self.pdc_id, pds.spdcid,
+                         payload=self.start_psn, why="target picks the Start_PSN")
             return
-        if st == PdcState.ERROR:
-            ep.nack(now, frame, NackCode.CLOSING_IN_ERR, psn, self.pdc_id, pds.spdcid,
-                    why="PDC closed in error")
+        if st is ST_ERROR:
+            ctx.nack(now, frame, NackCode.CLOSING_IN_ERR, psn, self.pdc_id, pds.spdcid,
+                     why="PDC closed in error")
             return
+        if st is not ST_CLOSED:
+            return  # FREED: a stale reference (the end point no longer routes to it)
         # CLOSED (lingering): answer duplicates, refuse anything after the close PSN
         if psn_diff(psn, self.close_psn) > 0:
-            ep.nack(now, frame, NackCode.CLOSING, psn, self.pdc_id, pds.spdcid,
-                    why="request after the close PSN")
+            ctx.nack(now, frame, NackCode.CLOSING, psn, self.pdc_id, pds.spdcid,
+                     why="request after the close PSN")
             return
-        ep.counters["duplicates"] += 1
+        ctx.counters["duplicates"] += 1
         aflags = ACK_RETX if pds.flags & RETX else 0
-        self.queue_explicit(psn, default_response(frame.ses), b"", frame.ev, aflags)
+        self.acks.explicit_ack(psn, default_response(frame.ses), b"", frame.ev, aflags)
 
     # ================================================================== SES responses
-    def on_respond(self, entry: Pending, response, data: bytes) -> bool:
+    def on_respond(self, now: int, entry: Pending, response: Any, data: bytes) -> bool:
         """The SES answered the packet of ``entry``; queue its ACK (and store it if needed)."""
         psn = entry.psn
         if self.pending.pop(psn, None) is None:
@@ -334,34 +334,34 @@ class TargetPdc(PdcBase):
         if len(data) > self.cfg.mtu_payload:
             raise ValueError(f"response data of {len(data)} bytes exceeds mtu_payload "
                              f"({self.cfg.mtu_payload}); send read data as requests")
-        ep = self.ep
+        ctx = self.ctx
         if response.opcode in GUARANTEED_OPCODES:
             cost = len(data) + STORED_OVERHEAD
-            mgr = ep.mgr
-            if mgr.rx_mem + cost > self.cfg.max_rx_memory_bytes:
+            mem = ctx.rx_memory
+            if mem.used + cost > mem.limit:
                 self.gtd[psn] = None
-                ep.counters["gtd_unstored"] += 1
+                ctx.counters["gtd_unstored"] += 1
             else:
                 self.gtd[psn] = (response, data, cost)
-                mgr.rx_mem += cost
+                mem.used += cost
             if self.clear_req_at is None and self.cfg.clear_req_ps:
-                self.clear_req_at = ep.now_hint + self.cfg.clear_req_ps
-                ep.arm(self, self.clear_req_at)
-        self.queue_explicit(psn, response, data, entry.ev, entry.flags)
+                self.clear_req_at = now + self.cfg.clear_req_ps
+                ctx.arm(self, self.clear_req_at)
+        self.acks.explicit_ack(psn, response, data, entry.ev, entry.flags)
         return True
 
-    def on_reject(self, entry: Pending, code: int) -> bool:
+    def on_reject(self, now: int, entry: Pending, code: int) -> bool:
         """The SES refused the packet (e.g. NO_SES_MSG_AVAIL): NACK it and treat it as not
         received, so its retransmission is delivered again."""
         psn = entry.psn
         if self.pending.pop(psn, None) is None:
             return False
         self.rejected.add(psn)
-        self.ep.nack_to(self.ep.now_hint, entry.src_ip, entry.ev, entry.flags, code, psn,
-                        self.pdc_id, self.peer_pdcid, why="refused by the SES")
+        self.ctx.nack_to(now, entry.src_ip, entry.ev, entry.flags, code, psn,
+                         self.pdc_id, self.peer_pdcid, why="refused by the SES")
         return True
 
-    def finalize(self, entry: Pending) -> None:
+    def finalize(self, now: int, entry: Pending) -> None:
         """No response came for ``entry`` before the next poll: nothing to store."""
         if self.pending.pop(entry.psn, None) is not None:
             self._released_hold()
@@ -369,12 +369,10 @@ class TargetPdc(PdcBase):
     def _released_hold(self) -> None:
         if self.cack_held:
             self.cack_held = False
-            co = self.co
+            co = self.acks.co
             if co.psn is None:
                 co.psn, co.ev = self.tracker.max_psn, self.cfg.control_ev
-            if not co.now:
-                co.now = True
-                self.ep.want_ack(self)
+            self.acks.now()
 
     def apply_clear(self, now: int, cl: int) -> None:
         """Initiator says it holds the ACKs (and responses) of every PSN <= ``cl``."""
@@ -387,29 +385,24 @@ class TargetPdc(PdcBase):
         cleared = [p for p in gtd if psn_diff(p, cl) <= 0]
         if not cleared:
             return
-        mgr = self.ep.mgr
+        mem = self.ctx.rx_memory
         for p in cleared:
             st = gtd.pop(p)
             if st is not None:
-                mgr.rx_mem -= st[2]
+                mem.used -= st[2]
         self.clear_req_count = 0
         if gtd and self.cfg.clear_req_ps:
             self.clear_req_at = now + self.cfg.clear_req_ps
-            self.ep.arm(self, self.clear_req_at)
+            self.ctx.arm(self, self.clear_req_at)
         else:
             self.clear_req_at = None
         self._released_hold()
 
-    # ================================================================== ACK building
-    def queue_explicit(self, psn: int, ses, data: bytes, ev: int, flags: int,
-                       probe: int | None = None, sack_base: int | None = None) -> None:
-        self.explicit.append((psn, ses, data, ev, flags, probe, sack_base))
-        self.ep.want_ack(self)
-
+    # ================================================================== what ACKs report
     def held_cack(self, tracker_cack: int | None = None) -> int:
         """CACK to report: all received, and no un-cleared or unanswered packet at or below
         (``tracker_cack``: the tracker's CACK when the caller already has it)."""
-        if self.state == ST_CLOSED:
+        if self.state is ST_CLOSED:
             return self.close_psn
         cack = self.tracker.cack_psn if tracker_cack is None else tracker_cack
         if self.gtd or self.pending or self.rejected:
@@ -419,197 +412,132 @@ class TargetPdc(PdcBase):
                         cack = psn_add(p, -1)
         return cack
 
-    def next_ack(self, now: int) -> Frame | None:
-        """The next ACK this PDC wants to send (explicit ones first)."""
-        co = self.co
-        if self.explicit:
-            psn, ses, data, ev, flags, probe, sack_base = self.explicit.popleft()
-            frame = self.make_ack(now, psn, flags, ev, ses, data, probe, sack_base)
-            if probe is None:
-                if co.psn == psn or not co.now:
-                    co.clear()  # this ACK reported everything the coalesced one would have
-                if co.owed:
-                    self._named(psn)
-            return frame
-        while co.owed:
-            psn, ev, flags = co.owed.popleft()
-            if not self._not_done(psn):
-                return self.make_ack(now, psn, flags, ev, None, b"")
-            # not done yet or answered with its response: that ACK names it
-        if co.now and co.psn is not None:
-            psn = co.psn
-            if self._not_done(psn):
-                psn = None  # an ACK must not name it (its response may come)
-            frame = self.make_ack(now, psn, co.flags, co.ev, None, b"")
-            co.clear()
-            return frame
-        co.now = False
-        return None
-
-    def _not_done(self, psn: int) -> bool:
+    def not_done(self, psn: int) -> bool:
         """``psn`` waits for the SES, is buffered by ROD, holds a stored response or was
         refused: an ACK must not name it yet."""
         return (psn in self.pending or psn in self.gtd or psn in self.rejected
                 or (self.rob is not None and psn in self.rob))
 
-    def _named(self, psn: int) -> None:
-        """An explicit ACK named ``psn``: it is no longer owed one."""
-        owed = self.co.owed
-        for i, item in enumerate(owed):
-            if item[0] == psn:
-                del owed[i]
-                return
+    def ack_state(self) -> tuple[int, bool, bool]:
+        """(REQ bits for the ACK, closed: SACK everything, established)."""
+        req = REQ_CLOSE if self.close_requested else (REQ_CLEAR if self.gtd else 0)
+        st = self.state
+        return req, st is ST_CLOSED, st is ST_ESTABLISHED
 
-    def make_ack(self, now: int, ack_psn: int | None, flags: int, ev: int, ses, data: bytes,
-                 probe: int | None = None, sack_base: int | None = None) -> Frame:
-        """ACK / ACK_CC naming ``ack_psn`` (None: the CACK itself)."""
-        cfg = self.cfg
-        tracker = self.tracker
-        # one tracker call per ACK: its CACK and the SACK bitmap from sack_base (default
-        # CACK + 1); a second one only when the reported CACK is held below the tracker's
-        tcack, bm = tracker.ack_state(sack_base)
-        cack = self.held_cack(tcack)
-        if ack_psn is None:
-            ack_psn = cack
-        if probe is None:
-            off = clamp_offset(ack_psn, cack)
-        else:
-            off = probe
-            flags |= ACK_P
-        if self.close_requested:
-            flags |= REQ_CLOSE
-        elif self.gtd:
-            flags |= REQ_CLEAR
-        nh = NEXT_HDR[type(ses)] if ses is not None else 0
-        ack_cc = cfg.ack_type == "ack_cc"
-        hdr = make_ack_header(ack_cc, flags, off, cack, self.pdc_id, self.peer_pdcid, nh)
-        if ack_cc:
-            base = psn_add(cack, 1) if sack_base is None else sack_base
-            soff = psn_diff(base, cack)
-            if not -32768 <= soff <= 32767:
-                base, soff = psn_add(cack, 1), 1
-            hdr.mpr = self.mpr
-            hdr.sack_psn_offset = soff
-            if self.state == ST_CLOSED:
-                bm = 0xFFFFFFFFFFFFFFFF
-            elif (cack != tcack) if sack_base is None else (base != sack_base):
-                bm = tracker.sack_bitmap(base)
-            for p in self.rejected:
-                off = psn_diff(p, base)
-                if 0 <= off < 64:
-                    bm &= ~(1 << off)
-            hdr.sack_bitmap = bm
-            self.receiver.fill_ack_cc(now, hdr)
-        self.cack_held = cack != tcack and self.state == ST_ESTABLISHED
-        ep = self.ep
-        ep.counters["ack_tx"] += 1
-        return Frame(pds=hdr, ses=ses, payload=data, src_ip=ep.local_ip, dst_ip=self.peer_ip,
-                     ev=ev, dscp=cfg.dscp_control)
+    def next_ack(self, now: int) -> Frame | None:
+        """The next ACK this PDC wants to send (the end point's control poll)."""
+        return self.acks.next_ack(now, self)
+
+    def queue_explicit(self, psn: int, ses: Any, data: bytes, ev: int, flags: int,
+                       probe: int | None = None, sack_base: int | None = None) -> None:
+        self.acks.explicit_ack(psn, ses, data, ev, flags, probe, sack_base)
 
     # ================================================================== control packets
     def rx_cp(self, now: int, frame: Frame, cp: PdsControl) -> None:
         """ACK_REQ, CLEAR, CLOSE, PROBE, CREDIT_REQ or NOOP from the initiator."""
-        ep = self.ep
+        ctx = self.ctx
         ctl = cp.ctl_type
         st = self.state
         self.last_rx = now
-        if st == PdcState.PENDING:
-            ep.nack(now, frame, NackCode.NEW_START_PSN, cp.psn, self.pdc_id, cp.spdcid,
-                    payload=self.start_psn, why="target picks the Start_PSN")
+        if st is ST_PENDING:
+            ctx.nack(now, frame, NackCode.NEW_START_PSN, cp.psn, self.pdc_id, cp.spdcid,
+                     payload=self.start_psn, why="target picks the Start_PSN")
             return
         if cp.flags & CpFlag.SYN and psn_add(cp.psn, -cp.psn_offset) != self.start_psn \
                 and ctl not in (CtlType.CLEAR, CtlType.NOOP):
-            ep.nack(now, frame, NackCode.INVALID_SYN, cp.psn, self.pdc_id, cp.spdcid,
-                    why="SYN start PSN differs from the PDC's")
+            ctx.nack(now, frame, NackCode.INVALID_SYN, cp.psn, self.pdc_id, cp.spdcid,
+                     why="SYN start PSN differs from the PDC's")
             return
         aflags = (ACK_M if frame.ecn == 3 else 0) | (ACK_RETX if cp.flags & CpFlag.RETX else 0)
         if ctl == CtlType.ACK_REQ:
             self._rx_ack_req(now, frame, cp, aflags)
         elif ctl == CtlType.CLEAR:
-            if st == PdcState.ESTABLISHED:
+            if st is ST_ESTABLISHED:
                 self.apply_clear(now, cp.payload)
         elif ctl == CtlType.CLOSE:
             self._rx_close(now, frame, cp, aflags)
         elif ctl == CtlType.PROBE:
-            self.queue_explicit(self.held_cack(), None, b"", frame.ev, aflags,
-                                probe=cp.probe_opaque, sack_base=cp.payload)
-        elif ctl == CtlType.CREDIT_REQ and st == PdcState.ESTABLISHED:
-            self.receiver.on_credit_request(now, cp.payload & 0xFFFFFF)
-            self.ep.credit_changed(now, self)
+            self.acks.explicit_ack(self.held_cack(), None, b"", frame.ev, aflags,
+                                   probe=cp.probe_opaque, sack_base=cp.payload)
+        elif ctl == CtlType.CREDIT_REQ and st is ST_ESTABLISHED \
+                and self.receiver.rccc is not None:
+            self.receiver.rccc.on_credit_request(now, credit_target=cp.payload & 0xFFFFFF)
+            ctx.credit_changed(now, self)
         # NOOP, NEGOTIATION: nothing to do (counted by the end point)
 
     def _rx_ack_req(self, now: int, frame: Frame, cp: PdsControl, aflags: int) -> None:
-        ep = self.ep
+        ctx = self.ctx
         psn = cp.psn
-        if self.state == PdcState.ERROR:
-            ep.nack(now, frame, NackCode.CLOSING_IN_ERR, psn, self.pdc_id, cp.spdcid,
-                    why="PDC closed in error")
+        st = self.state
+        if st is ST_ERROR:
+            ctx.nack(now, frame, NackCode.CLOSING_IN_ERR, psn, self.pdc_id, cp.spdcid,
+                     why="PDC closed in error")
             return
-        if self.state == PdcState.CLOSED:
+        if st is ST_CLOSED:
             if psn_diff(psn, self.close_psn) > 0:
-                ep.nack(now, frame, NackCode.PKT_NOT_RCVD, psn, self.pdc_id, cp.spdcid,
-                        why="ACK request after the close PSN")
+                ctx.nack(now, frame, NackCode.PKT_NOT_RCVD, psn, self.pdc_id, cp.spdcid,
+                         why="ACK request after the close PSN")
             else:
-                self.queue_explicit(psn, None, b"", frame.ev, aflags | ACK_RETX)
+                self.acks.explicit_ack(psn, None, b"", frame.ev, aflags | ACK_RETX)
             return
-        stored = self.gtd.get(psn, _MISSING)
+        stored: Any = self.gtd.get(psn, _MISSING)
         if stored is not _MISSING:
             if stored is None:
-                ep.nack(now, frame, NackCode.GTD_RESP_UNAVAIL, psn, self.pdc_id, cp.spdcid,
-                        why="guaranteed response was not stored")
+                ctx.nack(now, frame, NackCode.GTD_RESP_UNAVAIL, psn, self.pdc_id, cp.spdcid,
+                         why="guaranteed response was not stored")
             else:
-                self.queue_explicit(psn, stored[0], stored[1], frame.ev, aflags | ACK_RETX)
+                self.acks.explicit_ack(psn, stored[0], stored[1], frame.ev, aflags | ACK_RETX)
             return
         tracker = self.tracker
         if psn in self.rejected:
-            ep.nack(now, frame, NackCode.PKT_NOT_RCVD, psn, self.pdc_id, cp.spdcid,
-                    why="ACK request for a packet the SES refused")
+            ctx.nack(now, frame, NackCode.PKT_NOT_RCVD, psn, self.pdc_id, cp.spdcid,
+                     why="ACK request for a packet the SES refused")
         elif psn in self.pending or (self.rob is not None and psn in self.rob):
-            ep.nack(now, frame, NackCode.RCVD_SES_PROCG, psn, self.pdc_id, cp.spdcid,
-                    why="received, SES processing not done")
+            ctx.nack(now, frame, NackCode.RCVD_SES_PROCG, psn, self.pdc_id, cp.spdcid,
+                     why="received, SES processing not done")
         elif psn_diff(psn, tracker.base) < 0:
             ses = None
             if psn_diff(tracker.base, psn) <= self.cfg.mp_range:
                 ses = default_response(None)
-            self.queue_explicit(psn, ses, b"", frame.ev, aflags | ACK_RETX)
+            self.acks.explicit_ack(psn, ses, b"", frame.ev, aflags | ACK_RETX)
         elif psn_diff(psn, tracker.base) < tracker.window and tracker.is_received(psn):
-            self.queue_explicit(psn, None, b"", frame.ev, aflags | ACK_RETX)
+            self.acks.explicit_ack(psn, None, b"", frame.ev, aflags | ACK_RETX)
         else:
-            ep.nack(now, frame, NackCode.PKT_NOT_RCVD, psn, self.pdc_id, cp.spdcid,
-                    why="ACK request for a PSN never received")
+            ctx.nack(now, frame, NackCode.PKT_NOT_RCVD, psn, self.pdc_id, cp.spdcid,
+                     why="ACK request for a PSN never received")
 
     def _rx_close(self, now: int, frame: Frame, cp: PdsControl, aflags: int) -> None:
-        ep = self.ep
+        ctx = self.ctx
         psn = cp.psn
         st = self.state
-        if st == PdcState.ERROR:
-            ep.nack(now, frame, NackCode.CLOSING_IN_ERR, psn, self.pdc_id, cp.spdcid,
-                    why="PDC closed in error")
+        if st is ST_ERROR:
+            ctx.nack(now, frame, NackCode.CLOSING_IN_ERR, psn, self.pdc_id, cp.spdcid,
+                     why="PDC closed in error")
             return
-        if st == PdcState.CLOSED:
+        if st is ST_CLOSED:
             if psn == self.close_psn:  # the close ACK was lost: send it again
-                self.queue_explicit(psn, None, b"", frame.ev, aflags | ACK_RETX)
+                self.acks.explicit_ack(psn, None, b"", frame.ev, aflags | ACK_RETX)
             return
         if self.pending:
-            ep.nack(now, frame, NackCode.RCVD_SES_PROCG, psn, self.pdc_id, cp.spdcid,
-                    why="CLOSE while the SES is still processing packets")
+            ctx.nack(now, frame, NackCode.RCVD_SES_PROCG, psn, self.pdc_id, cp.spdcid,
+                     why="CLOSE while the SES is still processing packets")
             return
         tracker = self.tracker
         if psn_diff(psn, tracker.base) >= tracker.window:
-            ep.nack(now, frame, NackCode.PSN_OOR_WINDOW, psn, self.pdc_id, cp.spdcid,
-                    why="CLOSE PSN beyond the receive window")
+            ctx.nack(now, frame, NackCode.PSN_OOR_WINDOW, psn, self.pdc_id, cp.spdcid,
+                     why="CLOSE PSN beyond the receive window")
             return
         if psn_diff(psn, tracker.base) < 0 or tracker.is_received(psn):
-            ep.counters["duplicates"] += 1
+            ctx.counters["duplicates"] += 1
             return
         tracker.mark(psn)
         if tracker.cack_psn != psn:
-            ep.counters["close_with_gap"] += 1
+            ctx.counters["close_with_gap"] += 1
         self.close_psn = psn
         self._discard()
-        self.state = PdcState.CLOSED
-        ep.pdc_closed(now, self, error=False, reason="CLOSE received")
-        self.queue_explicit(psn, None, b"", frame.ev, aflags)
+        self.transition(TargetEvent.CLOSE_RECEIVED)
+        ctx.closed(now, self, error=False, reason="CLOSE received")
+        self.acks.explicit_ack(psn, None, b"", frame.ev, aflags)
 
     def send_cp(self, now: int, ctl: int, psn: int, flags: int, payload: int) -> None:
         """A control packet from the target (CLOSE_REQ, CLEAR_REQ, CREDIT)."""
@@ -617,36 +545,29 @@ class TargetPdc(PdcBase):
             flags |= CpFlag.ISROD
         cp = PdsControl(ctl_type=ctl, flags=flags, psn=psn, spdcid=self.pdc_id,
                         dpdcid=self.peer_pdcid, payload=payload)
-        self.ep.send_control(now, cp, self.peer_ip)
+        self.ctx.send_cp(now, cp, self.peer_ip)
 
     # ================================================================== timers and close
     def on_timer(self, now: int) -> int | None:
         """Run due timers; return the next deadline."""
-        ep = self.ep
+        ctx = self.ctx
         cfg = self.cfg
         st = self.state
-        if st >= PdcState.CLOSED:
+        if st is ST_CLOSED or st is ST_ERROR:
             if now >= self.linger_until:
-                ep.free_lingering(self)
+                ctx.linger_over(self)
                 return None
             return self.linger_until
-        if st == PdcState.PENDING:
+        if st is ST_PENDING:
             if now >= self.pending_until:
-                ep.counters["pending_reaped"] += 1
-                ep.free_pdc(self)
+                ctx.counters["pending_reaped"] += 1
+                self.release_cc()
+                ctx.free(self)
                 return None
             return self.pending_until
-        nxt = None
-        co = self.co
-        if co.due is not None:
-            if now >= co.due:
-                co.due = None
-                if co.psn is not None and not co.now:
-                    co.now = True
-                    ep.counters["ack_timer"] += 1
-                    ep.want_ack(self)
-            else:
-                nxt = co.due
+        if st is ST_FREED:
+            return None
+        nxt = self.acks.on_timer(now)
         if self.close_requested:
             if now >= self.close_req_deadline:
                 self.close_in_error(now, "no CLOSE within Close_REQ_Time")
@@ -669,7 +590,7 @@ class TargetPdc(PdcBase):
                 # a Close_REQ_Time more before asking; a vanished initiator still ends
                 t += cfg.close_req_time_ps
             if now >= t:
-                if not self.pending and not self.explicit:
+                if not self.pending and not self.acks.explicit:
                     self.request_close(now, "idle")
                     t = self.close_req_next
                 else:
@@ -700,7 +621,7 @@ class TargetPdc(PdcBase):
 
     def request_close(self, now: int, why: str) -> None:
         """Ask the initiator to close (CLOSE_REQ CP and REQ=2 in later ACKs)."""
-        if self.close_requested or self.state != PdcState.ESTABLISHED:
+        if self.close_requested or self.state is not ST_ESTABLISHED:
             return
         cfg = self.cfg
         self.close_requested = True
@@ -708,13 +629,13 @@ class TargetPdc(PdcBase):
         self.close_req_count = 0
         self.send_cp(now, CtlType.CLOSE_REQ, self.tracker.cack_psn, CpFlag.AR, 0)
         self.close_req_next = now + cfg.rto_ps
-        self.ep.log(now, "close_req", pdc_id=self.pdc_id, peer=self.peer_ip, why=why)
-        self.ep.arm(self, min(self.close_req_next, self.close_req_deadline))
+        self.ctx.log(now, "close_req", pdc_id=self.pdc_id, peer=self.peer_ip, why=why)
+        self.ctx.arm(self, min(self.close_req_next, self.close_req_deadline))
 
     def close_in_error(self, now: int, reason: str) -> None:
         self._discard()
-        self.state = PdcState.ERROR
-        self.ep.pdc_closed(now, self, error=True, reason=reason)
+        self.transition(TargetEvent.FAIL)
+        self.ctx.closed(now, self, error=True, reason=reason)
 
     def release_cc(self) -> None:
         """Tell the receiver CC the PDC is gone (once)."""
@@ -725,18 +646,20 @@ class TargetPdc(PdcBase):
     def _discard(self) -> None:
         """Drop stored responses, buffered packets and pending tokens (closing)."""
         self.release_cc()
-        mgr = self.ep.mgr
+        mem = self.ctx.rx_memory
         for st in self.gtd.values():
             if st is not None:
-                mgr.rx_mem -= st[2]
+                mem.used -= st[2]
         self.gtd.clear()
         if self.rob is not None:
-            mgr.rx_mem -= self.rob.bytes
+            mem.used -= self.rob.bytes
             self.rob.reset(self.rob.next_psn)
         for token in self.pending.values():
-            self.ep.drop_token(token)
+            self.ctx.drop_token(token)
         self.pending.clear()
         self.rejected.clear()
-        self.co.clear()
-        self.co.owed.clear()
+        self.acks.discard()
         self.clear_req_at = None
+
+
+__all__ = ["Pending", "TargetPdc"]

@@ -23,6 +23,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from uet.errors import ConfigError, LocalError
 from uet.wire.constants import (
     AtomicDatatype,
     AtomicOpcode,
@@ -56,11 +57,11 @@ ATOMIC_OPCODES = frozenset({
 DEFERRABLE_OPCODES = frozenset({SesOpcode.DEFERRABLE_SEND, SesOpcode.DEFERRABLE_TSEND})
 
 
-class ProfileConfigError(ValueError):
+class ProfileConfigError(ConfigError):
     """A profile file is malformed: the message names the file, the key and the allowed values."""
 
 
-class ProfileError(Exception):
+class ProfileError(LocalError):
     """An operation that the local or the peer's profile does not allow."""
 
     def __init__(self, operation: str, profile: str, reason: str) -> None:
@@ -123,6 +124,12 @@ SCHEMA: dict[str, Key] = {
                                        hi=1 << 20),
     "ses.completed_history": Key("int", "completed message IDs remembered (duplicates)",
                                  lo=1, hi=32768),
+    "ses.reassembly_timeout_ms": Key("int", "a message whose packets stop arriving this long "
+                                     "is abandoned (and read data awaited this long)", lo=1,
+                                     hi=3_600_000, required=False),
+    "ses.unexpected_timeout_ms": Key("int", "unexpected messages, rendezvous exposures and "
+                                     "deferred sends wait at most this long", lo=1,
+                                     hi=86_400_000, required=False),
     "cms.algorithms": Key("enumlist", "congestion control algorithms allowed", CC_ALGORITHMS),
     "cms.default": Key("enum", "congestion control used by default", CC_DEFAULTS),
     "cms.ev_selector": Key("enum", "EV (entropy) selection", EV_SELECTORS),
@@ -159,6 +166,12 @@ class SesParams:
     unexpected_max_bytes: int
     reassembly_max_messages: int
     completed_history: int
+    #: abandon a message (free its reassembly slot) whose packets stopped arriving this
+    #: long; the end point raises it to at least the PDS's progress bound
+    reassembly_timeout_ms: int = 10_000
+    #: unexpected messages, rendezvous exposures, deferred sends and reserved receives wait
+    #: at most this long
+    unexpected_timeout_ms: int = 60_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,8 +371,9 @@ def _check_value(source: str, key: str, value: Any) -> None:
         if not isinstance(value, bool):
             raise ProfileConfigError(f"{where}: expected true or false ({spec.doc})")
     elif spec.kind == "int":
-        if isinstance(value, bool) or not isinstance(value, int) or not (
-                spec.lo <= value <= spec.hi):
+        lo = spec.lo if spec.lo is not None else value
+        hi = spec.hi if spec.hi is not None else value
+        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
             raise ProfileConfigError(
                 f"{where}: expected an integer in {spec.lo}..{spec.hi} ({spec.doc})")
     elif spec.kind == "enum":
@@ -428,7 +442,8 @@ def _build(v: dict[str, Any], source: str) -> Profile:
     cap = FepCap(0)
     for name in v["profile.fep_cap"]:
         cap |= FepCap[name]
-    ses = SesParams(**{k.split(".", 1)[1]: v[k] for k in SCHEMA if k.startswith("ses.")})
+    ses = SesParams(**{k.split(".", 1)[1]: v[k] for k in SCHEMA
+                       if k.startswith("ses.") and k in v})
     return Profile(
         name=v["profile.name"],
         title=v["profile.title"],
@@ -464,7 +479,7 @@ def feature_matrix(profiles: list[Profile]) -> list[tuple[str, list[str]]]:
     def row(name: str, fn) -> None:
         rows.append((name, [fn(p) for p in profiles]))
 
-    row("fep_cap", lambda p: " ".join(m.name for m in FepCap if m in p.fep_cap))
+    row("fep_cap", lambda p: " ".join(str(m.name) for m in FepCap if m in p.fep_cap))
     for mode in DeliveryMode:
         row(f"mode {mode.name}", lambda p, m=mode: _yes(m in p.modes))
     row("default mode", lambda p: p.default_mode.name)

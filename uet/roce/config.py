@@ -13,11 +13,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from uet.errors import ConfigError
+
 #: the path MTUs InfiniBand (and so RoCE) defines
 IB_MTUS = (256, 512, 1024, 2048, 4096)
 
 
-class RoceConfigError(ValueError):
+class RoceConfigError(ConfigError):
     """A bad ``roce.*`` setting; the message names the key and the allowed values."""
 
 

@@ -24,6 +24,7 @@ from collections import Counter, deque
 from enum import Enum, IntEnum
 from typing import Any
 
+from uet.errors import LocalError
 from uet.roce.config import RoceConfig
 from uet.roce.constants import PSN_MASK, RNR_TIMER_US, local_ack_timeout_ps
 from uet.roce.records import psn_diff
@@ -105,7 +106,7 @@ class SendWqe:
                 f"{self.first_psn}+{self.npkts}, {self.status})")
 
 
-class QueueFull(Exception):
+class QueueFull(LocalError):
     """The send queue holds ``max_wqes`` uncompleted work requests."""
 
 

@@ -27,6 +27,7 @@ from typing import Any
 import trio
 import trio.testing
 
+from uet.errors import LocalError
 from uet.fabric.clock import S
 from uet.fabric.endpoint import EndpointFactory
 from uet.fabric.eventlog import EventLog
@@ -38,7 +39,7 @@ from uet.fabric.topology import build
 from uet.runtime.host import Host
 
 
-class FabricStalled(RuntimeError):
+class FabricStalled(LocalError, RuntimeError):
     """Tasks wait for a condition but the fabric has nothing left to do."""
 
 

@@ -22,6 +22,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from uet.errors import RemoteError
 from uet.ses.errors import OperationResult, SesError
 from uet.ses.matching import Receive
 from uet.ses.memory import MemoryRegion, Perm
@@ -66,7 +67,7 @@ class HostFabric(Protocol):
                          timeout_ps: int | None = None) -> bool: ...
 
 
-class OperationTimeout(TimeoutError):
+class OperationTimeout(RemoteError, TimeoutError):
     """An operation or receive did not complete within its ``timeout_ps`` of fabric time."""
 
     def __init__(self, what: str, host: str, timeout_ps: int, now_ps: int) -> None:

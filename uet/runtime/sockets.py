@@ -8,6 +8,12 @@ for lack of room; an EV whose port cannot be bound (taken by another socket, 0,
 privileged without the right; tried once) leaves from the listening socket instead:
 the EV is then lost on the wire, and ``ev_fallback`` counts it.
 
+The sockets are non-blocking stdlib sockets: :meth:`EvSocketPool.receive_nowait` and
+:meth:`EvSocketPool.send_nowait` move one datagram without waiting (what the batched loop of
+:class:`uet.runtime.udp.DatagramLoop` uses: it drains everything already queued in the
+kernel before it runs any timer), :meth:`~EvSocketPool.receive` / :meth:`~EvSocketPool.send`
+wait with Trio when the kernel has nothing / no room.
+
 DSCP and ECN ride in the IP TOS byte (traffic class over IPv6): every datagram is sent
 with an ``IP_TOS`` / ``IPV6_TCLASS`` control message and the listening socket reports the
 received byte (``IP_RECVTOS`` / ``IPV6_RECVTCLASS``), with the helpers of
@@ -50,8 +56,10 @@ class EvSocketPool:
     """Listening socket on ``(ip, port)`` plus one sending socket per EV.
 
     ``open()`` binds the listening socket (``OSError`` if the address is not usable);
-    ``receive()`` returns ``(payload, src_ip, src_port, tos)``; ``send(payload, dst_ip,
-    ev, tos)`` sends from the socket bound to ``(ip, ev)`` to ``(dst_ip, port)``.
+    ``receive()`` returns ``(payload, src_ip, src_port, tos)`` (``receive_nowait()``: the
+    same, or None when nothing is queued); ``send(payload, dst_ip, ev, tos)`` sends from the
+    socket bound to ``(ip, ev)`` to ``(dst_ip, port)`` (``send_nowait``: True, False when
+    the kernel refused it, None when it has no room now).
     Counters (``counters``, shared with the caller if given): ``rx_datagrams``,
     ``tx_datagrams``, ``tx_bytes``, ``tx_error``, ``ev_fallback``, ``ev_socket_recycled``.
     ``udp_checksum``: compute IPv4 UDP checksums (default: send 0, as UET asks).
@@ -83,7 +91,7 @@ class EvSocketPool:
         except OSError:
             raw.close()
             raise
-        self._rx = trio.socket.from_stdlib_socket(raw)
+        self._rx = raw
 
     def close(self) -> None:
         """Close every socket (the pool can be opened again)."""
@@ -101,24 +109,54 @@ class EvSocketPool:
 
     # ------------------------------------------------------------------ I/O
 
-    async def receive(self) -> tuple[bytes, str, int, int]:
-        """Next datagram on the listening socket: ``(payload, src_ip, src_port, tos)``."""
-        data, anc, _flags, addr = await self._rx.recvmsg(65536, ANCILLARY)
+    @property
+    def rx_socket(self) -> Any:
+        """The listening socket (to wait for readability on)."""
+        return self._rx
+
+    def receive_nowait(self) -> tuple[bytes, str, int, int] | None:
+        """The next datagram already queued: ``(payload, src_ip, src_port, tos)``, or
+        None."""
+        try:
+            data, anc, _flags, addr = self._rx.recvmsg(65536, ANCILLARY)
+        except (BlockingIOError, InterruptedError):
+            return None
         self.counters["rx_datagrams"] += 1
         return data, addr[0], addr[1], tos_from(anc)
 
-    async def send(self, payload: bytes, dst_ip: str, ev: int, tos: int = 0) -> bool:
-        """Send one datagram from source port ``ev`` with this TOS; False (counted as
-        ``tx_error``) if the kernel refused it."""
+    async def receive(self) -> tuple[bytes, str, int, int]:
+        """Next datagram on the listening socket: ``(payload, src_ip, src_port, tos)``."""
+        while True:
+            got = self.receive_nowait()
+            if got is not None:
+                await trio.lowlevel.checkpoint()
+                return got
+            await trio.lowlevel.wait_readable(self._rx)
+
+    def send_nowait(self, payload: bytes, dst_ip: str, ev: int, tos: int = 0) -> bool | None:
+        """Send one datagram from source port ``ev`` with this TOS without waiting: True,
+        False (counted as ``tx_error``) if the kernel refused it, None if the socket has no
+        room now (send again when it is writable)."""
         sock = self.socket_for(ev)
         try:
-            await sock.sendmsg([payload], tos_cmsg(self.family, tos), 0, (dst_ip, self.port))
-        except (OSError, trio.ClosedResourceError):
+            sock.sendmsg([payload], tos_cmsg(self.family, tos), 0, (dst_ip, self.port))
+        except (BlockingIOError, InterruptedError):
+            return None
+        except OSError:
             self.counters["tx_error"] += 1
             return False
         self.counters["tx_datagrams"] += 1
         self.counters["tx_bytes"] += len(payload)
         return True
+
+    async def send(self, payload: bytes, dst_ip: str, ev: int, tos: int = 0) -> bool:
+        """Send one datagram from source port ``ev`` with this TOS; False (counted as
+        ``tx_error``) if the kernel refused it."""
+        while True:
+            sent = self.send_nowait(payload, dst_ip, ev, tos)
+            if sent is not None:
+                return sent
+            await trio.lowlevel.wait_writable(self.socket_for(ev))
 
     def socket_for(self, ev: int) -> Any:
         """The socket whose source port is ``ev`` (opened on first use), or the listening
@@ -145,12 +183,12 @@ class EvSocketPool:
             _old, old_sock = socks.popitem(last=False)
             old_sock.close()
             self.counters["ev_socket_recycled"] += 1
-        s = trio.socket.from_stdlib_socket(raw)
-        socks[ev] = s
-        return s
+        socks[ev] = raw
+        return raw
 
     def _socket(self) -> _socket.socket:
         raw = _socket.socket(self.family, _socket.SOCK_DGRAM)
+        raw.setblocking(False)
         if self.family == _socket.AF_INET and not self.udp_checksum:
             # not Linux: the kernel computes it, which is valid UDP too
             with contextlib.suppress(OSError):

@@ -28,7 +28,7 @@ import random
 import socket as _socket
 import sys
 import zlib
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple, Protocol
 
@@ -40,7 +40,14 @@ from uet.fabric.eventlog import EventLog
 from uet.fabric.qos import QosConfig
 from uet.runtime.host import Host
 from uet.runtime.sockets import EvSocketPool
-from uet.wire.codec import decode_uet, encode_frame, encode_uet, get_dscp_ecn, peek_flow
+from uet.wire.codec import (
+    decode_uet,
+    encode_frame,
+    encode_uet,
+    get_dscp_ecn,
+    opens_state,
+    peek_flow,
+)
 from uet.wire.constants import UET_UDP_PORT
 from uet.wire.errors import DecodeError, EncodeError
 
@@ -100,22 +107,45 @@ class DatagramDriver(Protocol):
 class DatagramLoop:
     """A :class:`DatagramDriver` on an :class:`EvSocketPool`, under the real clock.
 
-    Received datagrams go to ``driver.datagram_in`` at once; what ``driver.datagrams_out``
-    yields (objects with ``dst_ip``, ``ev``, ``tos``, ``payload``) leaves from a transmit
-    task after every change (a datagram in, a timer, :meth:`poke` after an application
-    call); timers run at ``driver.next_deadline()``. ``now`` is picoseconds since the loop
-    started. Use as ``async with DatagramLoop(driver, ip) as loop``.
+    One task runs the loop in ticks. Each tick
+
+    1. reads every datagram already queued in the kernel (up to ``batch``, without
+       waiting);
+    2. hands the driver the ones of state it already has first (ACKs, NACKs, requests and
+       control packets of established PDCs: :func:`uet.wire.codec.opens_state` is False),
+       then at most ``open_budget`` of the ones that would open new state (SYNs, RUDI /
+       UUD requests, undecodable bytes); the rest wait in a backlog of at most
+       ``backlog_limit`` datagrams, beyond which new ones are dropped (``rx_shed``);
+    3. runs the driver's timers due by then (``timers``), after the datagrams, so an idle
+       or close timer never fires while the packet that proves the peer alive waits in the
+       socket;
+    4. sends everything the driver has to send (waiting only when the kernel has no room).
+
+    It then waits for a datagram, the driver's next deadline or :meth:`poke` (after an
+    application call), unless a backlog remains (then it yields to other tasks and ticks
+    again). So a burst of thousands of SYNs costs an established peer at most one tick's
+    budget of waiting, and every tick's work is bounded. ``now`` is picoseconds since the
+    loop started. Use as ``async with DatagramLoop(driver, ip) as loop``.
     """
 
     def __init__(self, driver: DatagramDriver, ip: str, port: int = UET_UDP_PORT, *,
-                 max_ev_sockets: int = 256, counters: Counter[str] | None = None) -> None:
+                 max_ev_sockets: int = 256, counters: Counter[str] | None = None,
+                 batch: int = 4096, open_budget: int = 64,
+                 backlog_limit: int = 8192) -> None:
+        if batch < 1 or open_budget < 1 or backlog_limit < 0:
+            raise ValueError("DatagramLoop: batch and open_budget must be >= 1, "
+                             "backlog_limit >= 0")
         self.driver = driver
         self.counters: Counter[str] = counters if counters is not None else Counter()
         self.pool = EvSocketPool(ip, port, max_ev_sockets=max_ev_sockets,
                                  counters=self.counters)
+        self.batch = batch
+        self.open_budget = open_budget
+        self.backlog_limit = backlog_limit
+        self._backlog: deque[tuple[bytes, str, int, int]] = deque()
         self._t0 = 0.0
-        self._tx_wanted = trio.Event()
-        self._kick = trio.Event()
+        self._scope: trio.CancelScope | None = None
+        self._poked = False
         self._waiters: list[tuple[Callable[[], bool], trio.Event]] = []
         self._nursery_cm: Any = None
         self._nursery: trio.Nursery | None = None
@@ -130,14 +160,13 @@ class DatagramLoop:
         self._t0 = trio.current_time()
         self._nursery_cm = trio.open_nursery()
         self._nursery = await self._nursery_cm.__aenter__()
-        self._nursery.start_soon(self._rx_loop)
-        self._nursery.start_soon(self._tx_loop)
-        self._nursery.start_soon(self._timer_loop)
+        self._nursery.start_soon(self._run)
         return self
 
     async def __aexit__(self, *exc: Any) -> bool | None:
         if exc[0] is None:
             await self.flush()  # what the last event produced (e.g. the ACK of a CLOSE)
+        assert self._nursery is not None
         self._nursery.cancel_scope.cancel()
         try:
             return await self._nursery_cm.__aexit__(*exc)
@@ -151,8 +180,9 @@ class DatagramLoop:
     def poke(self) -> None:
         """The driver changed (an application call): transmit, re-arm the timer, wake
         waiters whose condition now holds."""
-        self._tx_wanted.set()
-        self._kick.set()
+        self._poked = True
+        if self._scope is not None:
+            self._scope.cancel()
         self._check_waiters()
 
     async def wait_until(self, pred: Callable[[], bool], timeout_ps: int | None = None) -> bool:
@@ -176,44 +206,58 @@ class DatagramLoop:
                 ev.set()
 
     async def flush(self) -> None:
-        """Send everything the driver has to send now (sending arms timers: the timer task
-        re-reads the deadline)."""
+        """Send everything the driver has to send now."""
         pool = self.pool
-        sent = False
         for dg in self.driver.datagrams_out(self.now):
-            await pool.send(dg.payload, dg.dst_ip, dg.ev, dg.tos)
-            sent = True
-        if sent:
-            self._kick.set()
+            if pool.send_nowait(dg.payload, dg.dst_ip, dg.ev, dg.tos) is None:
+                await pool.send(dg.payload, dg.dst_ip, dg.ev, dg.tos)
 
-    async def _tx_loop(self) -> None:
-        while True:
-            await self._tx_wanted.wait()
-            self._tx_wanted = trio.Event()
-            await self.flush()
-            self._check_waiters()
+    def tick(self) -> None:
+        """One tick without I/O waits: datagrams queued in the kernel (established state
+        first, a bounded budget of new state), then the timers due (see the class)."""
+        pool, driver, counters = self.pool, self.driver, self.counters
+        backlog = self._backlog
+        opening = []
+        for _ in range(self.batch):
+            dg = pool.receive_nowait()
+            if dg is None:
+                break
+            if opens_state(dg[0]):
+                opening.append(dg)
+            else:
+                driver.datagram_in(self.now, dg[0], dg[1], dg[2], dg[3])
+        for dg in opening:
+            if len(backlog) >= self.backlog_limit:
+                counters["rx_shed"] += 1
+            else:
+                backlog.append(dg)
+        for _ in range(min(self.open_budget, len(backlog))):
+            dg = backlog.popleft()
+            driver.datagram_in(self.now, dg[0], dg[1], dg[2], dg[3])
+        d = driver.next_deadline()
+        if d is not None:
+            now = self.now
+            if d <= now:
+                driver.handle_timer(now)
+                counters["timers"] += 1
+        counters["ticks"] += 1
 
-    async def _rx_loop(self) -> None:
-        pool, driver = self.pool, self.driver
-        while True:
-            payload, src, sport, tos = await pool.receive()
-            driver.datagram_in(self.now, payload, src, sport, tos)
-            self.poke()
-
-    async def _timer_loop(self) -> None:
+    async def _run(self) -> None:
         driver = self.driver
         while True:
+            self.tick()
+            await self.flush()
+            self._check_waiters()
+            if self._backlog or self._poked:
+                self._poked = False
+                await trio.sleep(0)  # let the application run between busy ticks
+                continue
             d = driver.next_deadline()
-            self._kick = trio.Event()
             at = math.inf if d is None else self._t0 + d / S
-            with trio.move_on_at(at):
-                await self._kick.wait()
-            d = driver.next_deadline()
-            now = self.now
-            if d is not None and d <= now:
-                driver.handle_timer(now)
-                self.counters["timers"] += 1
-                self.poke()
+            with trio.CancelScope(deadline=at) as scope:
+                self._scope = scope
+                await trio.lowlevel.wait_readable(self.pool.rx_socket)
+            self._scope = None
 
 
 class EndpointDatagrams:

@@ -22,6 +22,7 @@ Conventions (ref. 4.4, docs/ses.md):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +38,7 @@ class DtInfo:
     size: int
     kind: str  # 'int' | 'uint' | 'float' | 'bf16' | 'complex'
     component: int  # bytes per component (byte-order unit)
-    np_type: type | None = None  # numpy scalar type for floats / complex
+    np_type: Any = None  # numpy scalar type for floats / complex
 
 
 DATATYPES: dict[int, DtInfo] = {
@@ -252,6 +253,7 @@ def apply(opcode: int, datatype: int, current_host: bytes, operand: bytes,
             mask = _load(info, operand[size:2 * size])
             new = (old & ~mask) | (x & mask)
         elif opcode in CAS_OPS:
+            assert compare is not None  # validate() requires it for CAS
             c = _load(info, compare[:size])
             new = x if _cas_holds(opcode, c, old) else old
         else:  # pragma: no cover - validate() refuses it

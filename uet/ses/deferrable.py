@@ -56,3 +56,4 @@ class Reserved:
     src: str
     job_id: int
     initiator_token: int
+    since: int = 0  # when it was reserved (ps): ses.unexpected_timeout_ms counts from it

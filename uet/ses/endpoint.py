@@ -9,12 +9,17 @@ The driver (the FEP glue, or the test harness) moves packets:
   :class:`~uet.ses.messages.TargetReply` goes back through ``respond``;
 * ``initiator.on_response(msg_ref, ses, payload)`` / ``initiator.on_failed(msg_ref, why)``
   for the PDS's ``ResponseReceived`` / ``MessageFailed``;
-* ``next_event()`` for completions (:class:`OpCompleted`, :class:`RecvCompleted`).
+* ``next_event()`` for completions (:class:`OpCompleted`, :class:`RecvCompleted`);
+* ``next_deadline()`` / ``handle_timer(now)`` for the SES's own timeouts (messages whose
+  packets stopped arriving, unexpected and deferred state, operations waiting on the peer
+  beyond what the PDS tracks: read data, rendezvous pulls, restarts). ``deadline`` is the
+  same value as an attribute (the FEP reads it on every packet).
 """
 
 from __future__ import annotations
 
 from collections import Counter, deque
+from dataclasses import dataclass
 
 from uet.profiles import Profile, load_profile
 from uet.ses.initiator import Initiator
@@ -22,6 +27,21 @@ from uet.ses.memory import ResourceTable
 from uet.ses.messages import OutPacket, SesEvent
 from uet.ses.target import Target
 from uet.wire.constants import FepCap
+
+PS_PER_MS = 1_000_000_000
+
+
+@dataclass(slots=True)
+class SesTimeouts:
+    """The SES's timeouts in picoseconds (from the profile's ``ses.*_timeout_ms``).
+
+    ``reassembly_ps``: a message whose packets stopped arriving this long is abandoned, and
+    an operation waiting for read data this long fails; ``unexpected_ps``: unexpected
+    messages, receives reserved for a restart, rendezvous exposures not read and deferred
+    sends not restarted live at most this long."""
+
+    reassembly_ps: int
+    unexpected_ps: int
 
 
 class SesEndpoint:
@@ -39,6 +59,13 @@ class SesEndpoint:
         self.counters: Counter = Counter()
         self.outq: deque[OutPacket] = deque()
         self.events: deque[SesEvent] = deque()
+        ses = self.profile.ses
+        self.timeouts = SesTimeouts(ses.reassembly_timeout_ms * PS_PER_MS,
+                                    ses.unexpected_timeout_ms * PS_PER_MS)
+        #: the earliest SES deadline (ps), or None
+        self.deadline: int | None = None
+        #: time of the packet or call being handled (set by the target and the driver)
+        self.now = 0
         self.initiator = Initiator(self)
         self.target = Target(self)
 
@@ -54,3 +81,20 @@ class SesEndpoint:
     def next_event(self) -> SesEvent | None:
         """Next completion event, or None."""
         return self.events.popleft() if self.events else None
+
+    def arm(self, t: int) -> None:
+        """Make sure ``handle_timer`` runs at ``t`` or earlier."""
+        if self.deadline is None or t < self.deadline:
+            self.deadline = t
+
+    def next_deadline(self) -> int | None:
+        return self.deadline
+
+    def handle_timer(self, now: int) -> None:
+        """Run the timeouts due at ``now`` (a no-op before the deadline)."""
+        if self.deadline is None or now < self.deadline:
+            return
+        self.now = now
+        a = self.target.expire(now)
+        b = self.initiator.expire(now)
+        self.deadline = a if b is None else b if a is None else min(a, b)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from uet.errors import UetError
 from uet.profiles import ProfileError
 from uet.wire.constants import ReturnCode, RspList
 
@@ -17,7 +18,7 @@ def rc_name(code: int) -> str:
         return f"{code:#x}"
 
 
-class SesError(Exception):
+class SesError(UetError):
     """An operation completed with a return code other than OK (or failed in the PDS).
 
     ``return_code`` is the SES return code (``ReturnCode``); ``reason`` the PDS failure

@@ -6,6 +6,13 @@ if either refuses. Otherwise it returns an :class:`Operation` and queues its pac
 end point (``SesEndpoint.poll_transmit``). The driver feeds back the PDS events with
 :meth:`Initiator.on_response` and :meth:`Initiator.on_failed`; read data sent in the return
 direction arrives through ``Target.handle``.
+
+Every operation ends: the PDS fails a message it cannot deliver (``on_failed``), and what
+waits on the peer beyond the PDS has a timeout (:meth:`Initiator.expire`): read data that
+stops arriving (``ses.reassembly_timeout_ms``: the target's return-direction PDC may have
+failed), a rendezvous exposure the target never reads and a deferred send never asked to
+restart (``ses.unexpected_timeout_ms``); each fails UNDELIVERABLE with the reason, counted
+``op_timeout.<what>``.
 """
 
 from __future__ import annotations
@@ -98,6 +105,8 @@ class Operation:
     _rebuild: Callable[[], None] | None = None
     _on_data: Callable[[int, bytes], None] | None = None
     _on_done: Callable[[Operation], None] | None = None
+    _last: int = 0  # latest sign of life from the peer while it waits (ps)
+    _waits: str = ""  # what it waits for beyond the PDS: "data", "rendezvous", "deferred"
 
     @property
     def done(self) -> bool:
@@ -130,6 +139,8 @@ class Initiator:
         self._tokens = TokenAllocator()
         self._deferred: dict[tuple[int, int], Operation] = {}
         self._next_key = 0
+        #: operations waiting on the peer beyond the PDS (their timeouts: expire())
+        self._waiting: dict[int, Operation] = {}
 
     # ------------------------------------------------------------------ public API
 
@@ -192,6 +203,7 @@ class Initiator:
 
             def served(offset: int, length: int) -> None:
                 exp.served.add(offset, offset + length)
+                op._last = self.ep.now
                 self._progress(op)
 
             mr.on_read = served
@@ -294,8 +306,10 @@ class Initiator:
 
     # ------------------------------------------------------------------ PDS events
 
-    def on_response(self, ref: PacketRef, ses: Any, payload: bytes = b"") -> None:
+    def on_response(self, ref: PacketRef, ses: Any, payload: bytes = b"", *,
+                    now: int = 0) -> None:
         """A response (from an ACK or a RUDI response) to one of our request packets."""
+        self.ep.now = now
         op = self.ops.get(ref.op_id) if isinstance(ref, PacketRef) else None
         if op is None or op.done or ref.attempt != op.attempt:
             return
@@ -309,6 +323,8 @@ class Initiator:
             op.modified_length = ses.modified_length
             op.rsp_list = ses.list
             self._progress(op)
+            if not op.done:  # acknowledged: what is left comes from the peer, not the PDS
+                self._wait(op, now, "data" if op.opcode == SesOpcode.READ else "rendezvous")
         elif isinstance(ses, (SesResponseData, SesResponseDataSmall)):
             if ses.return_code != Rc.OK:
                 self._error(op, ses.return_code)
@@ -316,12 +332,13 @@ class Initiator:
             offset = ses.message_offset if isinstance(ses, SesResponseData) else 0
             self._data(op, offset, payload)
 
-    def on_failed(self, ref: PacketRef, reason: str) -> None:
+    def on_failed(self, ref: PacketRef, reason: str, *, now: int = 0) -> None:
         """The PDS gave up on a packet (``MessageFailed``): the operation fails UNDELIVERABLE.
 
         A multi-packet RUD/ROD message is then abandoned at the target with MSG_ERROR (RUDI
         cannot carry MSG_ERROR: a partial idempotent write needs no undoing).
         """
+        self.ep.now = now
         op = self.ops.get(ref.op_id) if isinstance(ref, PacketRef) else None
         if op is None or op.done or ref.attempt != op.attempt:
             return
@@ -331,7 +348,7 @@ class Initiator:
                 and SesOpcode.MSG_ERROR in self.ep.profile.operations):
             self.msg_error(op)
 
-    def on_return_data(self, src: str, ses: Any, payload: bytes) -> bool:
+    def on_return_data(self, src: str, ses: Any, payload: bytes, *, now: int = 0) -> bool:
         """Read data the target sent in the return direction (an RSP_DATA in a request).
 
         Matched by (job, read_request_message_id); returns whether it matched an operation.
@@ -360,10 +377,46 @@ class Initiator:
         op._target_token = target_token
         op.attempt += 1
         op.state = OpState.PENDING
+        self._waiting.pop(op.op_id, None)  # the restart travels through the PDS
         op._ok = False
         self.ep.counters["deferrable_restarts"] += 1
+        assert op._rebuild is not None  # every deferrable send has one
         op._rebuild()
         return Rc.OK
+
+    # ------------------------------------------------------------------ timeouts
+
+    def _wait(self, op: Operation, now: int, what: str) -> None:
+        """``op`` now waits on the peer beyond the PDS (read data, a rendezvous pull, a
+        restart request): its timeout starts."""
+        op._waits = what
+        op._last = now
+        self._waiting[op.op_id] = op
+        t = self.ep.timeouts
+        self.ep.arm(now + (t.reassembly_ps if what == "data" else t.unexpected_ps))
+
+    def expire(self, now: int) -> int | None:
+        """Fail the waiting operations whose peer fell silent; the next deadline or None."""
+        t = self.ep.timeouts
+        nxt: int | None = None
+        for op in list(self._waiting.values()):
+            if op.done:
+                self._waiting.pop(op.op_id, None)
+                continue
+            limit = t.reassembly_ps if op._waits == "data" else t.unexpected_ps
+            if now - op._last < limit:
+                d = op._last + limit
+                nxt = d if nxt is None or d < nxt else nxt
+                continue
+            self.ep.counters[f"op_timeout.{op._waits}"] += 1
+            name = {"data": "ses.reassembly_timeout_ms",
+                    "rendezvous": "ses.unexpected_timeout_ms",
+                    "deferred": "ses.unexpected_timeout_ms"}[op._waits]
+            what = {"data": "read data stopped arriving",
+                    "rendezvous": "the target never read the rendezvous data",
+                    "deferred": "the target never asked for the deferred send"}[op._waits]
+            self._fail(op, Rc.UNDELIVERABLE, f"{what} ({name} = {limit // 10**9})")
+        return nxt
 
     # ------------------------------------------------------------------ used by the target
 
@@ -532,11 +585,13 @@ class Initiator:
 
     def _data(self, op: Operation, offset: int, payload: bytes) -> None:
         op._got_data = True
+        op._last = self.ep.now
         if op.opcode == SesOpcode.READ:
             end = offset + len(payload)
             if end > op.length:
                 self._fail(op, Rc.TOO_LONG, "read data beyond the requested length")
                 return
+            assert op._read is not None  # every READ has its intervals
             if op._read.add(offset, end) or not payload:
                 if op._on_data is not None:
                     op._on_data(offset, payload)
@@ -544,6 +599,7 @@ class Initiator:
                     op.data[offset:end] = payload
         elif op.opcode in _FETCHING:
             op.data = bytearray(payload)
+            assert op.atomic is not None  # a fetching atomic knows its datatype
             dt = op.atomic[1]
             if atomics.datatype_info(dt) is not None and payload:
                 op.value = atomics.decode(dt, payload)
@@ -555,10 +611,12 @@ class Initiator:
         if op.done:
             return
         if op.opcode == SesOpcode.READ:
+            assert op._read is not None
             if op._read.covered >= op.length and (op.length or op._ok or op._got_data):
                 op.modified_length = op.length
                 self._complete(op)
         elif op.opcode in (SesOpcode.RENDEZVOUS_SEND, SesOpcode.RENDEZVOUS_TSEND):
+            assert op._exposure is not None  # every rendezvous send exposes its rest
             if op._ok and op._exposure.all_served():
                 op.modified_length = op.length
                 self._complete(op)
@@ -570,6 +628,7 @@ class Initiator:
                 and rc == Rc.NO_MATCH and op._target_token == 0):
             op.state = OpState.DEFERRED
             self.ep.counters["deferrable_deferred"] += 1
+            self._wait(op, self.ep.now, "deferred")
             return
         self._fail(op, rc)
 
@@ -585,6 +644,7 @@ class Initiator:
         self._finish(op)
 
     def _finish(self, op: Operation) -> None:
+        self._waiting.pop(op.op_id, None)
         for mid in op.message_ids:
             if self._by_mid.get((op.target.job_id, mid)) is op:
                 del self._by_mid[(op.target.job_id, mid)]

@@ -57,7 +57,7 @@ class Receive:
             return False
         return not tagged or tag_matches(match_bits, self.tag, self.ignore)
 
-    def place(self, offset: int, data: bytes) -> int:
+    def place(self, offset: int, data: bytes | bytearray | memoryview) -> int:
         """Copy ``data`` at message offset ``offset``, truncated to the buffer; bytes copied."""
         end = min(len(self.buffer), offset + len(data))
         if end <= offset:
@@ -108,8 +108,9 @@ class Unexpected:
     mode: int = 2  # delivery mode the message came in (RUD); reused for the pull / RTR
     queue: Any = None  # the MatchQueue holding this entry
     key: Any = None  # the message key (src, initiator, job, message ID), if any
+    arrived: int = 0  # time it was listed (ps): ses.unexpected_timeout_ms counts from it
 
-    def place(self, offset: int, data: bytes) -> int:
+    def place(self, offset: int, data: bytes | bytearray | memoryview) -> int:
         end = min(len(self.data), offset + len(data))
         if end <= offset:
             return 0

@@ -1,10 +1,15 @@
 """Reassembly bookkeeping at the target: which bytes of each message arrived.
 
-A message is keyed by ``(source address, initiator ID, job ID, message ID)``. Packets may
-arrive in any order and more than once; :class:`Intervals` records covered byte ranges so a
-duplicate is recognised and never re-applied. State is bounded: at most
-``max_messages`` messages in progress, and a bounded history of finished keys so that late
-duplicates of a finished message are dropped rather than starting a new one.
+A message is keyed by ``(source address, connection, initiator ID, job ID, message ID)``
+(the connection is the target PDC it came on). Packets may arrive in any order and more than
+once; :class:`Intervals` records covered byte ranges so a duplicate is recognised and never
+re-applied. State is bounded three ways: at most ``max_messages`` messages in progress, a
+message whose packets stop arriving for the reassembly timeout is abandoned
+(:meth:`Reassembly.expired`), and every message of a connection is abandoned at once when
+that connection (PDC) closes, since no packet of it can follow (:meth:`Reassembly.take_conn`).
+A bounded history of finished keys makes late duplicates of a finished message be dropped
+rather than start a new one; an abandoned message's key is remembered with the return code
+its first late packet gets, so the initiator's operation ends with that code.
 """
 
 from __future__ import annotations
@@ -75,6 +80,7 @@ class MessageState:
     sink: Any = None  # a Receive, an Unexpected entry, or None (discard)
     intervals: Intervals = field(default_factory=Intervals)
     packets: int = 0
+    last: int = 0  # time of the latest packet (ps): the reassembly timeout counts from it
 
     def complete(self) -> bool:
         return self.packets > 0 and self.intervals.covered >= self.request_length
@@ -87,7 +93,12 @@ class Reassembly:
         self.max_messages = max_messages
         self.history_size = history
         self.active: dict[MessageKey, MessageState] = {}
-        self._history: OrderedDict[MessageKey, None] = OrderedDict()
+        self.by_conn: dict[int, set[MessageKey]] = {}
+        # finished keys; the value is what a late packet of it gets: an int, the return
+        # code of an abandoned message (its first late packet only), or a reply to replay
+        # to every late packet (RUDI: its response cache may have forgotten the answer);
+        # None: nothing (a duplicate)
+        self._history: OrderedDict[MessageKey, Any] = OrderedDict()
 
     def get(self, key: MessageKey) -> MessageState | None:
         return self.active.get(key)
@@ -98,18 +109,55 @@ class Reassembly:
     def full(self) -> bool:
         return len(self.active) >= self.max_messages
 
-    def start(self, key: MessageKey | None, request_length: int) -> MessageState:
-        state = MessageState(key, request_length)
+    def start(self, key: MessageKey | None, request_length: int, now: int = 0) -> MessageState:
+        state = MessageState(key, request_length, last=now)
         if key is not None:
             self.active[key] = state
+            conn = self.by_conn.get(key[1])
+            if conn is None:
+                self.by_conn[key[1]] = {key}
+            else:
+                conn.add(key)
         return state
 
-    def finish(self, key: MessageKey | None) -> None:
-        """Forget a message and remember its key (bounded FIFO history)."""
+    def finish(self, key: MessageKey | None, late_rc: Any = None) -> None:
+        """Forget a message and remember its key (bounded FIFO history); ``late_rc``: an
+        int (it was abandoned: its first late packet is answered with this return code) or
+        a reply every late packet gets again."""
         if key is None:
             return
-        self.active.pop(key, None)
-        self._history[key] = None
+        if self.active.pop(key, None) is not None:
+            conn = self.by_conn.get(key[1])
+            if conn is not None:
+                conn.discard(key)
+                if not conn:
+                    del self.by_conn[key[1]]
+        self._history[key] = late_rc
         self._history.move_to_end(key)
         while len(self._history) > self.history_size:
             self._history.popitem(last=False)
+
+    def late(self, key: MessageKey) -> Any:
+        """What a late packet of a finished message gets: the return code owed to the first
+        late packet of an abandoned message (once), a reply to replay, or None."""
+        got = self._history.get(key)
+        if isinstance(got, int):
+            self._history[key] = None
+        return got
+
+    def expired(self, now: int, timeout: int) -> list[MessageState]:
+        """Messages whose latest packet is ``timeout`` or more old."""
+        return [st for st in self.active.values() if now - st.last >= timeout]
+
+    def take_conn(self, conn: int) -> list[MessageState]:
+        """Every message in progress on connection ``conn`` (its PDC closed)."""
+        keys = self.by_conn.get(conn)
+        if not keys:
+            return []
+        return [self.active[k] for k in list(keys) if k in self.active]
+
+    def oldest(self) -> int | None:
+        """The latest-packet time of the message silent longest, or None."""
+        if not self.active:
+            return None
+        return min(st.last for st in self.active.values())

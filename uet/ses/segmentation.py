@@ -12,6 +12,8 @@ for bytes ``[o, o + min(mtu, request_length - o))``, so ``ses.mtu_payload`` is f
 
 from __future__ import annotations
 
+from typing import Any
+
 from uet.wire.constants import SesFlag
 from uet.wire.records import SesStandard
 
@@ -32,15 +34,15 @@ def read_slice(message_offset: int, request_length: int, mtu: int) -> int:
     return max(0, min(mtu, request_length - message_offset))
 
 
-def segment(base: SesStandard, payload: bytes, mtu: int, *,
-            length: int | None = None) -> list[tuple[SesStandard, bytes]]:
+def segment(base: SesStandard, payload: bytes | bytearray | memoryview, mtu: int, *,
+            length: int | None = None) -> list[tuple[SesStandard, Any]]:
     """Split a message into standard-header packets.
 
     ``base`` holds the message-wide fields (with HD/header_data if any, ``request_length``
     set); ``length`` (READ) segments a length without carrying payload.
     """
     carry = length is None
-    total = len(payload) if carry else length
+    total: int = len(payload) if length is None else length
     # one packet per MTU (a multi-megabyte message is thousands): plain int flags and a
     # positional constructor, not IntFlag arithmetic and dataclasses.replace per packet
     bf = int(base.flags)

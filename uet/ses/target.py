@@ -17,6 +17,17 @@ message's range before anything is written: a bad message writes no byte at all.
 
 Packets whose SES header is a response with data (read data in the return direction) are
 handed to the co-located initiator.
+
+Every table a peer can grow here has a limit, a timeout and a counter: messages in
+reassembly (``ses.reassembly_max_messages``; abandoned after ``ses.reassembly_timeout_ms``
+without a packet, ``reassembly_expired``, and at once when their PDC closes,
+``reassembly_dropped_on_close``: a receive they were filling completes CANCELLED and their
+first late packet is answered CANCELLED), the unexpected list
+(``ses.unexpected_max_messages`` / ``_bytes``, ``unexpected_refused``; dropped after
+``ses.unexpected_timeout_ms``, ``unexpected_expired``), receives reserved for deferred
+restarts (bounded by the posted receives; released after ``ses.unexpected_timeout_ms``,
+``reserved_expired``) and the finished-message history (``ses.completed_history``, FIFO).
+:meth:`Target.expire` runs them (``SesEndpoint.handle_timer``).
 """
 
 from __future__ import annotations
@@ -89,8 +100,12 @@ class Target:
         self._tokens = TokenAllocator()
         self._reserved: dict[int, Reserved] = {}
         self._unexpected_by_key: dict[MessageKey, Unexpected] = {}
+        #: every listed unexpected entry, oldest first (their timeout)
+        self._unexpected: dict[int, Unexpected] = {}
         self._next_recv = 1
         self._conn = 0  # connection of the packet being handled (see handle())
+        self._mode = DeliveryMode.RUD  # its delivery mode
+        self._now = 0  # time of the packet being handled (timeouts count from it)
 
     # ------------------------------------------------------------------ receives
 
@@ -151,15 +166,20 @@ class Target:
 
     def handle(self, src: str, ses: Any, ext: Any, payload: bytes, *,
                mode: DeliveryMode = DeliveryMode.RUD, psn: int = 0,
-               conn: int = 0) -> TargetReply:
+               conn: int = 0, now: int = 0) -> TargetReply:
         """Process one delivered request packet; never raises on bad input.
 
         ``conn`` names the connection the packet came on (the target PDC ID; 0 without a
         PDC): message IDs are scoped to it, so an initiator that restarts on a new PDC and
-        reuses message IDs is not taken for late copies of its old messages."""
+        reuses message IDs is not taken for late copies of its old messages. ``now``: the
+        time (ps) the packet is handled; the reassembly and unexpected timeouts count
+        from it."""
         self._conn = conn
+        self._now = now
+        self._mode = mode
+        self.ep.now = now
         if isinstance(ses, _RESPONSE_HEADERS):
-            self.ep.initiator.on_return_data(src, ses, payload)
+            self.ep.initiator.on_return_data(src, ses, payload, now=now)
             return _NONE
         try:
             req = view(ses)
@@ -222,7 +242,7 @@ class Target:
             return self._error(key, req, Rc.TOO_LONG)
         chk = check_region(res, req.memory_key, _PERM_WRITE, req.buffer_offset, rlen,
                            req.relative)
-        if type(chk) is not tuple:
+        if not isinstance(chk, tuple):
             return self._error(key, req, chk)
         mr, start = chk
         if mode == _RUDI and not mr.idempotent_safe:
@@ -232,15 +252,17 @@ class Target:
         if state is None:
             if key is not None and reassembly.full():
                 return self._nack()
-            state = reassembly.start(key, rlen)
+            state = reassembly.start(key, rlen, self._now)
+            if key is not None:
+                self.ep.arm(self._now + self.ep.timeouts.reassembly_ps)
         if self._is_dup(state, req, payload):
             return self._dup()
         state.intervals.add(moff, end)
         state.packets += 1
+        state.last = self._now
         mr.buffer[start + moff:start + end] = payload
         if state.complete():
-            reassembly.finish(key)
-            return self._rsp(req, Rc.OK, rlen)
+            return self._finished(key, self._rsp(req, Rc.OK, rlen))
         return _NONE
 
     def _read(self, src: str, req: Req, mode: DeliveryMode, psn: int) -> TargetReply:
@@ -270,9 +292,10 @@ class Target:
         if ack_path:
             return self._rsp_data(req, data, psn, off)
         # return direction: a request packet target -> initiator carrying RSP_DATA
+        mid = req.message_id or 0  # a standard header: it has one
         hdr = SesResponseData(opcode=RspOpcode.RESPONSE_W_DATA, return_code=Rc.OK,
-                              message_id=req.message_id, job_id=req.job_id,
-                              read_request_message_id=req.message_id, payload_length=size,
+                              message_id=mid, job_id=req.job_id,
+                              read_request_message_id=mid, payload_length=size,
                               modified_length=size, message_offset=off)
         self.ep.outq.append(OutPacket(src, mode, req.job_id, 0, hdr, None, data, None, True))
         self.counters["read_return_packets"] += 1
@@ -353,7 +376,9 @@ class Target:
                 return self._error(key, req, Rc.INITIATOR_ERR)
             if key is not None and self.reassembly.full():
                 return self._nack()
-            state = self.reassembly.start(key, req.request_length)
+            state = self.reassembly.start(key, req.request_length, self._now)
+            if key is not None:
+                self.ep.arm(self._now + self.ep.timeouts.reassembly_ps)
             early = self._match_send(src, req, res, state, mode)
             if early is not None:
                 return early
@@ -364,6 +389,7 @@ class Target:
             return self._error(key, req, Rc.INITIATOR_ERR)
         state.intervals.add(req.message_offset, end)
         state.packets += 1
+        state.last = self._now
         sink = state.sink
         sink.place(req.message_offset, payload)
         if req.header_data is not None:
@@ -526,20 +552,77 @@ class Target:
     def _restart(self, res: Resource, recv: Receive, msg: Unexpected) -> None:
         """Reserve ``recv`` for a deferred send and ask its initiator to restart."""
         token = self._tokens.allocate()
-        self._reserved[token] = Reserved(recv, msg.src, msg.job_id, msg.init_token)
+        self._reserved[token] = Reserved(recv, msg.src, msg.job_id, msg.init_token,
+                                         since=self._now)
+        self.ep.arm(self._now + self.ep.timeouts.unexpected_ps)
         mode = DeliveryMode(msg.mode) if msg.mode in (DeliveryMode.RUD, DeliveryMode.ROD) \
             else DeliveryMode.RUD
 
         def on_done(op: Any) -> None:
             if op.return_code != Rc.OK and self._reserved.pop(token, None) is not None:
                 self._tokens.release(token)  # the initiator is gone: repost the receive
-                recv.src = recv.initiator = recv.opcode = recv.match_bits = None
-                recv.list = RspList.EXPECTED
-                res.queue.posted.insert(0, recv)
+                self._repost(recv)
 
         self.counters["rtr_sent"] += 1
         self.ep.initiator.internal_rtr(TargetAddr(msg.src, msg.job_id),
                                        join_token(msg.init_token, token), mode, on_done)
+
+    # ------------------------------------------------------------------ timeouts
+
+    def connection_closed(self, now: int, conn: int) -> None:
+        """The target PDC ``conn`` closed (normally or in error): no packet of its messages
+        in progress can follow, so they are abandoned at once (a receive they were
+        filling completes CANCELLED; their slots are free again)."""
+        for state in self.reassembly.take_conn(conn):
+            self._abandon(state, "reassembly_dropped_on_close")
+
+    def expire(self, now: int) -> int | None:
+        """Abandon what outlived its timeout; the earliest remaining deadline, or None."""
+        t = self.ep.timeouts
+        nxt: int | None = None
+        for state in self.reassembly.expired(now, t.reassembly_ps):
+            self._abandon(state, "reassembly_expired")
+        oldest = self.reassembly.oldest()
+        if oldest is not None:
+            nxt = oldest + t.reassembly_ps
+        for entry in list(self._unexpected.values()):  # oldest first
+            if now - entry.arrived < t.unexpected_ps:
+                d = entry.arrived + t.unexpected_ps
+                nxt = d if nxt is None or d < nxt else nxt
+                break
+            q = entry.queue
+            if q is not None and entry in q.unexpected:
+                q.unexpected.remove(entry)
+            if entry.state is not None:  # an eager message still arriving
+                self.reassembly.finish(entry.key, late_rc=Rc.CANCELLED)
+            self._uncharge(entry)
+            self.counters["unexpected_expired"] += 1
+        for token, r in list(self._reserved.items()):
+            if now - r.since < t.unexpected_ps:
+                d = r.since + t.unexpected_ps
+                nxt = d if nxt is None or d < nxt else nxt
+                continue
+            del self._reserved[token]
+            self._tokens.release(token)
+            self._repost(r.recv)
+            self.counters["reserved_expired"] += 1
+        return nxt
+
+    def _abandon(self, state: MessageState, counter: str) -> None:
+        """Give up on a message in progress: free its slot; its receive completes
+        CANCELLED (a partly filled unexpected entry is dropped); its first late packet
+        will be answered CANCELLED so the initiator's operation ends with a code."""
+        self._abort(state, Rc.CANCELLED)
+        self.reassembly.finish(state.key, late_rc=Rc.CANCELLED)
+        self.counters[counter] += 1
+
+    def _repost(self, recv: Receive) -> None:
+        """A reserved receive goes back to the head of its posted list."""
+        res = self.ep.resources.get(recv.job_id, recv.pid_on_fep, recv.resource_index)
+        recv.src = recv.initiator = recv.opcode = recv.match_bits = None
+        recv.list = RspList.EXPECTED
+        if res is not None:
+            res.queue.posted.insert(0, recv)
 
     # ------------------------------------------------------------------ helpers
 
@@ -550,6 +633,13 @@ class Target:
         (IE) ends the message. Returns (reassembly key, resource) or the reply to send."""
         key = self._key(src, req)
         if key is not None and self.reassembly.finished(key):
+            late = self.reassembly.late(key)
+            if isinstance(late, int):  # the first late packet of an abandoned message
+                self.counters["reassembly_late_packet"] += 1
+                return self._rsp(req, late)
+            if late is not None:  # RUDI: the final answer again (see _finished)
+                self.counters["final_replayed"] += 1
+                return late
             return self._dup()
         res = self._resolve(req)
         if isinstance(res, Rc):
@@ -590,8 +680,17 @@ class Target:
             state = self.reassembly.get(key)
             if state is not None:
                 self._abort(state, rc)
-            self.reassembly.finish(key)
+            return self._finished(key, self._rsp(req, rc))
         return self._rsp(req, rc)
+
+    def _finished(self, key: MessageKey | None, reply: TargetReply) -> TargetReply:
+        """The message ends with ``reply``. Over RUDI the reply is kept with its key and
+        given again to any late packet of the message: RUDI's response cache may have
+        dropped the response to the packet that ended it (the initiator's retransmission is
+        then delivered again), and without it the operation would never end. RUD / ROD
+        need none of that: their PDS keeps the response until it is cleared."""
+        self.reassembly.finish(key, late_rc=reply if self._mode == _RUDI else None)
+        return reply
 
     def _abort(self, state: MessageState, rc: int) -> None:
         sink = state.sink
@@ -611,6 +710,9 @@ class Target:
     def _charge(self, res: Resource, entry: Unexpected) -> None:
         res.queue.unexpected.append(entry)
         entry.queue = res.queue
+        entry.arrived = self._now
+        self._unexpected[id(entry)] = entry
+        self.ep.arm(self._now + self.ep.timeouts.unexpected_ps)
         if entry.key is not None:
             self._unexpected_by_key[entry.key] = entry
         self.unexpected_messages += 1
@@ -618,6 +720,7 @@ class Target:
         self.counters["unexpected"] += 1
 
     def _uncharge(self, entry: Unexpected) -> None:
+        self._unexpected.pop(id(entry), None)
         if entry.key is not None and self._unexpected_by_key.get(entry.key) is entry:
             del self._unexpected_by_key[entry.key]
         self.unexpected_messages -= 1
@@ -639,10 +742,12 @@ class Target:
 
     @staticmethod
     def _rsp_data(req: Req, data: bytes, psn: int, message_offset: int) -> TargetReply:
+        hdr: SesResponseData | SesResponseDataSmall
         if req.kind == NextHeader.REQ_STD:
+            mid = req.message_id or 0  # a standard header: it has one
             hdr = SesResponseData(opcode=RspOpcode.RESPONSE_W_DATA, return_code=Rc.OK,
-                                  message_id=req.message_id, job_id=req.job_id,
-                                  read_request_message_id=req.message_id,
+                                  message_id=mid, job_id=req.job_id,
+                                  read_request_message_id=mid,
                                   payload_length=len(data), modified_length=len(data),
                                   message_offset=message_offset)
         else:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import uet.native as _native
@@ -67,7 +68,7 @@ from uet.wire.records import (
 
 __all__ = [
     "encode_frame", "decode_frame", "decode_headers", "FrameHeaders", "encode_uet",
-    "decode_uet", "peek_flow",
+    "decode_uet", "peek_flow", "opens_state",
     "uet_header_length", "get_dscp_ecn", "set_dscp_ecn", "mark_ce", "trim_frame",
     "ETH_HLEN", "ETHERTYPE_IPV4", "ETHERTYPE_IPV6",
 ]
@@ -410,12 +411,15 @@ def _enc_rndv(buf: bytearray, off: int, h: RendezvousExt) -> int:
     return off + 24
 
 
-_PDS_ENC = {PdsRequest: _enc_req, PdsAck: _enc_ack, PdsAckCc: _enc_ack_cc, PdsNack: _enc_nack,
-            PdsControl: _enc_cp, PdsRudi: _enc_rudi, PdsUud: _enc_uud}
-_SES_ENC = {SesStandard: _enc_std, SesMedium: _enc_medium, SesSmall: _enc_small,
-            SesResponse: _enc_rsp, SesResponseData: _enc_rsp_data,
-            SesResponseDataSmall: _enc_rsp_data_small}
-_EXT_ENC = {AtomicExt: _enc_atomic, CasExt: _enc_cas, RendezvousExt: _enc_rndv}
+_Enc = Callable[[bytearray, int, Any], int]
+_PDS_ENC: dict[type, _Enc] = {
+    PdsRequest: _enc_req, PdsAck: _enc_ack, PdsAckCc: _enc_ack_cc, PdsNack: _enc_nack,
+    PdsControl: _enc_cp, PdsRudi: _enc_rudi, PdsUud: _enc_uud}
+_SES_ENC: dict[type, _Enc] = {
+    SesStandard: _enc_std, SesMedium: _enc_medium, SesSmall: _enc_small,
+    SesResponse: _enc_rsp, SesResponseData: _enc_rsp_data,
+    SesResponseDataSmall: _enc_rsp_data_small}
+_EXT_ENC: dict[type, _Enc] = {AtomicExt: _enc_atomic, CasExt: _enc_cas, RendezvousExt: _enc_rndv}
 
 
 def _pack_uet(buf: bytearray, off: int, frame: Frame) -> int:
@@ -704,8 +708,9 @@ def _dec_rsp_data_small(data: Any, off: int) -> SesResponseDataSmall:
                                 job & 0xFFFFFF, psn)
 
 
-_SES_DEC = {1: _dec_small, 2: _dec_medium, 3: _dec_std, 4: _dec_rsp, 5: _dec_rsp_data,
-            6: _dec_rsp_data_small}
+_SES_DEC: dict[int, Callable[[Any, int], Any]] = {
+    1: _dec_small, 2: _dec_medium, 3: _dec_std, 4: _dec_rsp, 5: _dec_rsp_data,
+    6: _dec_rsp_data_small}
 _SES_LEN = rules.SES_LEN
 _ALLOWED_PAIRS = rules.ALLOWED_PAIRS
 _KNOWN_CTL = rules.KNOWN_CTL_TYPES
@@ -1032,6 +1037,32 @@ def decode_headers(data: bytes | bytearray | memoryview, orig_len: int | None = 
     except Exception as exc:  # the decoder must never leak anything else
         raise DecodeError("frame", 0, f"undecodable input ({type(exc).__name__}: {exc})") \
             from exc
+
+
+#: PDS types that answer the receiver's own traffic (ACKs, NACKs, RUDI responses)
+_ANSWERS = frozenset({5, 7, 8, 9, 10, 12})
+#: PDS types whose requests may carry SYN (RUD/ROD requests, CC requests, CPs)
+_SYN_CAPABLE = frozenset({2, 3, 11, 13, 14})
+
+
+def opens_state(data: bytes | bytearray | memoryview) -> bool:
+    """Would the UET bytes after the UDP header (``data``) make the receiver create state,
+    or can they not be read at once? True for a SYN request or control packet, a RUDI or
+    UUD request, a TSS-protected packet and anything shorter than a PDS prologue; False
+    for ACKs, NACKs, RUDI responses and requests / CPs of an established PDC (no SYN).
+
+    One look at the first 16 bits, nothing decoded: what a receive loop needs to serve the
+    PDCs it already has before the packets that would open new ones (a SYN flood must not
+    starve an established peer)."""
+    if len(data) < 2:
+        return True
+    word = data[0] << 8 | data[1]
+    t = word >> 11
+    if t in _ANSWERS:
+        return False
+    if t in _SYN_CAPABLE:
+        return bool(word & 0x04)
+    return True
 
 
 # --------------------------------------------------------------------------- switch helpers

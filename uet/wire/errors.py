@@ -9,8 +9,10 @@ exception type, count it and move on.
 
 from __future__ import annotations
 
+from uet.errors import LocalError, RemoteError
 
-class DecodeError(Exception):
+
+class DecodeError(RemoteError):
     """A frame or UET header could not be decoded.
 
     ``header`` is a short header name (``"ethernet"``, ``"ipv4"``, ``"ipv6"``, ``"udp"``,
@@ -54,5 +56,5 @@ class Unsupported(DecodeError):
     IPv6 extension headers)."""
 
 
-class EncodeError(ValueError):
+class EncodeError(LocalError, ValueError):
     """A record holds a value that does not fit its wire field."""

@@ -137,7 +137,7 @@ def _classify(s: bytes, after_tss: bool) -> type[Packet] | Err:
     if err:
         return err
     t = word >> 11
-    need = rules.pds_header_len(t, word & 0x7F)
+    need = rules.pds_header_len(t, word & 0x7F) or 0  # a known type: _check_pds passed
     if n < need:
         return Err("TruncatedHeader", "pds", f"{_PDS_NAMES[t]} header needs {need} bytes, "
                    f"{n} left")
@@ -172,7 +172,7 @@ def _rule_after_pds(self: Packet, s: bytes) -> type[Packet] | Err | None:
     return SES_CLASSES[nh]
 
 
-_REQ_NH = {UETSesSmall: 1, UETSesMedium: 2, UETSesStd: 3}
+_REQ_NH: dict[type[Packet], int] = {UETSesSmall: 1, UETSesMedium: 2, UETSesStd: 3}
 
 
 def _rule_after_request(self: Packet, s: bytes) -> type[Packet] | Err | None:
@@ -199,13 +199,14 @@ def _rule_payload(self: Packet, s: bytes) -> None:
 
 UETEntropy.uet_next = _rule_top
 UETTss.uet_next = _rule_after_tss
-for _cls in set(PDS_CLASSES.values()):
-    _cls.uet_next = _rule_after_pds
-for _cls in (UETSesStd, UETSesMedium, UETSesSmall):
-    _cls.uet_next = _rule_after_request
-for _cls in (UETAtomicExt, UETCasExt, UETRendezvousExt, UETSesRsp, UETSesRspData,
-             UETSesRspDataSmall):
-    _cls.uet_next = _rule_payload
+_layer: type[Packet]
+for _layer in set(PDS_CLASSES.values()):
+    _layer.uet_next = _rule_after_pds
+for _layer in (UETSesStd, UETSesMedium, UETSesSmall):
+    _layer.uet_next = _rule_after_request
+for _layer in (UETAtomicExt, UETCasExt, UETRendezvousExt, UETSesRsp, UETSesRspData,
+               UETSesRspDataSmall):
+    _layer.uet_next = _rule_payload
 set_top_rule(lambda s: _classify(s, False))
 
 
@@ -243,8 +244,9 @@ def bind_native_ip_proto(proto: int = UET_DEFAULT_IP_PROTO) -> None:
 
 
 _bind_front(UDP, UET, dport=UET_UDP_PORT)
-for _cls in [UETTss, *set(PDS_CLASSES.values())]:
-    bind_top_down(UDP, _cls, dport=UET_UDP_PORT)
+_over_udp: list[type[Packet]] = [UETTss, *set(PDS_CLASSES.values())]
+for _bound in _over_udp:
+    bind_top_down(UDP, _bound, dport=UET_UDP_PORT)
 bind_native_ip_proto(UET_DEFAULT_IP_PROTO)
 for _pds in set(PDS_CLASSES.values()) - {UETPdsCp}:
     for _nh, _ses in SES_CLASSES.items():
@@ -407,6 +409,8 @@ def frame_to_scapy(frame: Frame) -> Packet:
     udp = frame.encap == "udp"
     proto = 17 if udp else frame.ip_proto
     eth = Ether(dst=frame.dst_mac, src=frame.src_mac)
+    l3: Packet
+    l4: Packet
     if frame.ipv6:
         l3 = IPv6(version=6, tc=tos, fl=0, nh=proto, hlim=frame.ttl, src=frame.src_ip,
                   dst=frame.dst_ip)

@@ -40,7 +40,7 @@ class _InfoField(Field):
     def i2len(self, pkt: Packet, x: Any) -> int:
         return 0
 
-    def i2repr(self, pkt: Packet, x: Any) -> str:
+    def i2repr(self, pkt: Packet | None, x: Any) -> str:
         return repr(x)
 
 
@@ -50,6 +50,11 @@ class UETDecodeError(Packet):
     header), ``reason``, and the undecoded bytes in ``load``."""
 
     name = "UET decode error"
+    # the fields scapy sets from fields_desc, declared for the type checker
+    kind: str
+    header: str
+    offset: int
+    reason: str
     fields_desc = [
         _InfoField("kind", ""),
         _InfoField("header", ""),
@@ -134,17 +139,19 @@ class UETLayer(Packet):
                 self.add_payload(conf.raw_layer(s, _internal=1, _underlayer=self))
             return
         if isinstance(nxt, Err):
-            p = UETDecodeError(s, _internal=1, _underlayer=self) if s else UETDecodeError()
-            p.kind, p.header, p.reason = nxt
-            p.offset = self._uet_offset(s)
-            self.add_payload(p)
+            e = UETDecodeError(s, _internal=1, _underlayer=self) if s else UETDecodeError()
+            e.kind, e.header, e.reason = nxt
+            e.offset = self._uet_offset(s)
+            self.add_payload(e)
             return
+        p: Packet
         try:
             p = nxt(s, _internal=1, _underlayer=self)
         except Exception as exc:
-            p = UETDecodeError(s, _internal=1, _underlayer=self)
-            p.kind, p.header, p.reason = "DecodeError", "frame", f"dissector failed: {exc!r}"
-            p.offset = self._uet_offset(s)
+            e = UETDecodeError(s, _internal=1, _underlayer=self)
+            e.kind, e.header, e.reason = "DecodeError", "frame", f"dissector failed: {exc!r}"
+            e.offset = self._uet_offset(s)
+            p = e
         self.add_payload(p)
 
     def extract_padding(self, s: bytes) -> tuple[bytes, bytes | None]:

@@ -6,6 +6,8 @@ so that a decoded packet shows non-zero reserved bits instead of hiding them.
 
 from __future__ import annotations
 
+from typing import Any
+
 from scapy.fields import (
     BitEnumField,
     BitField,
@@ -57,7 +59,7 @@ def _not_syn(p) -> bool:
     return not int(p.flags) & 0x04
 
 
-def _pdc_tail() -> list:
+def _pdc_tail() -> list[Any]:
     """Bytes 10-11 of requests and CPs: DPDCID, or pdc_info + psn_offset when SYN=1."""
     return [
         ConditionalField(ShortField("dpdcid", 0), _not_syn),
@@ -100,6 +102,9 @@ class UETPds(UETLayer):
 
 
 class _SynHelpers:
+    psn: int  # scapy fields of the classes this mixes into (declared for the checker)
+    psn_offset: int
+
     def start_psn(self) -> int:
         """Start PSN = PSN - psn_offset (meaningful with SYN set)."""
         return psn_add(self.psn, -(self.psn_offset or 0))
@@ -163,6 +168,10 @@ def _ack_common() -> list:
 
 
 class _AckHelpers:
+    ack_psn_offset: int  # scapy fields of the ACK classes (declared for the checker)
+    probe_opaque: int
+    cack_psn: int
+
     def ack_psn(self) -> int:
         """ACK PSN = CACK PSN + ack_psn_offset (the probe-opaque bits when P is set)."""
         off = self.ack_psn_offset
@@ -255,7 +264,7 @@ class UETPdsCp(_SynHelpers, UETPds):
     """Control packet (type 11), 16 bytes; ``ctl_type`` sits in the next-header bits."""
 
     name = "UET PDS control"
-    fields_desc = [
+    fields_desc = [  # type: ignore[assignment]  # Field and ConditionalField lists mixed
         BitEnumField("type", 11, 5, PDS_TYPE_NAMES),
         BitEnumField("ctl_type", 0, 4, CTL_TYPE_NAMES),
         FlagsField("flags", 0, 7, CP_FLAGS),

@@ -77,8 +77,8 @@ class PdsRequest:
     (12 bits) instead of ``dpdcid``; the encoder chooses by the SYN flag.
     """
 
-    type: PdsType = PdsType.RUD_REQ
-    next_hdr: NextHeader = NextHeader.REQ_STD
+    type: int = PdsType.RUD_REQ
+    next_hdr: int = NextHeader.REQ_STD
     flags: int = 0
     clear_psn_offset: int = 0
     psn: int = 0
@@ -115,7 +115,7 @@ class PdsRequest:
 class PdsAck:
     """ACK (type 7, 12 B; 16 B with the reference provider's EPSN flag)."""
 
-    next_hdr: NextHeader = NextHeader.NONE
+    next_hdr: int = NextHeader.NONE
     flags: int = 0
     ack_psn_offset: int = 0  # probe_opaque (unsigned) when P is set
     cack_psn: int = 0
@@ -155,8 +155,8 @@ class PdsAckCc:
     8 state bytes in ``cc_state_raw``. ACK_CCX adds 8 bytes of ``ccx_state``.
     """
 
-    type: PdsType = PdsType.ACK_CC
-    next_hdr: NextHeader = NextHeader.NONE
+    type: int = PdsType.ACK_CC
+    next_hdr: int = NextHeader.NONE
     flags: int = 0
     ack_psn_offset: int = 0
     cack_psn: int = 0
@@ -210,8 +210,8 @@ class PdsAckCc:
 class PdsNack:
     """NACK (type 10, 16 B) and NACK_CCX (type 12, 32 B)."""
 
-    type: PdsType = PdsType.NACK
-    next_hdr: NextHeader = NextHeader.NONE
+    type: int = PdsType.NACK
+    next_hdr: int = NextHeader.NONE
     flags: int = 0
     nack_code: int = 0
     vendor_code: int = 0
@@ -278,8 +278,8 @@ class PdsControl:
 class PdsRudi:
     """RUDI request (type 4) or response (type 5), 8 B."""
 
-    type: PdsType = PdsType.RUDI_REQ
-    next_hdr: NextHeader = NextHeader.REQ_STD
+    type: int = PdsType.RUDI_REQ
+    next_hdr: int = NextHeader.REQ_STD
     flags: int = 0
     pkt_id: int = 0
 
@@ -296,7 +296,7 @@ class PdsRudi:
 class PdsUud:
     """UUD request (type 6), 4 B. Flags are reserved; receivers ignore them."""
 
-    next_hdr: NextHeader = NextHeader.REQ_STD
+    next_hdr: int = NextHeader.REQ_STD
     flags: int = 0
 
     type = PdsType.UUD_REQ
