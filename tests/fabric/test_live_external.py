@@ -17,6 +17,7 @@ from pathlib import Path
 
 import trio
 
+from tests.fabric.helpers import start_ready
 from uet.fabric.clock import MS
 from uet.runtime.live import LiveFabric
 
@@ -29,23 +30,6 @@ DILATION = 4000.0
 SERVE_JOB, SERVE_INDEX, SERVE_KEY = 0x00ABCD, 1, 0x1111_0001
 
 
-async def _start(*argv: str) -> subprocess.Popen:
-    """Start a process; returns once it printed its "ready udp:..." line."""
-    proc = subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    try:
-        with trio.fail_after(30):
-            while True:
-                line = await trio.to_thread.run_sync(proc.stdout.readline)
-                assert line, f"{argv} exited: {proc.communicate(timeout=5)[1]}"
-                if line.startswith("ready udp:"):
-                    return proc
-    except BaseException:
-        proc.kill()
-        proc.wait(5)
-        raise
-
-
 def test_uet_serve_as_a_host_behind_a_lossy_switch() -> None:
     serve_ip = f"127.{B}.9.1"
     topo = {"kind": "star", "hosts": 4,
@@ -56,7 +40,7 @@ def test_uet_serve_as_a_host_behind_a_lossy_switch() -> None:
     state: dict = {}
 
     async def main() -> None:
-        proc = await _start("-m", "uet.cli", "serve", "--listen", f"{serve_ip}:4793")
+        proc = await start_ready("-m", "uet.cli", "serve", "--listen", f"{serve_ip}:4793")
         try:
             with trio.fail_after(120):
                 async with LiveFabric(topo, seed=1, dilation=DILATION, address_block=BLOCK,

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import trio
 
+from tests.fabric.helpers import start_ready
 from uet.bench import traffic_endpoint
 from uet.endpoint.fep import SINK_INDEX, SINK_KEY, FabricEndpoint
 from uet.fabric.clock import MS, S
@@ -131,23 +132,6 @@ async def test_traffic_endpoint_over_udp() -> None:
         assert len(a.ev_ports) == 8 and a.counters["ev_fallback"] == 0
 
 
-async def _start(*argv: str) -> subprocess.Popen:
-    """Start a server process; returns once it printed its "ready udp:..." line."""
-    proc = subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    try:
-        with trio.fail_after(20):
-            while True:
-                line = await trio.to_thread.run_sync(proc.stdout.readline)
-                assert line, f"{argv} exited: {proc.communicate(timeout=5)[1]}"
-                if line.startswith("ready udp:"):
-                    return proc
-    except BaseException:
-        proc.kill()
-        proc.wait(5)
-        raise
-
-
 def _stop(proc: subprocess.Popen) -> str:
     proc.terminate()
     out, err = proc.communicate(timeout=10)
@@ -159,7 +143,7 @@ async def test_two_processes_write_and_read_back() -> None:
     """A live end point in another process (python -m uet.runtime.udp): this process writes
     64 KiB into its sink and reads them back; then a third process does the same from the
     shell (--write); the server reports its counters on SIGTERM."""
-    server = await _start("-m", "uet.runtime.udp", "--ip", f"{NET}.3", "--json")
+    server = await start_ready("-m", "uet.runtime.udp", "--ip", f"{NET}.3", "--json")
     try:
         data = random.Random(3).randbytes(64 * 1024)
         async with UdpNode(ip=f"{NET}.4") as a:
@@ -187,7 +171,7 @@ async def test_two_processes_write_and_read_back() -> None:
 async def test_live_node_against_uet_serve() -> None:
     """The live node and `uet serve` (the conformance responder) are the same end point on
     the same sockets: WRITE and READ its well-known 'rma' region."""
-    server = await _start("-m", "uet.cli", "serve", "--listen", f"{NET}.12:4793",
+    server = await start_ready("-m", "uet.cli", "serve", "--listen", f"{NET}.12:4793",
                           "--json")
     try:
         async with UdpNode(ip=f"{NET}.13", profile="hpc",

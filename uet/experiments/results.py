@@ -127,9 +127,10 @@ RESULTS_SCHEMA: dict[str, F] = {
             "calibration": F("obj?", "the calibration that chose the dilation (null: set "
                              "by live.dilation)"),
             "real_s": F("num", "real seconds the live fabric ran"),
-            "behind": F("obj", "how far nodes fell behind real time: max_lag_ps (emulated), "
-                        "late_share (node runs started more than a frame's time late), "
-                        "wire_losses (frames the kernel dropped or refused)"),
+            "behind": F("obj", "how far nodes fell behind real time: max_lag_ps and "
+                        "mean_lag_ps (emulated), late_share (node runs started more than a "
+                        "frame's time late), wire_losses (frames the kernel dropped or "
+                        "refused)"),
         }, "live mode only (uet run --live): how real time went", required=False),
         "uet_version": F("str", "uet version"),
     }, "how the run went"),

@@ -65,7 +65,7 @@ BACKENDS = ("udp", "veth")
 #: the frame size a calibration assumes (a full UET data frame)
 FRAME_BYTES = 4150
 #: share of one CPU the calibration plans to use (the rest: the OS, other processes, bursts)
-TARGET_LOAD = 0.25
+TARGET_LOAD = 0.5
 _ns_counter = count()
 
 
@@ -157,27 +157,44 @@ def live_network(*, seed: int = 0, qos: QosConfig | None = None, log: EventLog |
 
 class WireEnd:
     """What a live channel delivers to: the wire towards its far end (``far``, the port
-    there, is what routing sees)."""
+    there, is what routing sees). Each frame sent is stamped with its emulated arrival
+    time (``wire.stamps``: the sending core's time of the event that puts it on the
+    socket), which the receiving node reads back, so frames are delivered at the time
+    the model says they arrive even when a node is scheduled late; the stamp is the
+    emulator's metadata about the frame, as a NIC's receive timestamp is, and travels in
+    the process, not in the frame."""
 
-    __slots__ = ("wire", "far")
+    __slots__ = ("wire", "far", "loop")
 
-    def __init__(self, wire: Any, far: Port) -> None:
+    def __init__(self, wire: Any, far: Port, loop: Any) -> None:
         self.wire = wire
         self.far = far
+        self.loop = loop
+
+    def _send(self, data: bytes) -> None:
+        if self.wire.send(data):
+            self.wire.stamps.append((self.loop.now, len(data)))
 
     def on_frame(self, data: bytes) -> None:
-        self.wire.send(with_fcs(data))
+        self._send(with_fcs(data))
 
     def fcs_sink(self, data: bytes, fcs: int) -> None:
         """A corrupted frame: it leaves with the good frame's FCS."""
-        self.wire.send(with_fcs(data, fcs))
+        self._send(with_fcs(data, fcs))
 
     def rx_drop(self, reason: str, data: bytes) -> None:
-        self.wire.send(with_fcs(data, zlib.crc32(data) ^ 0xFFFFFFFF))
+        self._send(with_fcs(data, zlib.crc32(data) ^ 0xFFFFFFFF))
 
 
 class LiveNode:
-    """One NIC or switch of the live fabric: its core, its ports and their wires."""
+    """One NIC or switch of the live fabric: its core, its ports and their wires.
+
+    :meth:`sync` brings the node to ``now``: the frames waiting in its sockets and the
+    events of its core run merged in emulated time order (a frame at the time its sender
+    stamped, or at the node's current time if the node is already past it), then the core
+    runs what is left due. Both the driver task (at the core's next deadline) and the
+    readers (a socket became readable) call it.
+    """
 
     def __init__(self, name: str, loop: EventLoop) -> None:
         self.name = name
@@ -189,31 +206,66 @@ class LiveNode:
         self.max_lag_ps = 0
         self.lag_sum_ps = 0
         self.rx_frames = 0
+        #: frames that reached the node after its time had passed their stamp
+        self.rx_late = 0
         #: a run whose first event is this late counts as late (set by the fabric)
         self.late_ps = 0
 
-    def sync(self, now: int) -> None:
-        """Run every event due at ``now``, then stand at ``now``."""
+    def _run_to(self, t: int) -> None:
         loop = self.loop
         nt = loop.next_time()
-        if nt is not None and nt <= now:
-            lag = now - nt
+        if nt is not None and nt <= t:
+            loop.run(until=t)
+        if loop.now < t:
+            nt = loop.next_time()
+            if nt is None or nt > t:
+                loop.now = t
+
+    def sync(self, now: int) -> None:
+        """Deliver waiting frames and run every event due at ``now``, then stand at it."""
+        loop = self.loop
+        arrivals: list[tuple[int, int, Port, bytes]] = []
+        for port, wire in self.wires:
+            stamps = wire.peer.stamps
+            for data in wire.recv_ready():
+                t = -1
+                n = len(data)
+                while stamps:  # a stamp whose frame the kernel dropped is skipped
+                    ts, ln = stamps.popleft()
+                    if ln == n:
+                        t = ts
+                        break
+                arrivals.append((t, len(arrivals), port, data))
+        nt = loop.next_time()
+        first = min(nt if nt is not None else now, *(a[0] for a in arrivals)) \
+            if arrivals else nt
+        if first is not None and 0 <= first <= now:
+            lag = now - first
             self.runs += 1
             self.lag_sum_ps += lag
             if lag > self.max_lag_ps:
                 self.max_lag_ps = lag
             if lag > self.late_ps:
                 self.late_runs += 1
-            loop.run(until=now)
-        if loop.now < now:
-            nt = loop.next_time()
-            if nt is None or nt > now:
-                loop.now = now
+        if arrivals:
+            arrivals.sort()
+            for t, _, port, data in arrivals:
+                if t < loop.now:
+                    self.rx_late += t >= 0
+                else:
+                    self._run_to(t)
+                frame, ok = check_fcs(data)
+                self.rx_frames += 1
+                if ok:
+                    port.on_frame(frame)
+                else:
+                    port.rx_drop("fcs", frame)
+        self._run_to(now)
 
     async def run(self, clock: LiveClock) -> None:
         async with trio.open_nursery() as nursery:
-            for port, wire in self.wires:
-                nursery.start_soon(self._reader, port, wire, clock)
+            for _port, wire in self.wires:
+                nursery.start_soon(self._reader, wire, clock)
             loop = self.loop
             while True:
                 self.sync(clock.now())
@@ -221,25 +273,18 @@ class LiveNode:
                 with trio.move_on_at(clock.real_at(loop.next_time())):
                     await self.wake.wait()
 
-    async def _reader(self, port: Port, wire: Any, clock: LiveClock) -> None:
+    async def _reader(self, wire: Any, clock: LiveClock) -> None:
         sock = wire.sock
         while True:
             await trio.lowlevel.wait_readable(sock)
             self.sync(clock.now())
-            for data in wire.recv_ready():
-                frame, ok = check_fcs(data)
-                self.rx_frames += 1
-                if ok:
-                    port.on_frame(frame)
-                else:
-                    port.rx_drop("fcs", frame)
             self.wake.set()
 
     def counters(self) -> dict[str, Any]:
         return {"runs": self.runs, "late_runs": self.late_runs,
                 "max_lag_ps": self.max_lag_ps,
                 "mean_lag_ps": self.lag_sum_ps // self.runs if self.runs else 0,
-                "rx_frames": self.rx_frames}
+                "rx_frames": self.rx_frames, "rx_late": self.rx_late}
 
 
 class _Edge:
@@ -475,10 +520,11 @@ class LiveFabric(Fabric):
                     ia, ib = _addr(self.base, 128, 2 * j), _addr(self.base, 128, 2 * j + 1)
                     wa = UdpWire(ia, ib, j + 1)
                     wb = UdpWire(ib, ia, j + 1)
+                wa.peer, wb.peer = wb, wa
                 self.wires.append((link.name, wa, wb))
-                link.ab.rx = WireEnd(wa, b)
+                link.ab.rx = WireEnd(wa, b, link.ab.loop)
                 link.ab.fcs_sink = link.ab.rx.fcs_sink
-                link.ba.rx = WireEnd(wb, a)
+                link.ba.rx = WireEnd(wb, a, link.ba.loop)
                 link.ba.fcs_sink = link.ba.rx.fcs_sink
                 self._node_by_port[a.name].wires.append((a, wa))
                 self._node_by_port[b.name].wires.append((b, wb))
@@ -592,14 +638,16 @@ class LiveFabric(Fabric):
         return self.loop.events + sum(n.loop.events for n in self.nodes.values())
 
     def behind(self) -> dict[str, Any]:
-        """How far the nodes fell behind real time: the worst lag (emulated ps), and the
-        share of node runs that started more than a full frame's time late."""
+        """How far the nodes fell behind real time: the worst and the mean lag of a node
+        run (emulated ps: how late its first event ran), the share of node runs that
+        started more than a full frame's time late, and frames lost in the kernel."""
         runs = sum(n.runs for n in self.nodes.values())
         late = sum(n.late_runs for n in self.nodes.values())
         worst = max((n.max_lag_ps for n in self.nodes.values()), default=0)
+        total = sum(n.lag_sum_ps for n in self.nodes.values())
         lost = sum(w.kernel_drops + w.tx_error for _, wa, wb in self.wires for w in (wa, wb))
-        return {"max_lag_ps": worst, "late_share": late / runs if runs else 0.0,
-                "wire_losses": lost}
+        return {"max_lag_ps": worst, "mean_lag_ps": total // runs if runs else 0,
+                "late_share": late / runs if runs else 0.0, "wire_losses": lost}
 
 
 # -------------------------------------------------------------------- calibration
@@ -612,23 +660,54 @@ async def calibrate(net: Network, *, frames: int = 200) -> dict[str, Any]:
     slower clock): a real VXLAN send and receive on loopback through Trio (the wait for
     the socket and one more scheduling round, as a node's reader and driver do), plus the
     fabric and end point work of one packet-hop, from a short virtual-time run of the
-    real end point. It then assumes every cable direction busy at its rate (the worst
-    case: a start of line-rate senders, ACKs and pause frames included) and slows time
-    until that load needs ``TARGET_LOAD`` of one CPU.
+    real end point. The load it plans for: every host sending at its link rate, each
+    data frame crossing the longest host-to-host path and its ACK coming back the same
+    way; time is slowed until that load needs ``TARGET_LOAD`` of one CPU. (Measured with
+    ``benchmarks/live_fabric.py``: what one process sustains is about the same aggregate
+    rate of real bytes whatever the host count, so the dilation grows with the hosts.)
     Returns the figures and ``dilation``.
     """
     wire_s = await _wire_cost(frames)
     hop_s = _hop_cost()
     per_hop = wire_s + hop_s
-    frames_per_s = sum(ch.rate_bps for lk in net.links for ch in (lk.ab, lk.ba)) / (
-        8 * FRAME_BYTES)
-    dilation = max(1.0, frames_per_s * per_hop / TARGET_LOAD)
+    frames_per_s = sum(ctx.rate_bps for ctx in net.hosts) / (8 * FRAME_BYTES)
+    hops = 2 * _longest_path(net)
+    dilation = max(1.0, frames_per_s * hops * per_hop / TARGET_LOAD)
     # round up to 2 significant digits, so reports read well
     mag = 10 ** max(0, int(math.log10(dilation)) - 1)
     dilation = math.ceil(dilation / mag) * mag
     return {"dilation": float(dilation), "wire_us": round(wire_s * 1e6, 2),
             "hop_us": round(hop_s * 1e6, 2), "frames_per_emulated_s": round(frames_per_s),
-            "target_load": TARGET_LOAD}
+            "hops_per_frame": hops, "target_load": TARGET_LOAD}
+
+
+def _longest_path(net: Network) -> int:
+    """Cables between host 0 and the host farthest from it (hosts do not forward)."""
+    if not net.nics:
+        return 1
+    nodes: dict[int, list[Any]] = {}
+    for port in net.ifaces.values():
+        ch = port.channel
+        if ch is None:
+            continue
+        src = getattr(port, "switch", port)
+        dst = getattr(ch.rx, "far", ch.rx)
+        nodes.setdefault(id(src), []).append(getattr(dst, "switch", dst))
+    hosts = {id(n) for n in net.nics}
+    start = net.nics[0]
+    dist = {id(start): 0}
+    todo = [start]
+    far = 1
+    while todo:
+        v = todo.pop(0)
+        for w in nodes.get(id(v), ()):
+            if id(w) not in dist:
+                dist[id(w)] = dist[id(v)] + 1
+                if id(w) in hosts:
+                    far = max(far, dist[id(w)])
+                else:
+                    todo.append(w)
+    return far
 
 
 async def _wire_cost(frames: int) -> float:

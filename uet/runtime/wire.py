@@ -30,6 +30,7 @@ import socket
 import struct
 import subprocess
 import zlib
+from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
@@ -99,11 +100,27 @@ class Wire:
     sock: socket.socket
 
     def __init__(self) -> None:
+        #: ``(emulated time, length)`` of each frame sent, read by the far end's node
+        self.stamps: deque[tuple[int, int]] = deque()
+        #: the wire at the other end of the cable
+        self.peer: Wire | None = None
         self.tx = 0
         self.rx = 0
         self.tx_error = 0
         self.rx_bad = 0
         self.kernel_drops = 0
+
+    def _open(self, sock: socket.socket, setup: Any) -> None:
+        """Big buffers, ``setup()`` (options, bind), non-blocking; closed on failure."""
+        try:
+            _buffers(sock)
+            setup()
+        except OSError:
+            sock.close()
+            raise
+        sock.setblocking(False)
+        self.sock = sock
+        self._anc = socket.CMSG_SPACE(4)
 
     def fileno(self) -> int:
         return self.sock.fileno()
@@ -132,24 +149,22 @@ class UdpWire(Wire):
         self.ip, self.peer_ip, self.vni, self.port = ip, peer_ip, vni, port
         self.hdr = vxlan_header(vni)
         sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        try:
-            _buffers(sock)
+
+        def setup() -> None:
             sock.setsockopt(socket.SOL_SOCKET, SO_NO_CHECK, 1)
             sock.bind((ip, port))
             sock.connect((peer_ip, port))
-        except OSError:
-            sock.close()
-            raise
-        sock.setblocking(False)
-        self.sock = sock
-        self._anc = socket.CMSG_SPACE(4)
 
-    def send(self, frame: bytes) -> None:
+        self._open(sock, setup)
+
+    def send(self, frame: bytes) -> bool:
         try:
             self.sock.send(self.hdr + frame)
-            self.tx += 1
         except OSError:
             self.tx_error += 1
+            return False
+        self.tx += 1
+        return True
 
     def recv_ready(self) -> Iterator[bytes]:
         """Frames (with FCS) waiting in the socket now, VXLAN header checked and removed."""
@@ -181,23 +196,21 @@ class PacketWire(Wire):
         self.ifname = ifname
         with netns.entered():
             sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-        try:
-            _buffers(sock)
+
+        def setup() -> None:
             sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
             sock.bind((ifname, 0))
-        except OSError:
-            sock.close()
-            raise
-        sock.setblocking(False)
-        self.sock = sock
-        self._anc = socket.CMSG_SPACE(4)
 
-    def send(self, frame: bytes) -> None:
+        self._open(sock, setup)
+
+    def send(self, frame: bytes) -> bool:
         try:
             self.sock.send(frame)
-            self.tx += 1
         except OSError:
             self.tx_error += 1
+            return False
+        self.tx += 1
+        return True
 
     def recv_ready(self) -> Iterator[bytes]:
         sock = self.sock
