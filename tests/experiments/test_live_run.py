@@ -20,7 +20,8 @@ from uet.experiments.runner import run_experiment
 from uet.wireshark import plugin_path
 
 BLOCK = f"127.{40 + os.getpid() % 60}.0.0/16"
-#: 4 hosts on one switch, an incast (trims and ECN marks at sw0.p3), 1% loss on h1's uplink
+#: 4 hosts on one switch, an incast (trims and ECN marks at sw0.p3: 64 KiB queues, so it
+#: trims whatever the schedule), 1% loss on h1's uplink
 SMALL = f"""
 [experiment]
 name = "live-small"
@@ -30,6 +31,7 @@ drain = false
 [topology]
 kind = "star"
 hosts = 4
+queue_bytes = "64KiB"
 
 [[impairments]]
 match = ["h1"]
@@ -49,7 +51,7 @@ timeseries = true
 
 [live]
 enabled = true
-dilation = 5000.0
+dilation = 10000.0
 address_block = "{BLOCK}"
 """
 
@@ -60,7 +62,7 @@ def test_live_run_same_files_same_results(tmp_path: Path) -> None:
     run = res["run"]
     assert run["completed"] and run["stop_reason"] == "done"
     live = run["live"]
-    assert live["backend"] == "udp" and live["dilation"] == 5000.0
+    assert live["backend"] == "udp" and live["dilation"] == 10000.0
     assert live["calibration"] is None and live["behind"]["wire_losses"] == 0
     s = res["summary"]
     assert s["messages_delivered"] == s["flows"] == 3
@@ -84,10 +86,10 @@ def test_run_live_flag_and_what_live_mode_refuses(tmp_path: Path,
     exp = tmp_path / "small.toml"
     exp.write_text(SMALL.replace("enabled = true", "enabled = false"), encoding="utf-8")
     code = uet_main(["run", str(exp), "--live", "--out", str(tmp_path / "o"),
-                     "--set", "capture.ifaces=[]"])
+                     "--set", "capture.ifaces=[]", "--set", "output.plots=false"])
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert "live (real time)" in out and "udp, 1/5,000" in out
+    assert "live (real time)" in out and "udp, 1/10,000" in out
     doc = json.loads((tmp_path / "o" / "results.json").read_text())
     assert doc["experiment"]["config"]["live"]["enabled"] is True
     code = uet_main(["run", str(exp), "--live", "--set", "transport.stack=roce"])

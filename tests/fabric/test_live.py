@@ -26,10 +26,12 @@ LUA = ROOT / "uet" / "wireshark" / "uet.lua"
 #: this process's /16 on loopback (hosts 127.B.0.x, wires 127.B.128.x+)
 BLOCK = f"127.{160 + os.getpid() % 60}.0.0/16"
 B = BLOCK.split(".")[1]
-#: a generous slow-down: 100 Gb/s links carry 20 Mb/s of real bytes
-DILATION = 5000.0
-#: 4 hosts on one switch, 1% loss on h1's uplink, trimming and ECN on (the defaults)
-TOPO = {"kind": "star", "hosts": 4,
+#: a generous slow-down: 100 Gb/s links carry 10 Mb/s of real bytes (2.5x what a loaded
+#: 2-core machine needs for 4 hosts, benchmarks/live_fabric.py)
+DILATION = 10000.0
+#: 4 hosts on one switch, 1% loss on h1's uplink, trimming and ECN on (the defaults), 64 KB
+#: queues so that the incast trims whatever the schedule
+TOPO = {"kind": "star", "hosts": 4, "queue_bytes": 65536,
         "impairments": [{"at": "h1", "direction": "tx", "loss": 0.01, "seed": 7}]}
 #: an incast (three senders to host 3, which congests sw0.p3: trimming and ECN) plus one
 #: reverse flow; (src, dst, bytes)
@@ -71,7 +73,7 @@ def _check_counters(fab: Fabric, c: dict) -> None:
         assert audit.duplicates == 0, f"h{i} got a request twice"
     lossy = c["link"]["h1->sw0.p1"]
     in_flight = lossy["tx_frames"] - lossy["delivered"] - lossy.get("drop.loss", 0)
-    assert 0 <= in_flight <= 4  # a 1 us cable holds at most 3 full frames
+    assert 0 <= in_flight <= 16  # on the cable, or behind a late core
     assert lossy.get("drop.loss", 0) <= max(6, lossy["tx_frames"] // 20)  # 1% of them
     for name, link in c["link"].items():
         if name != "h1->sw0.p1":
@@ -82,8 +84,7 @@ def _check_counters(fab: Fabric, c: dict) -> None:
     trimmed = sum(p["trimmed"] for p in ports.values())
     assert trimmed == ports["sw0.p3"]["trimmed"] > 0  # only the incast port overflows
     assert trimmed == sum(e.get("pds.trimmed_rx", 0) for e in c["endpoint"].values())
-    assert ports["sw0.p3"]["ecn_marked"] > 0
-    assert all(p["ecn_marked"] == 0 for n, p in ports.items() if n != "sw0.p3")
+    assert ports["sw0.p3"]["ecn_marked"] > 0  # the incast port marks (others may too)
     assert all(p["pause_tx"] == 0 for p in ports.values())
 
 
@@ -108,8 +109,8 @@ def test_same_experiment_virtual_and_live() -> None:
         # every frame a wire end sent arrived at the other end of its cable (or is on
         # its way: sent, not yet read)
         for name, w in live["wires"].items():
-            assert 0 <= w["a"]["tx"] - w["b"]["rx"] <= 4, (name, w)
-            assert 0 <= w["b"]["tx"] - w["a"]["rx"] <= 4, (name, w)
+            assert 0 <= w["a"]["tx"] - w["b"]["rx"] <= 16, (name, w)
+            assert 0 <= w["b"]["tx"] - w["a"]["rx"] <= 16, (name, w)
         assert sum(n["rx_frames"] for n in live["nodes"].values()) == sum(
             w["a"]["rx"] + w["b"]["rx"] for w in live["wires"].values())
 
@@ -120,9 +121,14 @@ def test_same_experiment_virtual_and_live() -> None:
 def test_live_pfc_pause_stops_the_sender_and_loses_nothing() -> None:
     """PFC on the data class: the switch pauses the three incast senders (real 802.1Qbb
     frames on the wires), they stop (time paused counted), and nothing is dropped,
-    trimmed or retransmitted."""
+    trimmed or retransmitted.
+
+    The headroom is 200 KB, not the 43 KB that 1 us cables need: in real time a switch
+    the OS schedules late sends its pause late, and the senders, on time, keep sending
+    meanwhile (docs/fabric.md, "Falling behind"); 200 KB covers 16 us of such lag at
+    100 Gb/s, more than a loaded 2-core machine showed (at most ~10 us)."""
     topo = {"kind": "star", "hosts": 4, "trimming": False,
-            "pfc": {"classes": [0], "xoff": 30000, "xon": 15000}}
+            "pfc": {"classes": [0], "xoff": 30000, "xon": 15000, "headroom": 200_000}}
 
     async def main() -> dict:
         with trio.fail_after(120):
@@ -203,7 +209,7 @@ def test_veth_backend_in_a_namespace(tmp_path: Path) -> None:
         return
     tshark = _tshark()
     topo = {"kind": "star", "hosts": 3, "trimming": False,
-            "pfc": {"classes": [0], "xoff": 20000, "xon": 10000}}
+            "pfc": {"classes": [0], "xoff": 20000, "xon": 10000, "headroom": 200_000}}
     pcap = tmp_path / "veth.pcapng"
     state: dict = {}
 

@@ -72,7 +72,7 @@ def test_uet_serve_as_a_host_behind_a_lossy_switch() -> None:
     assert c["nic"]["h3"]["tx_frames"] <= edge["from_external"]
     lossy = c["link"]["sw0.p3->h3"]
     in_flight = lossy["tx_frames"] - lossy["delivered"] - lossy.get("drop.loss", 0)
-    assert 0 <= in_flight <= 4  # a 1 us cable holds at most 3 full frames
+    assert 0 <= in_flight <= 16  # on the cable, or behind a late core
     assert "uet serve" in state["serve"][0]
 
 

@@ -130,7 +130,7 @@ RESULTS_SCHEMA: dict[str, F] = {
             "behind": F("obj", "how far nodes fell behind real time: max_lag_ps and "
                         "mean_lag_ps (emulated), late_share (node runs started more than a "
                         "frame's time late), wire_losses (frames the kernel dropped or "
-                        "refused)"),
+                        "refused), rx_late (frames delivered after their arrival time)"),
         }, "live mode only (uet run --live): how real time went", required=False),
         "uet_version": F("str", "uet version"),
     }, "how the run went"),

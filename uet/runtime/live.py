@@ -639,15 +639,18 @@ class LiveFabric(Fabric):
 
     def behind(self) -> dict[str, Any]:
         """How far the nodes fell behind real time: the worst and the mean lag of a node
-        run (emulated ps: how late its first event ran), the share of node runs that
-        started more than a full frame's time late, and frames lost in the kernel."""
+        run (emulated ps: how late its first event or frame ran), the share of node runs
+        that started more than a full frame's time late, frames lost in the kernel, and
+        frames that reached a node already past their stamp (``rx_late``: the upstream
+        node ran late, so they were delivered late)."""
         runs = sum(n.runs for n in self.nodes.values())
         late = sum(n.late_runs for n in self.nodes.values())
         worst = max((n.max_lag_ps for n in self.nodes.values()), default=0)
         total = sum(n.lag_sum_ps for n in self.nodes.values())
         lost = sum(w.kernel_drops + w.tx_error for _, wa, wb in self.wires for w in (wa, wb))
         return {"max_lag_ps": worst, "mean_lag_ps": total // runs if runs else 0,
-                "late_share": late / runs if runs else 0.0, "wire_losses": lost}
+                "late_share": late / runs if runs else 0.0, "wire_losses": lost,
+                "rx_late": sum(n.rx_late for n in self.nodes.values())}
 
 
 # -------------------------------------------------------------------- calibration
