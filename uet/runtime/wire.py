@@ -34,6 +34,8 @@ from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
+from uet.errors import LocalError
+
 VXLAN_PORT = 4789
 #: the VXLAN flags byte with the I bit (a valid VNI follows)
 VXLAN_I = 0x08
@@ -52,9 +54,10 @@ MAX_FRAME = 65536
 _FCS = struct.Struct("<I")
 
 
-class LiveError(RuntimeError):
-    """What the live fabric cannot do here (one line: what and why). Defined here, with
-    no Trio import, so that command-line code can catch it cheaply."""
+class LiveError(LocalError, RuntimeError):
+    """What the live fabric cannot do here (one line: what and why): no root for veth, a
+    loopback address already taken. Defined here, with no Trio import, so that
+    command-line code can catch it cheaply."""
 
 
 def with_fcs(frame: bytes, fcs: int | None = None) -> bytes:
