@@ -58,10 +58,13 @@ class SesContext(Protocol):
     initiator_id: int
     pid_on_fep: int
     rendezvous_index: int
-    initiator: InitiatorHooks
     timeouts: SesTimeouts
     #: time of the packet or call being handled
     now: int
+
+    @property
+    def initiator(self) -> InitiatorHooks:
+        """The end point's initiator (read-only here, so a subclass of it fits)."""
 
     def arm(self, t: int) -> None:
         """Make sure the end point's timer runs at ``t`` or earlier."""
