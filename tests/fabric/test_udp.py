@@ -204,7 +204,8 @@ async def test_tshark_sees_valid_uet_on_lo(tmp_path) -> None:
                 if "Capture started" in line:
                     break
         data = random.Random(5).randbytes(32 * 1024)
-        async with UdpNode(ip=f"{NET}.5") as a, UdpNode(ip=f"{NET}.6"):
+        # seeded end points: the EVs (UDP source ports) are the same every run
+        async with UdpNode(ip=f"{NET}.5", seed=5) as a, UdpNode(ip=f"{NET}.6", seed=6):
             await a.host.write(f"{NET}.6", SINK_KEY, 0, data, index=SINK_INDEX,
                                timeout_ps=TIMEOUT)
             r = await a.host.read(f"{NET}.6", SINK_KEY, 0, len(data), index=SINK_INDEX,
@@ -218,6 +219,10 @@ async def test_tshark_sees_valid_uet_on_lo(tmp_path) -> None:
     ours = f"ip.src=={NET}.5 || ip.src=={NET}.6"
     proc = subprocess.run([tshark, "-n", "-r", str(out), "-X",
                            f"lua_script:{ROOT / 'tools' / 'wireshark' / 'uet.lua'}",
+                           # an EV is any source port: one below 4793 that another
+                           # dissector registered (3804 HiQnet ...) wins unless the
+                           # heuristic runs first, as the `uet` profile sets it
+                           "-o", "udp.try_heuristic_first:TRUE",
                            "-Y", ours, "-T", "fields", "-E", "occurrence=a",
                            "-E", "separator=|", "-e", "udp.srcport", "-e", "udp.checksum",
                            "-e", "ip.dsfield.dscp", "-e", "ip.dsfield.ecn",
