@@ -149,6 +149,11 @@ def test_live_pfc_pause_stops_the_sender_and_loses_nothing() -> None:
     assert c["port"]["sw0.p3"]["queue_hwm.0"] > 30000  # the queue built up, then paused
 
 
+#: an EV is any UDP source port: one below 4793 that another dissector registered (3804
+#: HiQnet ...) wins unless the heuristic runs first, as the `uet` profile sets it
+HEURISTIC_FIRST = ("-o", "udp.try_heuristic_first:TRUE")
+
+
 def _tshark() -> str:
     path = shutil.which("tshark")
     assert path, "tshark is required (apt-get install tshark)"
@@ -183,7 +188,8 @@ def test_tshark_on_lo_decodes_uet_inside_the_live_frames(tmp_path: Path) -> None
     finally:
         cap.terminate()
         cap.wait(20)
-    out = subprocess.run([tshark, "-r", str(pcap), "-X", f"lua_script:{LUA}", "-T", "fields",
+    out = subprocess.run([tshark, "-r", str(pcap), "-X", f"lua_script:{LUA}", *HEURISTIC_FIRST,
+                          "-T", "fields",
                           "-e", "frame.protocols", "-e", "vxlan.vni", "-e", "udp.dstport"],
                          capture_output=True, text=True, timeout=120)
     rows = [r.split("\t") for r in out.stdout.splitlines() if r]
@@ -193,8 +199,8 @@ def test_tshark_on_lo_decodes_uet_inside_the_live_frames(tmp_path: Path) -> None
     assert len(uet_rows) == len(rows), {r[0] for r in rows}
     assert {r[1] for r in rows} <= {"1", "2"}  # the two cables' VNIs
     assert all(r[2].split(",") == ["4789", "4793"] for r in rows)
-    fields = subprocess.run([tshark, "-r", str(pcap), "-X", f"lua_script:{LUA}", "-T",
-                             "fields", "-e", "uet.pds.type", "-Y", "uet"],
+    fields = subprocess.run([tshark, "-r", str(pcap), "-X", f"lua_script:{LUA}",
+                             *HEURISTIC_FIRST, "-T", "fields", "-e", "uet.pds.type", "-Y", "uet"],
                             capture_output=True, text=True, timeout=120)
     assert len([x for x in fields.stdout.splitlines() if x.strip()]) == len(rows)
 
@@ -252,7 +258,8 @@ def test_veth_backend_in_a_namespace(tmp_path: Path) -> None:
     assert c["nic"]["h0"]["pause_rx"] > 0
     for name, p in [*c["port"].items(), *c["nic"].items()]:
         assert not [k for k in p if k.startswith("drop.")], (name, p)
-    out = subprocess.run([tshark, "-r", str(pcap), "-X", f"lua_script:{LUA}", "-T", "fields",
+    out = subprocess.run([tshark, "-r", str(pcap), "-X", f"lua_script:{LUA}", *HEURISTIC_FIRST,
+                          "-T", "fields",
                           "-e", "frame.protocols"],
                          capture_output=True, text=True, timeout=120)
     protos = [r for r in out.stdout.splitlines() if r]
