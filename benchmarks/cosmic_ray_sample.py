@@ -19,6 +19,7 @@ copy of the package (cosmic-ray edits the files it mutates). Usage::
 
     python benchmarks/cosmic_ray_sample.py --sample 300 --seed 22 --workdir /tmp/cr
     python benchmarks/cosmic_ray_sample.py --workdir /tmp/cr --report   # classify only
+    python benchmarks/cosmic_ray_sample.py --workdir /tmp/cr --replay   # survivors, today
 """
 
 from __future__ import annotations
@@ -32,8 +33,10 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -113,13 +116,14 @@ def classify(work: Path, modules: list[str]) -> dict:
     """Score of the sample and its survivors by kind (and module)."""
     covered = coverage_of_catalogue(work, modules)
     db = sqlite3.connect(work / "session.sqlite")
-    rows = db.execute("select m.module_path, m.start_pos_row, m.start_pos_col, "
+    rows = db.execute("select m.job_id, m.module_path, m.start_pos_row, m.start_pos_col, "
                       "m.operator_name, w.test_outcome from mutation_specs m join "
                       "work_results w on m.job_id = w.job_id").fetchall()
     spans: dict[str, list] = {}
     kinds: Counter[str] = Counter()
     by_module: Counter[tuple[str, str]] = Counter()
-    for path, row, col, _op, outcome in rows:
+    per_job: dict[str, str] = {}
+    for job, path, row, col, _op, outcome in rows:
         if path not in spans:
             spans[path] = annotation_spans((work / path).read_text())
         outcome = (outcome or "").lower()
@@ -135,9 +139,50 @@ def classify(work: Path, modules: list[str]) -> dict:
             kind = "reached"
         kinds[kind] += 1
         by_module[(path, kind)] += 1
+        per_job[job] = kind
+    (work / "kinds.json").write_text(json.dumps(per_job))
     return {"total": int((work / "total.txt").read_text()), "run": len(rows),
             "kinds": dict(kinds),
             "by_module": {f"{p} {k}": n for (p, k), n in sorted(by_module.items())}}
+
+
+def replay(work: Path, jobs: int) -> list[tuple[str, str, str, str]]:
+    """Run every survivor on a line the catalogue runs again, against today's catalogue and
+    today's code: (location, mutation, outcome, failing cases). Each diff is applied with
+    ``patch`` (no fuzz) to a fresh copy of the package; one that no longer applies (the code
+    moved) is reported as such, not guessed at."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import conformance_mutants as cm
+
+    if not (work / "kinds.json").exists():
+        sys.exit("cosmic_ray_sample: no kinds.json in the workdir: run --report first")
+    kinds = json.loads((work / "kinds.json").read_text())
+    db = sqlite3.connect(work / "session.sqlite")
+    rows = db.execute("select m.job_id, m.module_path, m.start_pos_row, m.operator_name, "
+                      "w.diff from mutation_specs m join work_results w on "
+                      "m.job_id = w.job_id order by m.module_path, m.start_pos_row").fetchall()
+    todo = [r for r in rows if kinds.get(r[0]) == "reached"]
+
+    def one(row: tuple) -> tuple[str, str, str, str]:
+        _job, path, line, op, diff = row
+        change = " / ".join(x[1:].strip() for x in diff.splitlines()
+                            if x[:1] in "+-" and not x.startswith(("+++", "---")))
+        where = f"{path}:{line}"
+        with tempfile.TemporaryDirectory(prefix="uet-cr-replay-") as tmp:
+            root = cm.make_copy(None, Path(tmp))
+            body = diff.split("--- mutation diff ---\n", 1)[-1]
+            body += "" if body.endswith("\n") else "\n"  # cosmic-ray drops the last one
+            got = subprocess.run(["patch", "-p1", "-s", "--fuzz=0", "-d", str(root)],
+                                 input=body, text=True, capture_output=True)
+            if got.returncode != 0:
+                return where, change, "no longer applies", ""
+            bad, problem = cm.run_inprocess(root, False)
+        if problem:
+            return where, change, "killed", problem
+        return where, change, "killed" if bad else "survives", ", ".join(sorted(bad))
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(one, todo))
 
 
 def main() -> int:
@@ -147,8 +192,23 @@ def main() -> int:
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/uet-cosmic-ray"))
     ap.add_argument("--modules", nargs="+", default=["uet/pds", "uet/ses"])
     ap.add_argument("--report", action="store_true", help="classify an executed session")
+    ap.add_argument("--replay", action="store_true",
+                    help="run the survivors on executed lines again, against today's code "
+                         "and catalogue (after --report)")
+    ap.add_argument("-j", "--jobs", type=int, default=2, help="replays at once (2)")
     args = ap.parse_args()
     work = args.workdir.resolve()
+    if args.replay:
+        t0 = time.perf_counter()
+        out = replay(work, args.jobs)
+        print("| mutation | change | today | cases |\n|---|---|---|---|")
+        for where, change, outcome, cases in out:
+            print(f"| {where} | `{change}` | {outcome} | {cases or '-'} |")
+        n = Counter(o[2] for o in out)
+        print(f"replayed {len(out)} survivors on executed lines: "
+              + ", ".join(f"{k} {v}" for k, v in sorted(n.items()))
+              + f"; {time.perf_counter() - t0:.0f} s")
+        return 0
     t0 = time.perf_counter()
     if not args.report:
         prepare(work, args.modules, args.sample, args.seed)
