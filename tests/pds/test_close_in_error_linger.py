@@ -11,11 +11,11 @@ retry span.
 
 from __future__ import annotations
 
+import random
+
 from pds_harness import A_IP, B_IP, MS, US, Host, Net, is_request, request
 
 from uet.pds import PdsConfig, PdsEndpoint
-
-import random
 
 SYN = 0x04
 
