@@ -91,6 +91,13 @@ class Network:
             b.lasthop = isinstance(a, Nic)
         return link
 
+    def set_ip_proto(self, ip_proto: int) -> None:
+        """The IP protocol of native-IP UET on this fabric (ref 1.3; default 253): switches
+        hash its entropy header for ECMP and trim it like UET over UDP."""
+        for sw in self.switches.values():
+            sw.ip_proto = ip_proto
+            sw.cache.clear()
+
     def enable_rerouting(self, delay_ps: int) -> None:
         """Recompute switch routes (shortest-path ECMP over the links up) ``delay_ps``
         after every link state change (:mod:`uet.fabric.routing`)."""

@@ -69,6 +69,7 @@ ST_ERROR = InitiatorState.ERROR
 ST_FREED = InitiatorState.FREED
 EV_ESTABLISH = InitiatorEvent.ESTABLISH
 RUD_CC_REQ = PdsType.RUD_CC_REQ
+NACK_CCX = PdsType.NACK_CCX
 TX_OVERHEAD = 64  # bytes charged per retained packet besides its payload
 DEFAULT_RESPONSE = int(RspOpcode.DEFAULT_RESPONSE)
 NO_RESPONSE = int(RspOpcode.NO_RESPONSE)
@@ -570,7 +571,8 @@ class InitiatorPdc(PdcBase):
             self.cc.on_nack(now, fb=NackFeedback(frame.ev, code, pkt.nbytes,
                                                  bool(nack.flags & ACK_M), now - pkt.send_time,
                                                  rec.cc_inflight(),
-                                                 bool(nack.flags & ACK_RETX)))
+                                                 bool(nack.flags & ACK_RETX),
+                                                 nack=nack if nack.type == NACK_CCX else None))
             if code in RESOURCE_NACKS:
                 ctx.counters["nack_rx_deferred"] += 1  # resent when its RTO expires
                 return

@@ -24,8 +24,9 @@ Neither side waits for it: data flows at once (0-RTT) and a lost NEGOTIATION cos
 but the information. What is learnt: the initiator takes the target's MP_RANGE as its peer
 window (the only place it learns it when ACKs are plain 12-byte ACKs, which carry no MPR)
 and both ends record the peer's ``fep_cap`` for their SES's profile checks
-(:class:`~uet.pds.events.PeerNegotiated`). A version other than 1 is answered NACK
-UNEXP_EVENT (an unsupported feature, ref 2.6).
+(:class:`~uet.pds.events.PeerNegotiated`). Version 0 (an all-zero payload: a sender with
+no format of its own) is ignored; a version other than 0 or 1 is answered NACK UNEXP_EVENT
+(an unsupported feature, ref 2.6).
 """
 
 from __future__ import annotations

@@ -575,6 +575,9 @@ class TargetPdc(PdcBase):
     def _rx_negotiation(self, now: int, frame: Frame, cp: PdsControl) -> None:
         """The initiator's capabilities: record them, answer with ours (reply bit set)."""
         caps = negotiation.decode(cp.payload)
+        if caps.version == 0:  # no content (a sender without a format): nothing to do
+            self.ctx.counters["negotiation_empty"] += 1
+            return
         if caps.version != negotiation.VERSION:
             self._nack(now, frame, NackCode.UNEXP_EVENT, cp.psn,
                        why=f"NEGOTIATION version {caps.version} (this end point speaks "
