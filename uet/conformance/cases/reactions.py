@@ -10,8 +10,9 @@ Expected reaction per NACK code (ref 2.6 "RP action", the reference provider's
 * retransmit: the NACKed packet is sent again (same PSN, RETX|AR) without waiting for the
   RTO; TRIMMED_ACK, which an initiator sends about an ACK of the target's, makes the
   device (the READ's target) send that ACK again; the resource codes (NO_PDC_AVAIL ...
-  NO_RESOURCE) only need a retransmission before the RTO has passed 1.5 times (the built-in end point deliberately waits for the packet's
-  RTO so a full target is not hammered: docs/pds.md);
+  NO_RESOURCE) only need a retransmission before the RTO has passed 1.5 times (the
+  built-in end point deliberately waits for the packet's RTO so a full target is not
+  hammered: docs/pds.md);
 * close PDC: the packet is never sent again and the device closes the PDC (a best-effort
   CLOSE, ref 3.9 "close in error");
 * RCVD_SES_PROCG and reserved codes: ignored, the packet is retransmitted by its RTO only;
