@@ -21,6 +21,7 @@ from uet.wire.errors import DecodeError
 from uet.wire.records import (
     AtomicExt,
     CasExt,
+    PdsAck,
     PdsAckCc,
     PdsRequest,
     RendezvousExt,
@@ -115,8 +116,11 @@ def test_pdc_open_close():
     closes = [f.pds.psn for f in fr if f.pds.type == PdsType.CP
               and f.pds.ctl_type == CtlType.CLOSE]
     assert len(closes) == 2
-    acked = {f.pds.ack_psn for f in fr if isinstance(f.pds, PdsAckCc)}
+    acked = {f.pds.ack_psn for f in fr if isinstance(f.pds, PdsAckCc | PdsAck)}
     assert set(closes) <= acked
+    # the close ACKs are plain 12-byte ACKs: a closed PDC has no congestion state to send
+    close_acks = [f.pds for f in fr if isinstance(f.pds, PdsAck) and f.pds.ack_psn in closes]
+    assert len(close_acks) == 2
     assert sum(1 for f in fr if f.pds.type == PdsType.CP
                and f.pds.ctl_type == CtlType.CLEAR) == 2
     assert len({f.pds.spdcid for f in fr if isinstance(f.pds, PdsRequest)}) == 2

@@ -161,7 +161,7 @@ class PdcManager:
             self.reclaiming -= 1
 
     def reclaim_candidate(self, src: str | None) -> Any:
-        """The idle target PDC (nothing pending at the SES, stored or owed, no close
+        """The idle target PDC (nothing pending at the SES or owed, no close
         asked yet) that received the fewest packets, the one heard from least recently
         among those, of source ``src`` when given: the one to ask to close when a new PDC
         finds the table full. Fewest packets first, so that a burst of SYNs (one packet

@@ -810,11 +810,12 @@ class TargetPdc(PdcBase):
         return self.rob is not None and self.rob.items > 0
 
     def idle_for_reclaim(self) -> bool:
-        """Established with nothing pending at the SES, stored or owed, no close asked yet:
-        what the end point may ask to close to make room. (A CLOSE_REQ only asks: an
-        initiator with packets still outstanding finishes them first, ref 3.9.)"""
+        """Established with nothing pending at the SES or owed, no close asked yet: what
+        the end point may ask to close to make room. (A CLOSE_REQ only asks: an initiator
+        with packets still outstanding finishes them first, and its CLOSE clears what
+        this PDC stores, ref 3.9.)"""
         return (self.state is ST_ESTABLISHED and not self.close_requested
-                and not self.pending and not self.gtd and not self.acks.pending)
+                and not self.pending and not self.acks.pending)
 
     def request_close(self, now: int, why: str, reclaim: bool = False) -> None:
         """Ask the initiator to close (CLOSE_REQ CP and REQ=2 in later ACKs); ``reclaim``:
