@@ -33,6 +33,7 @@ from uet.pds.events import (
     PeerNegotiated,
     RequestDelivered,
     ResponseReceived,
+    SendMessage,
     SendRequest,
 )
 from uet.pds.invariants import progress_bound
@@ -40,7 +41,7 @@ from uet.profiles import Profile
 from uet.ses.endpoint import SesEndpoint
 from uet.ses.initiator import Operation
 from uet.ses.memory import Perm
-from uet.ses.messages import OpCompleted, RecvCompleted, TargetAddr
+from uet.ses.messages import OpCompleted, OutMessage, RecvCompleted, TargetAddr
 from uet.wire.codec import decode_frame, encode_frame
 from uet.wire.constants import (
     UET_DEFAULT_IP_PROTO,
@@ -401,7 +402,7 @@ class FabricEndpoint:
         """Move events between PDS and SES until both are quiet."""
         pds, ses = self.pds, self.ses
         ses.now = now
-        next_event, poll_ses, next_done = pds.next_event, ses.poll_transmit, ses.next_event
+        next_event, poll_ses, next_done = pds.next_event, ses.poll_message, ses.next_event
         while True:
             moved = False
             ev = next_event()
@@ -433,8 +434,14 @@ class FabricEndpoint:
             pkt = poll_ses()
             while pkt is not None:
                 moved = True
-                pds.submit(now, SendRequest(pkt.dst, pkt.mode, pkt.job_id, pkt.tc, pkt.ses,
-                                            pkt.ext, pkt.payload, pkt.msg_ref, pkt.eom))
+                if type(pkt) is OutMessage:  # a whole message: its packets made as sent
+                    pds.submit(now, SendMessage(pkt.dst, pkt.mode, pkt.job_id, pkt.tc, pkt.ext,
+                                                pkt.count, pkt.nbytes, pkt.max_payload,
+                                                pkt.next_part))
+                else:
+                    pds.submit(now, SendRequest(pkt.dst, pkt.mode, pkt.job_id, pkt.tc,
+                                                pkt.ses, pkt.ext, pkt.payload, pkt.msg_ref,
+                                                pkt.eom))
                 pkt = poll_ses()
             done = next_done()
             while done is not None:
