@@ -445,7 +445,8 @@ def test_ack_ccx_and_nack_ccx_carry_the_receivers_telemetry():
     assert ccx_acks and not net.frames(PdsAckCc, src=B_IP, pds_type=PdsType.ACK_CC)
     states = [parse_ack_state(f.pds.ccx_state) for f in ccx_acks]
     assert all(s is not None for s in states) and ccx_acks[0].pds.ccx_state[0] == TELEMETRY_V1
-    assert sum(s[2] for s in states) == 20 * 4096  # every byte once (the trimmed one resent)
+    assert sum(s[3] for s in states) == 20 * 4096  # every byte once (the trimmed one resent)
+    assert sum(s[2] for s in states) == 1  # the trim, reported once
     assert any(s[0] > 0 for s in states)  # a CE share
     nccx = net.frames(PdsNack, src=B_IP, pds_type=PdsType.NACK_CCX)
     assert [f.pds.nack_code for f in nccx] == [NackCode.TRIMMED]
@@ -458,13 +459,13 @@ def test_ack_ccx_and_nack_ccx_carry_the_receivers_telemetry():
 def test_telemetry_sender_caps_its_window_at_the_delivery_rate():
     snd = TelemetrySender(mtu=4096, max_window=1 << 20, base_rtt_ps=10 * US,
                           target_qdelay_ps=5 * US)
-    # 25 GB/s... no: 40 kB in 4 us (10 GB/s = 0.01 B/ps), half of it CE-marked
-    state = bytes((1, 128)) + (4000).to_bytes(2, "big") + (40_000).to_bytes(4, "big")
+    # 40 kB in 4 us (10 GB/s = 0.01 B/ps), half of it CE-marked
+    state = bytes((1, 128)) + (4000).to_bytes(2, "big") + b"\0" + (40_000).to_bytes(3, "big")
     snd.on_ack_state(0, state)
     rate = 40_000 / 4_000_000
     want = int(rate * 15 * US * (1 - snd.alpha / 2))
     assert snd.cwnd == want and snd.cuts == 1
-    clean = bytes((1, 0)) + (4000).to_bytes(2, "big") + (40_000).to_bytes(4, "big")
+    clean = bytes((1, 0)) + (4000).to_bytes(2, "big") + b"\0" + (40_000).to_bytes(3, "big")
     snd.on_ack_state(1, clean)
     assert snd.cwnd == want + 4096  # no congestion: one MTU more per report
     snd.on_ack_state(2, b"\x07" + bytes(7))  # not our format: ignored

@@ -13,7 +13,8 @@ report:
 * ACK_CCX ``ccx_state`` (8 bytes, after the 32-byte ACK_CC layout whose NSCC / credit
   state is unchanged): byte 0 the format (``TELEMETRY_V1`` = 1), byte 1 the CE-marked share
   of the interval's bytes (0-255), bytes 2-3 the interval in nanoseconds (0xFFFF: longer),
-  bytes 4-7 the payload bytes received in it.
+  byte 4 the packets that arrived trimmed in it (255: more), bytes 5-7 the payload bytes
+  received in it (0xFFFFFF: more).
 * NACK_CCX (``nccx_type`` = 1): ``nccx_state1`` (60 bits) = CE share (8) | interval ns (16) |
   trimmed packets seen in the interval (16) | 20 reserved bits; ``nccx_state2`` (64 bits) =
   interval bytes (32) | bytes received since the PDC opened (32, wrapping). A NACK does
@@ -21,8 +22,8 @@ report:
 
 Sender reaction (:class:`TelemetrySender`): an EWMA of the delivery rate (bytes per ps,
 weight 1/8, from intervals of at least ``MIN_INTERVAL_PS`` with data) and a DCTCP-style
-EWMA ``alpha`` of the CE share (gain 1/16). A report with a CE share or trims, or any
-NACK_CCX for a trim, sets the CCX window to
+EWMA ``alpha`` of the CE share (gain 1/16). A report with a CE share or trims (ACK_CCX or
+NACK_CCX) sets the CCX window to
 ``max(MTU, rate x (base RTT + target queueing delay) x (1 - alpha / 2))`` when that is
 below it; a report without congestion grows it by one MTU, up to the maximum window. The
 PDC's window is the smaller of the CC's (NSCC, RCCC or fixed) and the CCX window. What
@@ -71,28 +72,31 @@ class TelemetryReceiver:
         nbytes = self.nbytes
         share = 255 * self.ce_bytes // nbytes if nbytes else 0
         ns = min((now - self.t0) // 1000, 0xFFFF) if now > self.t0 else 0
-        return share, ns, min(nbytes, 0xFFFFFFFF)
+        return share, ns, nbytes
 
     def ack_state(self, now: int) -> bytes:
         """The 8-byte ``ccx_state`` of an outgoing ACK_CCX; starts a new interval."""
         share, ns, nbytes = self._interval(now)
+        trims = min(self.trims, 0xFF)
         self.t0 = now
         self.nbytes = self.ce_bytes = self.trims = 0
-        return bytes((TELEMETRY_V1, share)) + ns.to_bytes(2, "big") + nbytes.to_bytes(4, "big")
+        return (bytes((TELEMETRY_V1, share)) + ns.to_bytes(2, "big") + bytes((trims,))
+                + min(nbytes, 0xFFFFFF).to_bytes(3, "big"))
 
     def nack_state(self, now: int) -> tuple[int, int, int]:
         """(``nccx_type``, ``nccx_state1``, ``nccx_state2``) of an outgoing NACK_CCX."""
         share, ns, nbytes = self._interval(now)
         s1 = share << 52 | ns << 36 | min(self.trims, 0xFFFF) << 20
-        return NCCX_TELEMETRY, s1, nbytes << 32 | self.total & 0xFFFFFFFF
+        return NCCX_TELEMETRY, s1, min(nbytes, 0xFFFFFFFF) << 32 | self.total & 0xFFFFFFFF
 
 
-def parse_ack_state(state: bytes) -> tuple[int, int, int] | None:
-    """(CE share 0-255, interval ns, bytes) of a telemetry ``ccx_state``, or None when the
-    bytes are not ours (another format, or too short)."""
+def parse_ack_state(state: bytes) -> tuple[int, int, int, int] | None:
+    """(CE share 0-255, interval ns, trims, bytes) of a telemetry ``ccx_state``, or None
+    when the bytes are not ours (another format, or too short)."""
     if len(state) < 8 or state[0] != TELEMETRY_V1:
         return None
-    return state[1], int.from_bytes(state[2:4], "big"), int.from_bytes(state[4:8], "big")
+    return (state[1], int.from_bytes(state[2:4], "big"), state[4],
+            int.from_bytes(state[5:8], "big"))
 
 
 def parse_nack_state(nccx_type: int, s1: int, s2: int) -> tuple[int, int, int, int] | None:
@@ -140,11 +144,11 @@ class TelemetrySender:
         parsed = parse_ack_state(state)
         if parsed is None:
             return
-        share, ns, nbytes = parsed
+        share, ns, trims, nbytes = parsed
         self.reports += 1
         self.alpha += ALPHA_GAIN * (share / 255 - self.alpha)
-        self._sample(ns, nbytes)
-        self._react(share > 0)
+        self._sample(ns, nbytes if nbytes < 0xFFFFFF else 0)
+        self._react(share > 0 or trims > 0)
 
     def on_nack_state(self, now: int, nack: Any) -> None:
         """A NACK_CCX record (its ``nccx_*`` fields)."""

@@ -528,17 +528,19 @@ class FabricEndpoint:
         return out
 
     def send_message(self, now: int, dst: int | str, nbytes: int,
-                     payload: bytes | None = None, *, offset: int = 0) -> BulkMessage:
+                     payload: bytes | None = None, *, offset: int = 0,
+                     dc: bool = False) -> BulkMessage:
         """Bulk transfer of ``nbytes`` into the peer's sink region (RMA WRITE) at ``offset``.
 
         This is what experiments move: an RMA write needs no matching at the target, so
         throughput is limited only by the transport. The peer must have called
         :meth:`expose_sink` with at least ``offset + nbytes``; messages whose bytes are
         checked afterwards use distinct offsets so that they do not overwrite each other.
+        ``dc``: delivery complete (the response waits for host memory, docs/ses.md).
         """
         tgt = self.target(dst, resource_index=SINK_INDEX)
         data = payload if payload is not None else bytes(nbytes)
-        op = self.call(now, "write", tgt, SINK_KEY, offset, data, mode=self.mode)
+        op = self.call(now, "write", tgt, SINK_KEY, offset, data, mode=self.mode, dc=dc)
         msg = BulkMessage(op, self.ip, tgt.dst, nbytes, now)
         self.messages.append(msg)
         if op.done:

@@ -116,7 +116,22 @@ def traffic_seed(config: dict[str, Any]) -> int:
 
 
 def build_workload(config: dict[str, Any]) -> Workload:
-    """The workload of a validated experiment config."""
+    """The workload of a validated experiment config, each flow with its operation
+    (``traffic.ops``, :mod:`uet.experiments.ops`)."""
+    wl = _pattern_workload(config)
+    if not config["traffic"].get("ops"):
+        return wl
+    from uet.experiments import ops
+    from uet.experiments.config import resolve_path
+    from uet.profiles import BUILTIN_PROFILES, load_profile
+
+    name = config["transport"]["profile"]
+    profile = load_profile(name if name in BUILTIN_PROFILES else str(resolve_path(config,
+                                                                                  name)))
+    return ops.assign(wl, config, traffic_seed(config), profile.ses.mtu_payload)
+
+
+def _pattern_workload(config: dict[str, Any]) -> Workload:
     from uet.experiments.config import host_count, resolve_path
 
     tr = config["traffic"]
