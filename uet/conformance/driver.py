@@ -43,10 +43,16 @@ EndpointFactory = Callable[..., FabricEndpoint]
 
 
 def build_profile(setup: DutSetup, profile: Profile | str | None = None) -> Profile:
-    """The profile object of a setup (or an explicit one: in-process variants)."""
+    """The profile object of a setup (or an explicit one: in-process variants), with the
+    setup's ``profile_extra`` keys changed."""
     if isinstance(profile, Profile):
         return profile
-    return load_profile(profile or setup.profile)
+    name = profile or setup.profile
+    if setup.profile_extra:
+        from .targets import variant_profile
+
+        return variant_profile(name, setup.profile_extra)
+    return load_profile(name)
 
 
 class FepDriver:

@@ -123,8 +123,10 @@ class DutSetup:
     #: microseconds) do not turn "retransmit at once" into "retransmit when the CC allows"
     cc: str = "none"
     seed: int = 1
-    #: extra PdsConfig fields (in-process cases that need another configuration)
+    #: extra PdsConfig fields (cases that need another configuration)
     pds_extra: dict[str, Any] = field(default_factory=dict)
+    #: profile keys changed from ``profile``'s (dotted: ``ses.reassembly_max_messages``)
+    profile_extra: dict[str, Any] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ lookups
     def region(self, name: str) -> Region:
@@ -219,6 +221,11 @@ class DutSetup:
         if not isinstance(self.pds_extra, dict):
             raise SetupError(f"{source}: pds_extra: must be an object of PdsConfig fields, "
                              f"got {self.pds_extra!r}")
+        if not isinstance(self.profile_extra, dict) or any(
+                not isinstance(k, str) or "." not in k for k in self.profile_extra):
+            raise SetupError(f"{source}: profile_extra: must be an object of dotted profile "
+                             f"keys (e.g. ses.reassembly_max_messages), got "
+                             f"{self.profile_extra!r}")
         if self.profile not in builtin_profiles():
             raise SetupError(f"{source}: profile: must be one of "
                              f"{', '.join(sorted(builtin_profiles()))}, got {self.profile!r}")
@@ -255,6 +262,15 @@ class DutSetup:
             if getattr(self, name) < 0:
                 raise SetupError(f"{source}: {name}: must be >= 0, got {getattr(self, name)}")
         self._check_pds(source)
+        if self.profile_extra:
+            from uet.profiles import ProfileConfigError
+
+            from .targets import variant_profile
+
+            try:
+                variant_profile(self.profile, self.profile_extra)
+            except ProfileConfigError as exc:
+                raise SetupError(f"{source}: profile_extra: {exc}") from None
 
     def _check_pds(self, source: str) -> None:
         """The PDS configuration these values imply must be valid too (``mp_range``, DSCPs,
@@ -302,6 +318,9 @@ class DutSetup:
             f"{self.msl_us} us, New_PDC_Time {self.new_pdc_time_us} us, MP_RANGE "
             f"{self.mp_range}")
         lines.append(f"  congestion control: {self.cc}")
+        if self.pds_extra or self.profile_extra:
+            items = {**self.pds_extra, **self.profile_extra}
+            lines.append("  configured: " + ", ".join(f"{k}={v}" for k, v in items.items()))
         lines.append(f"  DSCP: control {self.dscp_control}, trimmed {self.dscp_trimmed}, "
                      f"trimmed last hop {self.dscp_trimmed_lasthop}; region contents: "
                      "byte i = (i * 31 + 7) % 251")
