@@ -24,7 +24,9 @@ deferrable_tsend    the tagged form
 atomic              ATOMIC ``traffic.atomic_opcode`` on one ``traffic.atomic_datatype`` of
                     ``dst``'s atomic region (size: the datatype's)
 fetching_atomic     FETCHING_ATOMIC: the old value comes back
-tagged_atomic       TSEND_FETCH_ATOMIC into a tagged receive of one element
+tagged_atomic       TSEND_ATOMIC into a tagged receive of one element
+tagged_fetching_    TSEND_FETCH_ATOMIC: the same, the old value comes back
+atomic
 datagram            DATAGRAM_SEND over UUD of ``min(size, MTU)`` bytes (one packet, no
                     reliability: done when sent)
 no_op               NO_OP (size 0)
@@ -57,15 +59,18 @@ OPCODES: dict[str, tuple[SesOpcode, ...]] = {
     "deferrable_tsend": (SesOpcode.DEFERRABLE_TSEND, SesOpcode.DEFERRABLE_RTR),
     "atomic": (SesOpcode.ATOMIC,),
     "fetching_atomic": (SesOpcode.FETCHING_ATOMIC,),
-    "tagged_atomic": (SesOpcode.TSEND_FETCH_ATOMIC,),
+    "tagged_atomic": (SesOpcode.TSEND_ATOMIC,),
+    "tagged_fetching_atomic": (SesOpcode.TSEND_FETCH_ATOMIC,),
     "datagram": (SesOpcode.DATAGRAM_SEND,),
     "no_op": (SesOpcode.NO_OP,),
 }
 #: operations that need a receive posted at the destination, and whether it is tagged
 RECEIVES = {"send": False, "tagged_send": True, "rendezvous_send": False,
             "rendezvous_tsend": True, "deferrable_send": False, "deferrable_tsend": True,
-            "tagged_atomic": True, "datagram": False}
-ATOMICS = ("atomic", "fetching_atomic", "tagged_atomic")
+            "tagged_atomic": True, "tagged_fetching_atomic": True, "datagram": False}
+ATOMICS = ("atomic", "fetching_atomic", "tagged_atomic", "tagged_fetching_atomic")
+#: atomics into tagged receives (never buffered: their receive is posted at once)
+TAGGED_ATOMICS = ("tagged_atomic", "tagged_fetching_atomic")
 #: idempotent operations (all RUDI may carry, ref 3.10)
 RUDI_OK = ("write", "read", "no_op")
 
@@ -181,7 +186,9 @@ def needs_receive(flow: Flow) -> bool:
 
 #: resource index and key of the region every host exposes for the mix's atomics
 ATOMIC_INDEX = 0x7FE
-ATOMIC_KEY = 0x4154_4F4D  # "ATOM"
+#: memory key 0: a single-packet atomic between end points that both advertise
+#: OPT_NON_MATCHING (learnt by NEGOTIATION) travels in the small header, which has no key
+ATOMIC_KEY = 0
 ATOMIC_SLOTS = 1024  # one 32-byte slot per flow id modulo this
 #: resource index of the receives of datagrams (apart from the SENDs' index 0, so a lost
 #: datagram's receive is never taken by a SEND)
@@ -244,9 +251,9 @@ class OpRunner:
             return ep.call(now, "atomic", ep.target(dst, resource_index=ATOMIC_INDEX),
                            ATOMIC_KEY, (flow.id % ATOMIC_SLOTS) * 32, self.aop, self.adt, 1,
                            fetch=op == "fetching_atomic", mode=mode)
-        if op == "tagged_atomic":
+        if op in TAGGED_ATOMICS:
             return ep.call(now, "tagged_atomic", tgt, flow.id, self.aop, self.adt, 1,
-                           fetch=True, mode=mode)
+                           fetch=op == "tagged_fetching_atomic", mode=mode)
         if op == "datagram":
             return ep.call(now, "datagram_send", ep.target(dst, resource_index=DATAGRAM_INDEX),
                            data)
@@ -258,7 +265,7 @@ class OpRunner:
         op = flow.op
         tagged = RECEIVES[op]
         index = DATAGRAM_INDEX if op == "datagram" else 0
-        if op == "tagged_atomic":
+        if op in TAGGED_ATOMICS:
             size = self.elem
         elif tagged or op == "datagram":
             size = flow.size
@@ -273,7 +280,7 @@ class OpRunner:
             runner.fab.host(flow.dst).poke()
 
         # an atomic into a tagged receive is never buffered: its receive comes first
-        if self.recv_delay_ps and op != "tagged_atomic":
+        if self.recv_delay_ps and op not in TAGGED_ATOMICS:
             loop = runner.loop
             loop.at(now + self.recv_delay_ps, lambda _arg: post(loop.now))
         else:

@@ -40,8 +40,8 @@ STACKS = ("uet", "roce")
 ENCAPS = ("udp", "native-ip")
 #: operations of the operation mix (uet.experiments.ops)
 OPERATIONS = ("write", "read", "send", "tagged_send", "atomic", "fetching_atomic",
-              "tagged_atomic", "rendezvous_send", "rendezvous_tsend", "deferrable_send",
-              "deferrable_tsend", "datagram", "no_op")
+              "tagged_atomic", "tagged_fetching_atomic", "rendezvous_send",
+              "rendezvous_tsend", "deferrable_send", "deferrable_tsend", "datagram", "no_op")
 ATOMIC_OPS = ("MIN", "MAX", "SUM", "DIFF", "PROD", "LOR", "LAND", "BOR", "BAND", "LXOR",
               "BXOR", "READ", "WRITE")
 ATOMIC_DATATYPES = ("INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32", "INT64", "UINT64",
