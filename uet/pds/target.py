@@ -184,7 +184,7 @@ class TargetPdc(PdcBase):
         self.last_rx = now
         if flags & SYN and psn_add(psn, -pds.psn_offset) != self.start_psn:
             self._nack(now, frame, NackCode.INVALID_SYN, psn,
-                     why="SYN start PSN differs from the PDC's")
+                       why="SYN start PSN differs from the PDC's")
             return
         cl = psn_add(psn, pds.clear_psn_offset)
         if cl != self.clear_psn:
@@ -228,10 +228,10 @@ class TargetPdc(PdcBase):
             ctx.counters["out_of_window"] += 1
             if flags & SYN:
                 self._nack(now, frame, NackCode.INVALID_SYN, psn,
-                         why="SYN PSN beyond the receive window")
+                           why="SYN PSN beyond the receive window")
             else:
                 self._nack(now, frame, NackCode.PSN_OOR_WINDOW, psn,
-                         why="PSN beyond the receive window")
+                           why="PSN beyond the receive window")
 
     def _nack(self, now: int, frame: Frame, code: int, psn: int, payload: int = 0,
               why: str = "") -> None:
@@ -281,7 +281,7 @@ class TargetPdc(PdcBase):
         res = rob.insert(psn, frame, len(frame.payload) + BUFFER_OVERHEAD)
         if res is not InsertResult.OK:
             self._nack(now, frame, NackCode.ROD_OOO, psn,
-                          why=f"ROD reorder buffer {res.name.lower()}")
+                       why=f"ROD reorder buffer {res.name.lower()}")
             return None
         _, in_order, ooo = tracker.on_packet(psn)
         self._arrival(now, frame, in_order, ooo)
@@ -347,19 +347,19 @@ class TargetPdc(PdcBase):
         if stored is not _MISSING:
             if stored is None:
                 self._nack(now, frame, NackCode.GTD_RESP_UNAVAIL, psn,
-                         why="duplicate of a packet whose guaranteed response was not stored")
+                           why="duplicate of a packet whose guaranteed response was not stored")
             else:
                 self.acks.explicit_ack(psn, stored[0], stored[1], frame.ev, aflags)
             return
         if psn in self.pending:
             self._nack(now, frame, NackCode.RCVD_SES_PROCG, psn,
-                     why="duplicate while the SES is still processing the packet")
+                       why="duplicate while the SES is still processing the packet")
             return
         if r is STALE:
             if psn_diff(self.tracker.base, psn) > self.cfg.mp_range:
                 ctx.counters["out_of_window"] += 1
                 self._nack(now, frame, NackCode.PSN_OOR_WINDOW, psn,
-                         why="PSN below the previous MP_RANGE")
+                           why="PSN below the previous MP_RANGE")
                 return
             self.acks.explicit_ack(psn, default_response(frame.ses), b"", frame.ev, aflags)
         elif self.rob is not None and psn in self.rob:
@@ -377,7 +377,7 @@ class TargetPdc(PdcBase):
             if pds.flags & SYN and psn_add(psn, -pds.psn_offset) == self.start_psn:
                 if psn_diff(psn, self.start_psn) >= self.cfg.mp_range:
                     self._nack(now, frame, NackCode.INVALID_SYN, psn,
-                             why="SYN psn_offset beyond the receive window")
+                               why="SYN psn_offset beyond the receive window")
                     return
                 if not ctx.mgr.take_bitmap(self):
                     ctx.counters["refused.rx_bitmaps"] += 1
@@ -389,18 +389,18 @@ class TargetPdc(PdcBase):
                 self.rx_request(now, frame, pds)
             else:
                 self._nack(now, frame, NackCode.NEW_START_PSN, psn,
-                         payload=self.start_psn, why="target picks the Start_PSN")
+                           payload=self.start_psn, why="target picks the Start_PSN")
             return
         if st is ST_ERROR:
             self._nack(now, frame, NackCode.CLOSING_IN_ERR, psn,
-                     why="PDC closed in error")
+                       why="PDC closed in error")
             return
         if st is not ST_CLOSED:
             return  # FREED: a stale reference (the end point no longer routes to it)
         # CLOSED (lingering): answer duplicates, refuse anything after the close PSN
         if psn_diff(psn, self.close_psn) > 0:
             self._nack(now, frame, NackCode.CLOSING, psn,
-                     why="request after the close PSN")
+                       why="request after the close PSN")
             return
         ctx.counters["duplicates"] += 1
         aflags = ACK_RETX if pds.flags & RETX else 0
@@ -537,7 +537,7 @@ class TargetPdc(PdcBase):
         self.last_rx = now
         if st is ST_PENDING:
             self._nack(now, frame, NackCode.NEW_START_PSN, cp.psn,
-                     payload=self.start_psn, why="target picks the Start_PSN")
+                       payload=self.start_psn, why="target picks the Start_PSN")
             return
         if ctl == CtlType.NEGOTIATION:
             self._rx_negotiation(now, frame, cp)
@@ -545,7 +545,7 @@ class TargetPdc(PdcBase):
         if cp.flags & CpFlag.SYN and psn_add(cp.psn, -cp.psn_offset) != self.start_psn \
                 and ctl not in (CtlType.CLEAR, CtlType.NOOP):
             self._nack(now, frame, NackCode.INVALID_SYN, cp.psn,
-                     why="SYN start PSN differs from the PDC's")
+                       why="SYN start PSN differs from the PDC's")
             return
         aflags = (ACK_M if frame.ecn == 3 else 0) | (ACK_RETX if cp.flags & CpFlag.RETX else 0)
         if ctl == CtlType.ACK_REQ:
@@ -581,7 +581,7 @@ class TargetPdc(PdcBase):
         if caps.version != negotiation.VERSION:
             self._nack(now, frame, NackCode.UNEXP_EVENT, cp.psn,
                        why=f"NEGOTIATION version {caps.version} (this end point speaks "
-                           f"{negotiation.VERSION})")
+                       f"{negotiation.VERSION})")
             return
         if caps.reply:  # an answer sent to a target PDC: nothing asked it
             self.ctx.counters["dropped.negotiation_reply"] += 1
@@ -600,12 +600,12 @@ class TargetPdc(PdcBase):
         st = self.state
         if st is ST_ERROR:
             self._nack(now, frame, NackCode.CLOSING_IN_ERR, psn,
-                     why="PDC closed in error")
+                       why="PDC closed in error")
             return
         if st is ST_CLOSED:
             if psn_diff(psn, self.close_psn) > 0:
                 self._nack(now, frame, NackCode.PKT_NOT_RCVD, psn,
-                         why="ACK request after the close PSN")
+                           why="ACK request after the close PSN")
             else:
                 self.acks.explicit_ack(psn, None, b"", frame.ev, aflags | ACK_RETX)
             return
@@ -613,7 +613,7 @@ class TargetPdc(PdcBase):
         if stored is not _MISSING:
             if stored is None:
                 self._nack(now, frame, NackCode.GTD_RESP_UNAVAIL, psn,
-                         why="guaranteed response was not stored")
+                           why="guaranteed response was not stored")
             elif stored[1] and self.cfg.ack_data_class == "data":
                 # the ACK carries read data, which travels in the data class, not as the
                 # answer to a control packet: the initiator resends the request instead
@@ -625,10 +625,10 @@ class TargetPdc(PdcBase):
         tracker = self.tracker
         if psn in self.rejected:
             self._nack(now, frame, NackCode.PKT_NOT_RCVD, psn,
-                     why="ACK request for a packet the SES refused")
+                       why="ACK request for a packet the SES refused")
         elif psn in self.pending or (self.rob is not None and psn in self.rob):
             self._nack(now, frame, NackCode.RCVD_SES_PROCG, psn,
-                     why="received, SES processing not done")
+                       why="received, SES processing not done")
         elif psn_diff(psn, tracker.base) < 0:
             ses = None
             if psn_diff(tracker.base, psn) <= self.cfg.mp_range:
@@ -638,7 +638,7 @@ class TargetPdc(PdcBase):
             self.acks.explicit_ack(psn, None, b"", frame.ev, aflags | ACK_RETX)
         else:
             self._nack(now, frame, NackCode.PKT_NOT_RCVD, psn,
-                     why="ACK request for a PSN never received")
+                       why="ACK request for a PSN never received")
 
     def _rx_close(self, now: int, frame: Frame, cp: PdsControl, aflags: int) -> None:
         ctx = self.ctx
@@ -646,7 +646,7 @@ class TargetPdc(PdcBase):
         st = self.state
         if st is ST_ERROR:
             self._nack(now, frame, NackCode.CLOSING_IN_ERR, psn,
-                     why="PDC closed in error")
+                       why="PDC closed in error")
             return
         if st is ST_CLOSED:
             if psn == self.close_psn:  # the close ACK was lost: send it again
@@ -654,12 +654,12 @@ class TargetPdc(PdcBase):
             return
         if self.pending:
             self._nack(now, frame, NackCode.RCVD_SES_PROCG, psn,
-                     why="CLOSE while the SES is still processing packets")
+                       why="CLOSE while the SES is still processing packets")
             return
         tracker = self.tracker
         if psn_diff(psn, tracker.base) >= tracker.window:
             self._nack(now, frame, NackCode.PSN_OOR_WINDOW, psn,
-                     why="CLOSE PSN beyond the receive window")
+                       why="CLOSE PSN beyond the receive window")
             return
         if psn_diff(psn, tracker.base) < 0 or tracker.is_received(psn):
             ctx.counters["duplicates"] += 1
