@@ -115,6 +115,8 @@ class DutSetup:
     new_pdc_time_us: int = 100_000
     mp_range: int = 128
     # ---- marking
+    #: the data class: requests, and ACKs that carry read data (trimmable bulk payload)
+    dscp_data: int = 0
     dscp_control: int = 46
     dscp_trimmed: int = 12
     dscp_trimmed_lasthop: int = 14
@@ -155,7 +157,8 @@ class DutSetup:
             "close_req_time_ps": self.close_req_time_us * us,
             "clear_req_ps": self.clear_req_us * us, "msl_ps": self.msl_us * us,
             "new_pdc_time_ps": self.new_pdc_time_us * us, "mp_range": self.mp_range,
-            "dscp_control": self.dscp_control, "dscp_trimmed": self.dscp_trimmed,
+            "dscp_data": self.dscp_data, "dscp_control": self.dscp_control,
+            "dscp_trimmed": self.dscp_trimmed,
             "dscp_trimmed_lasthop": self.dscp_trimmed_lasthop, "ar_every_packet": False,
         }
         out.update(self.pds_extra)
@@ -321,9 +324,9 @@ class DutSetup:
         if self.pds_extra or self.profile_extra:
             items = {**self.pds_extra, **self.profile_extra}
             lines.append("  configured: " + ", ".join(f"{k}={v}" for k, v in items.items()))
-        lines.append(f"  DSCP: control {self.dscp_control}, trimmed {self.dscp_trimmed}, "
-                     f"trimmed last hop {self.dscp_trimmed_lasthop}; region contents: "
-                     "byte i = (i * 31 + 7) % 251")
+        lines.append(f"  DSCP: data {self.dscp_data}, control {self.dscp_control}, "
+                     f"trimmed {self.dscp_trimmed}, trimmed last hop "
+                     f"{self.dscp_trimmed_lasthop}; region contents: byte i = (i * 31 + 7) % 251")
         return "\n".join(lines)
 
 
@@ -334,8 +337,8 @@ _SETUP_KEY_OF_PDS = {
     "close_idle_ps": "close_idle_us", "target_idle_ps": "target_idle_us",
     "close_req_time_ps": "close_req_time_us", "clear_req_ps": "clear_req_us",
     "msl_ps": "msl_us", "new_pdc_time_ps": "new_pdc_time_us", "mp_range": "mp_range",
-    "dscp_control": "dscp_control", "dscp_trimmed": "dscp_trimmed",
-    "dscp_trimmed_lasthop": "dscp_trimmed_lasthop",
+    "dscp_data": "dscp_data", "dscp_control": "dscp_control",
+    "dscp_trimmed": "dscp_trimmed", "dscp_trimmed_lasthop": "dscp_trimmed_lasthop",
 }
 
 WELL_KNOWN = DutSetup()

@@ -361,7 +361,7 @@ def unexp_event_negotiation(peer):
 @case("PDS-NAK-022", "2.6, 3.6",
       "With plain ACKs (no SACK bitmap for the initiator to see gaps), a PSN still missing "
       "after a later one arrived is NACKed RCVR_INFER_LOSS by the target within 4 ACK "
-      "timers, and not again before its retransmission could come",
+      "timers, and not again before its retransmission could come (6 more ACK timers)",
       config={"ack_type": "ack"})
 def rcvr_infer_loss(peer):
     pdc = opened(peer)
@@ -373,5 +373,9 @@ def rcvr_infer_loss(peer):
     require(peer, peer.elapsed_us(n, t) >= 3 * timer,
             f"the gap NACK came {peer.elapsed_us(n, t):.0f} us after the later PSN, before "
             f"4 ACK timers ({4 * timer} us): no room for reordering")
+    peer.expect_nothing(PdsNack, within_us=6 * timer,
+                        fields={"nack_code": NackCode.RCVR_INFER_LOSS, "nack_psn": pdc.psn(1)},
+                        what="a second RCVR_INFER_LOSS for the PSN while its retransmission "
+                        "may still be on its way")
     response(pdc, pdc.send(peer.ses.no_op()[0], psn=pdc.psn(1)), OK,
              what="the missing PSN sent: its ACK")
