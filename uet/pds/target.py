@@ -186,7 +186,7 @@ class TargetPdc(PdcBase):
             self._nack(now, frame, NackCode.INVALID_SYN, psn,
                        why="SYN start PSN differs from the PDC's")
             return
-        cl = psn_add(psn, pds.clear_psn_offset)
+        cl = (psn + pds.clear_psn_offset) & 0xFFFFFFFF  # psn_add, inline: per packet
         if cl != self.clear_psn:
             self.apply_clear(now, cl)
         dscp = frame.dscp
