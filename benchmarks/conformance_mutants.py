@@ -520,7 +520,7 @@ MUTANTS: list[Mutant] = [
        "a full PDC table stays full: no idle PDC is asked to close (CLOSE_REQ)",
        targets=("PDS-CLS-012",)),
     _m("ses.dc-no-early-ack", "SES", "ses/target.py",
-       "        if req.flags & _DC and rsp is not None and rsp.opcode == _RESPONSE \\\n",
+       "        if req.flags & _DC and type(rsp) is SesResponse and rsp.opcode == _RESPONSE \\\n",
        "        if False and rsp is not None and rsp.opcode == _RESPONSE \\\n",
        "DC is accepted and ignored: the WRITE is answered at once, before its data is "
        "visible, and no NO_RESPONSE is sent", targets=("SES-OP-029",), udp=True),

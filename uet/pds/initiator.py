@@ -85,8 +85,8 @@ TRIM_NACKS = frozenset({NackCode.TRIMMED, NackCode.TRIMMED_LASTHOP, NackCode.TRI
 #: the packet record, under the name it had before loss recovery got its own module
 Tx = SentPacket
 #: Frame's default MACs (the driver that encodes the frame sets the real ones)
-_MAC_SRC = Frame.__dataclass_fields__["src_mac"].default
-_MAC_DST = Frame.__dataclass_fields__["dst_mac"].default
+_MAC_SRC: str = Frame.__dataclass_fields__["src_mac"].default  # type: ignore[assignment]
+_MAC_DST: str = Frame.__dataclass_fields__["dst_mac"].default  # type: ignore[assignment]
 
 
 class InitiatorPdc(PdcBase):
@@ -354,7 +354,7 @@ class InitiatorPdc(PdcBase):
             counters["blocked.memory"] += 1
             mem.wait(self)
             return None
-        if head is req:
+        if type(head) is not SendMessage:
             queue.popleft()
         else:  # the next packet of a message: the message leaves with its last
             head.pop()
@@ -734,9 +734,8 @@ class InitiatorPdc(PdcBase):
                 failed.append(ref)
             mem += pkt.cost
         for item in self.queue:
-            reqs = [item]
-            if type(item) is SendMessage:
-                reqs = [item.pop() for _ in range(item.count)]
+            reqs = [item.pop() for _ in range(item.count)] if type(item) is SendMessage \
+                else [item]
             for req in reqs:
                 if id(req.msg_ref) not in seen:
                     seen.add(id(req.msg_ref))

@@ -236,7 +236,9 @@ class TargetPdc(PdcBase):
     def _nack(self, now: int, frame: Frame, code: int, psn: int, payload: int = 0,
               why: str = "") -> None:
         """NACK a packet of this PDC (a NACK_CCX when the receiver sends CCX state)."""
-        self.ctx.nack(now, frame, code, psn, self.pdc_id, frame.pds.spdcid, payload, why,
+        pds = frame.pds
+        assert type(pds) is PdsRequest or type(pds) is PdsControl  # RUD / ROD only
+        self.ctx.nack(now, frame, code, psn, self.pdc_id, pds.spdcid, payload, why,
                       ccx=self.ccx)
 
     def _gtd_need(self, frame: Frame) -> int:

@@ -268,7 +268,7 @@ def apply(opcode: int, datatype: int, current_host: bytes, operand: bytes,
 
 
 _ARITH_OPS = frozenset({Op.MIN, Op.MAX, Op.SUM, Op.DIFF, Op.PROD})
-_CAS_TEST = {Op.CSWAP: "==", Op.CSWAP_NE: "!=", Op.CSWAP_LE: "<=", Op.CSWAP_LT: "<",
+_CAS_TEST: dict[int, str] = {Op.CSWAP: "==", Op.CSWAP_NE: "!=", Op.CSWAP_LE: "<=", Op.CSWAP_LT: "<",
              Op.CSWAP_GE: ">=", Op.CSWAP_GT: ">"}
 
 
@@ -339,9 +339,9 @@ def apply_checked(opcode: int, datatype: int, current_host: bytes, operand: byte
         a = _components(fmt, old_wire)
         b = _components(fmt, operand[:info.size])
         cmp = _components(fmt, compare[:info.size]) if compare is not None else None
-        bits, flags = _quad_apply(opcode, a, b, cmp)
+        bits, quad_flags = _quad_apply(opcode, a, b, cmp)
         new_wire = b"".join(x.to_bytes(16, "big") for x in bits)
-        return swap_order(datatype, new_wire), old_wire, flags
+        return swap_order(datatype, new_wire), old_wire, quad_flags
     new_host, old_wire = _apply(opcode, datatype, current_host, operand, compare)
     if info.kind not in _FLOATISH or opcode not in _ARITH_OPS:
         return new_host, old_wire, set()

@@ -203,7 +203,7 @@ class Target:
             self.counters[f"rc.{Rc(rsp.return_code).name}"] += 1
         if mode == _UUD:
             return _NONE  # UUD has no responses
-        if req.flags & _DC and rsp is not None and rsp.opcode == _RESPONSE \
+        if req.flags & _DC and type(rsp) is SesResponse and rsp.opcode == _RESPONSE \
                 and rsp.return_code == Rc.OK and self.dc_latency_ps \
                 and (mode == DeliveryMode.RUD or mode == DeliveryMode.ROD):
             # delivery complete: the data is placed, but visible in host memory only after
