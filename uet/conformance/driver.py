@@ -23,7 +23,7 @@ from uet.wire.codec import decode_uet, encode_uet
 from uet.wire.constants import UET_UDP_PORT
 from uet.wire.errors import DecodeError, EncodeError
 
-from .setup import DutSetup, pattern
+from .setup import DutSetup, pattern, variant_profile
 
 _PERM = {"read": Perm.READ, "write": Perm.WRITE, "atomic": Perm.ATOMIC}
 
@@ -49,8 +49,6 @@ def build_profile(setup: DutSetup, profile: Profile | str | None = None) -> Prof
         return profile
     name = profile or setup.profile
     if setup.profile_extra:
-        from .targets import variant_profile
-
         return variant_profile(name, setup.profile_extra)
     return load_profile(name)
 

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from uet.errors import ConfigError
-from uet.profiles import builtin_profiles
+from uet.profiles import Profile, builtin_profiles, parse_profile
 
 #: Memory region kinds: remote access rights of the region.
 PERMS = ("read", "write", "atomic")
@@ -268,8 +268,6 @@ class DutSetup:
         if self.profile_extra:
             from uet.profiles import ProfileConfigError
 
-            from .targets import variant_profile
-
             try:
                 variant_profile(self.profile, self.profile_extra)
             except ProfileConfigError as exc:
@@ -342,3 +340,12 @@ _SETUP_KEY_OF_PDS = {
 }
 
 WELL_KNOWN = DutSetup()
+
+
+def variant_profile(name: str, changes: dict[str, Any]) -> Profile:
+    """``name`` with some profile keys changed (``{"ses.reassembly_max_messages": 1}``)."""
+    data: dict[str, dict[str, Any]] = {"profile": {"extends": name, "name": f"{name}-variant"}}
+    for key, value in changes.items():
+        section, sub = key.split(".", 1)
+        data.setdefault(section, {})[sub] = value
+    return parse_profile(data, f"profile {name} with {', '.join(changes)}")

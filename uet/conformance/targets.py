@@ -21,14 +21,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from uet.profiles import Profile, load_profile, parse_profile
+from uet.profiles import Profile, load_profile
 from uet.wire.constants import UET_UDP_PORT
 
 from .capture import CaseCapture
 from .driver import FepDriver
 from .peer import Peer
 from .registry import Case, profile_caps
-from .setup import WELL_KNOWN, DutSetup
+from .setup import WELL_KNOWN, DutSetup, variant_profile
 from .transport import InProcessTransport, UdpTransport
 from .udp_io import parse_hostport
 
@@ -268,15 +268,6 @@ def _profile_of(name: str, dut: DutSpec) -> Profile:
     """The profile a device speaks: ``name`` with the dotted profile keys of its spec."""
     changes = {k: v for k, v in dut.config if "." in k}
     return variant_profile(name, changes) if changes else load_profile(name)
-
-
-def variant_profile(name: str, changes: dict[str, Any]) -> Profile:
-    """``name`` with some profile keys changed (``{"ses.reassembly_max_messages": 1}``)."""
-    data: dict[str, dict[str, Any]] = {"profile": {"extends": name, "name": f"{name}-variant"}}
-    for key, value in changes.items():
-        section, sub = key.split(".", 1)
-        data.setdefault(section, {})[sub] = value
-    return parse_profile(data, f"profile {name} with {', '.join(changes)}")
 
 
 def make_target(duts: list[str] | None, setup: DutSetup = WELL_KNOWN, **kw: Any) -> Any:

@@ -95,7 +95,7 @@ def check(config: dict[str, Any], src: Any) -> None:
     if transport.get("stack", "uet") == "roce" and set(ops) != {"write"}:
         raise src.error(("traffic", "ops"), "the RoCE baseline runs WRITEs only",
                         allowed="{write = 1} or transport.stack = \"uet\"")
-    from uet.experiments.config import resolve_path
+    from uet.experiments.validated import resolve_path
     from uet.profiles import BUILTIN_PROFILES
 
     name = transport["profile"]

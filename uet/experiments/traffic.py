@@ -14,7 +14,8 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from uet.experiments import collectives
+from uet.experiments import collectives, ops
+from uet.experiments.validated import host_count, resolve_path
 from uet.experiments.workload import Flow, Workload
 
 US = 1_000_000
@@ -121,8 +122,6 @@ def build_workload(config: dict[str, Any]) -> Workload:
     wl = _pattern_workload(config)
     if not config["traffic"].get("ops"):
         return wl
-    from uet.experiments import ops
-    from uet.experiments.config import resolve_path
     from uet.profiles import BUILTIN_PROFILES, load_profile
 
     name = config["transport"]["profile"]
@@ -132,7 +131,7 @@ def build_workload(config: dict[str, Any]) -> Workload:
 
 
 def _pattern_workload(config: dict[str, Any]) -> Workload:
-    from uet.experiments.config import host_count, resolve_path
+    """The pattern's flows (every one a WRITE)."""
 
     tr = config["traffic"]
     n = host_count(config["topology"])
