@@ -7,6 +7,8 @@ import json
 from helpers import PEER_NET, SERVE_AI_BASE, SERVE_HPC, Server, uet
 
 from uet.conformance.registry import catalogue
+from uet.conformance.runner import run_case
+from uet.conformance.targets import make_target
 
 
 def test_catalogue_over_udp_against_uet_serve(tmp_path):
@@ -91,3 +93,22 @@ def test_configured_cases_over_udp(tmp_path):
     assert set(ran) == set(ids), data["results"]
     bad = [(r["id"], r["status"], r.get("why")) for r in ran.values() if r["status"] != "pass"]
     assert proc.returncode == 0 and not bad, bad
+
+
+def test_the_probe_gives_back_the_pdcs_it_opened():
+    """Before the catalogue runs, the reachability probe opens a PDC at the device; it
+    closes it again, so a device whose table holds one PDC serves the very next case (the
+    NO_PDC_AVAIL case needs that one slot free; left to the device's idle timers, the
+    probe's PDC held it for 300 ms, and on a loaded machine the case failed)."""
+    ip = f"{SERVE_HPC.rsplit('.', 1)[0]}.9"
+    server = Server(ip, "--set", 'pds_extra={"max_target_pdcs": 1}')
+    try:
+        target = make_target([f"udp:{ip}:4793+max_target_pdcs=1"], peer_net=PEER_NET)
+        target.check_reachable()
+        case = next(c for c in catalogue() if c.id == "PDS-EST-014")
+        result = run_case(case, target)
+    finally:
+        counters = server.stop()
+    assert result.status == "pass", result.why
+    assert counters["pds.closed"] >= 2  # the probe's PDC, then the case's
+    assert not counters.get("pds.closed_in_error") and not counters.get("pds.close_req_tx")

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import os
@@ -22,11 +23,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from uet.profiles import Profile, load_profile
-from uet.wire.constants import UET_UDP_PORT
+from uet.wire.constants import UET_UDP_PORT, CtlType
 
 from .capture import CaseCapture
 from .driver import FepDriver
-from .peer import Peer
+from .peer import ANY_ACK, ConformanceFailure, Peer
 from .registry import Case, profile_caps
 from .setup import WELL_KNOWN, DutSetup, variant_profile
 from .transport import InProcessTransport, UdpTransport
@@ -222,15 +223,19 @@ class UdpTarget:
                             seed=case_seed("probe", self.nonce), capture=CaseCapture("probe"),
                             rule="the device answers", profile=load_profile(setup.profile))
                 tries, start = 3, transport.now_ps
+                pdcs = []
                 for i in range(tries):
-                    peer.pdc().send(peer.ses.no_op()[0])
-                    if transport.next(start + round(timeout_s * 1e12 * (i + 1) / tries)):
+                    pdcs.append(peer.pdc())
+                    pdcs[-1].send(peer.ses.no_op()[0])
+                    dg = transport.next(start + round(timeout_s * 1e12 * (i + 1) / tries))
+                    if dg is not None:
                         break
                 else:
                     raise ValueError(
                         f"{dut}: no answer within {timeout_s:g} s to a UET request (NO_OP "
                         f"from {transport.peer_ips[0]}); is uet serve (or the device) "
                         "listening there? (--probe-timeout S to wait longer, 0 to skip)")
+                _give_back(peer, pdcs, peer._decode(dg))
             finally:
                 transport.close()
 
@@ -262,6 +267,22 @@ class UdpTarget:
             yield peer
         finally:
             transport.close()
+
+
+def _give_back(peer: Peer, pdcs: list[Any], first: Any) -> None:
+    """Close the probe's PDCs the device opened (CLOSE with AR, best effort, up to 1 s
+    each), so a device with a small PDC table (``max_target_pdcs = 1``) serves its first
+    case with the slot free instead of reclaiming it from the probe."""
+    answers = [first, *peer.collect(within_us=1000)]
+    for pdc in pdcs:
+        ack = next((rx for rx in answers if isinstance(rx.pds, ANY_ACK)
+                    and rx.pds.dpdcid == pdc.spdcid), None)
+        if ack is None:
+            continue  # NACKed or unanswered: the device holds nothing for it
+        pdc.note_ack(ack)
+        with contextlib.suppress(ConformanceFailure):  # else its target idle timer reaps it
+            pdc.ack_of(pdc.control(CtlType.CLOSE, ar=True), timeout_us=1_000_000,
+                       what="the ACK of the probe's CLOSE")
 
 
 def _profile_of(name: str, dut: DutSpec) -> Profile:
