@@ -110,7 +110,7 @@ class PdcContext:
                  "rx_memory", "mgr", "ctrl", "ack_ring", "ring", "heap", "_heap_seq",
                  "_tokens", "_next_token", "log_hook", "credit_changed")
 
-    def __init__(self, cfg: PdsConfig, local_ip: str, mgr: PdcManager, rng: Any,
+    def __init__(self, cfg: PdsConfig, local_ip: str, mgr: PdcManager[Any, Any], rng: Any,
                  log: Callable[..., None] | None = None) -> None:
         self.cfg = cfg
         self.local_ip = local_ip
