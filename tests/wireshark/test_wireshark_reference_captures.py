@@ -30,7 +30,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CAPTURES = ROOT / "captures"
 PREFS = {"udp.try_heuristic_first": "TRUE"}
 VALID = ["headers", "pdc_open_close", "rud_loss", "rod_reorder", "rudi", "uud", "trim_nack",
-         "pfc_pause", "sample"]
+         "pfc_pause", "sample", "trimmed_ack", "ccx", "negotiation", "native_ip", "atomics_dc",
+         "nack_codes"]
 #: Expert infos a valid capture may carry (below Warning): trimmed packets' short payloads.
 ALLOWED_NOTES = {"uet.ses.short_payload"}
 

@@ -32,11 +32,12 @@ from collections import Counter, deque
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from uet.pds import negotiation
 from uet.pds.config import PdsConfig
 from uet.pds.events import PdcClosed, PdcOpened, PdsEvent
-from uet.pds.manager import PdcBase, PdcManager
+from uet.pds.manager import TARGET, PdcBase, PdcManager
 from uet.pds.retransmit import nack_name
-from uet.wire.constants import CtlType, NackFlag
+from uet.wire.constants import CtlType, NackFlag, PdsType
 from uet.wire.records import Frame, PdsControl, PdsNack
 
 _CTL_NAMES = {int(c): c.name for c in CtlType}
@@ -108,7 +109,7 @@ class PdcContext:
 
     __slots__ = ("cfg", "local_ip", "rng", "counters", "events", "emit", "tx_memory",
                  "rx_memory", "mgr", "ctrl", "ack_ring", "ring", "heap", "_heap_seq",
-                 "_tokens", "_next_token", "log_hook", "credit_changed")
+                 "_tokens", "_next_token", "log_hook", "credit_changed", "fep_cap")
 
     def __init__(self, cfg: PdsConfig, local_ip: str, mgr: PdcManager[Any, Any], rng: Any,
                  log: Callable[..., None] | None = None) -> None:
@@ -133,6 +134,8 @@ class PdcContext:
         self.log_hook = log
         #: a receiver CC call may have produced credit (injected by the end point)
         self.credit_changed: Callable[[int, Any], None] = _no_credit
+        #: the ``fep_cap`` bits of this end point's UET address (NEGOTIATION)
+        self.fep_cap = 0
 
     # ------------------------------------------------------------------ sending
     def send_frame(self, frame: Frame) -> None:
@@ -147,26 +150,39 @@ class PdcContext:
         self.counters["cp_tx." + _CTL_NAMES.get(cp.ctl_type, str(cp.ctl_type))] += 1
 
     def nack(self, now: int, frame: Frame, code: int, psn: int, spdcid: int, dpdcid: int,
-             payload: int = 0, why: str = "", nt: bool = False) -> None:
+             payload: int = 0, why: str = "", nt: bool = False, ccx: Any = None) -> None:
         """Queue a NACK answering ``frame`` (EV echoed, M/RETX copied, ref. 2.6)."""
         flags = (0x20 if frame.ecn == 3 else 0) | (frame.pds.flags & _RETX)
         self.nack_to(now, frame.src_ip, frame.ev, flags, code, psn, spdcid, dpdcid, payload,
-                     why, nt)
+                     why, nt, ccx)
 
     def nack_to(self, now: int, dst_ip: str, ev: int, flags: int, code: int, psn: int,
                 spdcid: int, dpdcid: int, payload: int = 0, why: str = "",
-                nt: bool = False) -> None:
-        """Queue a NACK to ``dst_ip`` (``flags``: M / RETX of the packet it answers)."""
+                nt: bool = False, ccx: Any = None) -> None:
+        """Queue a NACK to ``dst_ip`` (``flags``: M / RETX of the packet it answers).
+        ``ccx``: the receiver's CCX state source (``nack_state(now)``): the NACK goes as a
+        NACK_CCX carrying it (ref 2.6)."""
         flags &= 0x30
         if nt:
             flags |= NackFlag.NT
-        self.ctrl.append(Frame(
-            pds=PdsNack(flags=flags, nack_code=code, nack_psn=psn, spdcid=spdcid,
-                        dpdcid=dpdcid, payload=payload),
-            src_ip=self.local_ip, dst_ip=dst_ip, ev=ev, dscp=self.cfg.dscp_control))
+        nack = PdsNack(flags=flags, nack_code=code, nack_psn=psn, spdcid=spdcid,
+                       dpdcid=dpdcid, payload=payload)
+        if ccx is not None:
+            nack.type = PdsType.NACK_CCX
+            nack.nccx_type, nack.nccx_state1, nack.nccx_state2 = ccx.nack_state(now)
+            self.counters["nack_ccx_tx"] += 1
+        self.ctrl.append(Frame(pds=nack, src_ip=self.local_ip, dst_ip=dst_ip, ev=ev,
+                               dscp=self.cfg.dscp_control))
         name = nack_name(code)
         self.counters["nack_tx." + name] += 1
-        self.log(now, "nack_tx", code=name, why=why, psn=psn, peer=dst_ip)
+        self.log(now, "nack_tx", code=name, why=why, psn=psn, peer=dst_ip,
+                 **({"ccx": True} if ccx is not None else {}))
+
+    def negotiation_payload(self, *, reply: bool, ccx: bool) -> int:
+        """Our capabilities as a NEGOTIATION payload (:mod:`uet.pds.negotiation`)."""
+        cfg = self.cfg
+        return negotiation.encode(negotiation.Capabilities(
+            self.fep_cap, cfg.mp_range // 128, cfg.mtu_payload, ccx=ccx, reply=reply))
 
     # ------------------------------------------------------------------ scheduling
     def arm(self, obj: Any, t: int) -> None:
@@ -231,7 +247,10 @@ class PdcContext:
         self.log(now, "pdc_close", pdc_id=pdc.pdc_id, role=pdc.role, peer=pdc.peer_ip,
                  error=error, reason=reason)
         self.tx_memory.forget(pdc)
-        for old in self.mgr.start_linger(pdc, now + self.cfg.msl_ps):
+        # a target closed in error never had the initiator's CLOSE: the initiator may still
+        # retransmit its first packets with SYN, so the target remembers it until it cannot
+        linger = self.cfg.error_linger_ps() if error and pdc.role == TARGET else self.cfg.msl_ps
+        for old in self.mgr.start_linger(pdc, now + linger):
             old.free_now()
         self.arm(pdc, pdc.linger_until)
 
