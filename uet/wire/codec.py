@@ -68,7 +68,7 @@ from uet.wire.records import (
 
 __all__ = [
     "encode_frame", "decode_frame", "decode_headers", "FrameHeaders", "encode_uet",
-    "decode_uet", "peek_flow", "opens_state",
+    "decode_uet", "peek_flow", "opens_state", "Envelope", "split_frame",
     "uet_header_length", "get_dscp_ecn", "set_dscp_ecn", "mark_ce", "trim_frame",
     "ETH_HLEN", "ETHERTYPE_IPV4", "ETHERTYPE_IPV6",
 ]
@@ -975,6 +975,50 @@ def decode_frame(data: bytes | bytearray | memoryview, trailer_len: int = 0, *,
                      _ip_text.get(src) or _ip_to_text(src), _ip_text.get(dst)
                      or _ip_to_text(dst), ev, dscp, ecn, hop, ipid, dport, ucs, encap, proto,
                      tss, bytes(data[pend:end]))
+    except DecodeError:
+        raise
+    except Exception as exc:  # the decoder must never leak anything else
+        raise DecodeError("frame", 0, f"undecodable input ({type(exc).__name__}: {exc})") \
+            from exc
+
+
+class Envelope(NamedTuple):
+    """What carries the UET bytes of a frame: Ethernet, IP and UDP or the entropy header
+    (the :class:`Frame` fields of the same names; ``decode_uet(uet, **env._asdict())``
+    rebuilds the frame)."""
+
+    src_mac: str
+    dst_mac: str
+    src_ip: str
+    dst_ip: str
+    ev: int
+    dscp: int
+    ecn: int
+    ttl: int
+    ip_id: int
+    udp_dport: int
+    udp_checksum: bool
+    encap: str
+    ip_proto: int
+
+
+def split_frame(data: bytes | bytearray | memoryview, *, udp_port: int | None = UET_UDP_PORT,
+                ip_proto: int = UET_DEFAULT_IP_PROTO) -> tuple[Envelope, int, int]:
+    """The envelope of a whole frame, checked as :func:`decode_frame` checks it, without
+    decoding what follows it: ``(envelope, offset of the UET bytes, end of the IP
+    datagram)``. For frames whose UET bytes must be processed before they can be decoded
+    (a TSS-encrypted PDS header)."""
+    try:
+        fast = _decode_l3_fast(data, udp_port)
+        uoff, end, _udp, info = fast if fast is not None else _decode_l3(data, udp_port,
+                                                                          ip_proto)
+        (dmac, smac, src, dst, ev, dscp, ecn, hop, ipid, dport, ucs, encap, proto) = info
+        env = Envelope(_mac_text.get(smac) or _mac_to_text(smac),
+                       _mac_text.get(dmac) or _mac_to_text(dmac),
+                       _ip_text.get(src) or _ip_to_text(src),
+                       _ip_text.get(dst) or _ip_to_text(dst), ev, dscp, ecn, hop, ipid,
+                       dport, ucs, encap, proto)
+        return env, uoff, end
     except DecodeError:
         raise
     except Exception as exc:  # the decoder must never leak anything else
