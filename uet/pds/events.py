@@ -27,6 +27,8 @@ class SendRequest:
     payload: bytes = b""
     msg_ref: object = None
     eom: bool = True
+    #: the secure domain (TSS SDI) the packet travels in; None: cleartext
+    sdi: int | None = None
 
 
 class PdsEvent:
@@ -52,6 +54,8 @@ class RequestDelivered(PdsEvent):
     ext: ExtHeader | None
     payload: bytes
     ecn_ce: bool = False
+    #: the secure domain (TSS SDI) the request came in; None: cleartext
+    sdi: int | None = None
 
 
 @dataclass(slots=True)

@@ -20,7 +20,7 @@ from typing import Any
 
 from uet.cms.api import AckFeedback, NackFeedback, SenderCongestion
 from uet.pds.ack import NEXT_HDR
-from uet.pds.context import PdcContext
+from uet.pds.context import PdcContext, tss_marker
 from uet.pds.events import MessageFailed, PacketAcked, ResponseReceived, SendRequest
 from uet.pds.manager import INITIATOR, PdcBase
 from uet.pds.recovery import LossRecovery, SentPacket
@@ -51,6 +51,7 @@ ACK_P = int(AckFlag.P)
 ACK_M = int(AckFlag.M)
 ACK_RETX = int(AckFlag.RETX)
 ACK_REQ_MASK = int(AckFlag.REQ_MASK)
+ACK_EPSN = int(AckFlag.EPSN)
 # enum members under module names for the per-packet paths: looking a member up on an Enum
 # class costs ~70 ns, an IntFlag "&" ~1 us
 ST_SYN = InitiatorState.SYN
@@ -371,7 +372,7 @@ class InitiatorPdc(PdcBase):
         counters["tx_bytes"] += nbytes
         return Frame(pds=pds, ses=req.ses, ext=req.ext, payload=req.payload,
                      src_ip=self.ctx.local_ip, dst_ip=self.peer_ip, ev=ev, dscp=cfg.dscp_data,
-                     ecn=2 if cfg.ecn_capable else 0)
+                     ecn=2 if cfg.ecn_capable else 0, tss=tss_marker(self.sdi))
 
     def send_cp(self, now: int, ctl: int, psn: int, flags: int = 0, payload: int = 0,
                 probe_opaque: int = 0) -> None:
@@ -386,7 +387,7 @@ class InitiatorPdc(PdcBase):
         else:
             cp = PdsControl(ctl_type=ctl, flags=flags, probe_opaque=probe_opaque, psn=psn,
                             spdcid=self.pdc_id, dpdcid=self.dpdcid, payload=payload)
-        self.ctx.send_cp(now, cp, self.peer_ip)
+        self.ctx.send_cp(now, cp, self.peer_ip, self.sdi)
 
     # ================================================================== ACKs
     def rx_ack(self, now: int, frame: Frame, ack: Any) -> None:
@@ -422,6 +423,11 @@ class InitiatorPdc(PdcBase):
                 ses = frame.ses
                 if ses is not None and pkt.req is not None and ses.opcode != DEFAULT_RESPONSE:
                     ctx.emit(ResponseReceived(pkt.req.msg_ref, ses, frame.payload, ap))
+        if flags & ACK_EPSN and self.sdi is not None:
+            # the target's closing ACK of a secured PDC: its Expected PSN for this SDI is
+            # where our next secured PDC to it starts (EXPECTED_0RTT_START, ref. 3.2)
+            ctx.learn_start(self.sdi, self.peer_ip, ack.epsn)
+            counters["epsn_rx"] += 1
         fresh = psn_diff(cack, rec.max_cack) >= 0
         newly = [0, 0]  # bytes, packets
         rtt = rec.on_ack(now, ack, ap, bool(flags & ACK_RETX), newly)

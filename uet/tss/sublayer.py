@@ -210,4 +210,23 @@ class TssSublayer:
         return out
 
 
-__all__ = ["TssSublayer", "is_secured"]
+__all__ = ["TssSublayer", "frame_is_secured", "is_secured"]
+
+
+def frame_is_secured(data: bytes | bytearray | memoryview) -> bool:
+    """Does a whole Ethernet frame carry a TSS header (IPv4 or IPv6, UDP or the entropy
+    header of native IP)? One look at a few bytes, nothing decoded or checked."""
+    n = len(data)
+    if n < 34:
+        return False
+    etype = data[12] << 8 | data[13]
+    if etype == 0x0800:
+        l4 = 14 + (data[14] & 0xF) * 4
+        proto = data[23]
+    elif etype == 0x86DD:
+        l4 = 54
+        proto = data[20]
+    else:
+        return False
+    off = l4 + (8 if proto == 17 else 4)
+    return off < n and data[off] >> 3 == 1
