@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from tests.tss.conftest import A, B, C, KEY, frame, sublayer
+from tests.tss.conftest import KEY, A, B, C, frame, sublayer
 from uet.tss import TssConfig, TssConfigError, TssSublayer
 from uet.tss.header import HDR_LEN, unpack_header
 from uet.wire.codec import split_frame

@@ -45,10 +45,11 @@ from uet.pds.rudi import RudiInitiator, RudiTarget
 from uet.pds.states import TargetState
 from uet.pds.target import TargetPdc
 from uet.pds.uud import UudSender, rx_uud
-from uet.wire.constants import CpFlag, CtlType, DeliveryMode, NackCode, NackFlag, PdsType
-from uet.wire.records import Frame, PdsControl, PdsNack, PdsRequest, psn_diff
+from uet.wire.constants import CpFlag, CtlType, DeliveryMode, NackCode, NackFlag, PdsType, SesFlag
+from uet.wire.records import Frame, PdsControl, PdsNack, PdsRequest, SesStandard, psn_diff
 
 _SYN = 0x04
+_SOM = int(SesFlag.SOM)  # a plain int for the per-packet test
 # per-packet names for enum members (an Enum class attribute lookup costs ~70 ns)
 _ROD_TYPES = (PdsType.ROD_REQ, PdsType.ROD_CC_REQ)
 _ROD = DeliveryMode.ROD
@@ -149,10 +150,11 @@ class PdsEndpoint:
         if mode == DeliveryMode.RUD or mode == DeliveryMode.ROD:
             key = (mode, request.job_id, self.local_ip, request.dst_ip, request.tc)
             pdc = self.mgr.ini_by_key.get(key)
-            if pdc is not None and pdc.sdi is not None and self._range_used(pdc):
+            if pdc is not None and pdc.sdi is not None and self._range_used(pdc, request):
                 # a secured PDC closes before its PSN reaches Start_PSN + 2^31 (ref. 3.2):
-                # it takes no more requests, closes once idle, and a new PDC (a new
-                # Start_PSN) carries the rest
+                # at the first message that would cross it, it takes no more requests,
+                # closes once idle, and a new PDC (a new Start_PSN) carries the rest; a
+                # message never spans two PDCs
                 self.counters["psn_range_close"] += 1
                 self.ctx.log(now, "psn_range_close", pdc_id=pdc.pdc_id, peer=pdc.peer_ip,
                              start_psn=pdc.start_psn, next_psn=pdc.next_psn)
@@ -173,10 +175,17 @@ class PdsEndpoint:
         else:
             raise ValueError(f"unknown delivery mode {mode!r}")
 
-    def _range_used(self, pdc: InitiatorPdc) -> bool:
-        """Would one more packet (and the CLOSE after it) reach Start_PSN + the secure
-        PSN range?"""
-        used = ((pdc.next_psn - pdc.start_psn) & 0xFFFFFFFF) + len(pdc.queue) + 2
+    def _range_used(self, pdc: InitiatorPdc, req: SendRequest) -> bool:
+        """Would the message ``req`` starts (and the CLOSE after it) reach Start_PSN + the
+        secure PSN range? Continuation packets stay on their message's PDC."""
+        ses = req.ses
+        if type(ses) is SesStandard:
+            if not ses.flags & _SOM:
+                return False
+            n = max(1, -(-ses.request_length // self.cfg.mtu_payload))
+        else:
+            n = 1
+        used = ((pdc.next_psn - pdc.start_psn) & 0xFFFFFFFF) + len(pdc.queue) + n + 1
         return used > self.cfg.secure_psn_range
 
     def receive(self, now: int, frame: Frame) -> None:

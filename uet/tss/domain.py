@@ -90,10 +90,6 @@ class SecureDomain:
         self._keys: OrderedDict[tuple, tuple[Any, bytes | None]] = OrderedDict()
         self._gen_keys: dict[int, bytes] = {}
         self.clients: dict[str, int] = dict(cfg.clients)  # server: client address -> SSI
-        # secured PDCs (ref. 3.2, uet.pds): the target's Expected-PSN floor of this SDI and,
-        # as an initiator, the floor each target told us in its closing ACK
-        self.expected_psn = 0
-        self.learned_start: dict[str, int] = {}
         self.own_ssi4 = (cfg.ssi or 0).to_bytes(4, "big")
 
     # ------------------------------------------------------------------ keys
@@ -318,9 +314,9 @@ class SecureDomain:
         if gen > self.rx_gen:
             self.rx_gen = gen
             self.rx_gen_since = now
-        if cfg.mode == "server" and cfg.role == "server" and cfg.use_ssi:
-            if len(self.clients) < cfg.max_senders or src_ip in self.clients:
-                self.clients[src_ip] = hdr.ssi
+        if cfg.mode == "server" and cfg.role == "server" and cfg.use_ssi and (
+                len(self.clients) < cfg.max_senders or src_ip in self.clients):
+            self.clients[src_ip] = hdr.ssi  # the SSI to derive this client's key from
         return plain
 
     def _log(self, now: int, kind: str, **fields: Any) -> None:
