@@ -111,7 +111,7 @@ def test_random_1rtt_start_always_takes_the_targets_start_psn():
     wire = Wire(a, b)
     for i in range(3):  # three PDCs one after the other: each starts with one NACK
         w = a.call(wire.now, "write", tgt(), MEMKEY, i, b"x")
-        assert wire.run_until(lambda: w.done and not a.pds.pdcs() and not b.pds.pdcs())
+        assert wire.run_until(lambda w=w: w.done and not a.pds.pdcs() and not b.pds.pdcs())
         assert w.return_code == Rc.OK
     assert mem[:3] == b"xxx" and b.pds.counters["nack_tx.NEW_START_PSN"] == 3
 
