@@ -20,7 +20,12 @@ from typing import Any
 
 from uet.cms.api import CmsConfig
 from uet.cms.factory import make_credit_scheduler, make_receiver, make_sender
-from uet.endpoint.config import as_profile, cms_config_from_profile, pds_config_from_profile
+from uet.endpoint.config import (
+    as_profile,
+    cms_config_from_profile,
+    pds_config_from_profile,
+    tss_defaults_from_profile,
+)
 from uet.endpoint.peers import PeerCaps, book
 from uet.pds.config import PdsConfig
 from uet.pds.endpoint import PdsEndpoint
@@ -204,7 +209,8 @@ class FabricEndpoint:
         # the Transport Security Sublayer and job isolation (docs/tss.md): secured frames
         # are opened before, and sealed after, the PDS; None without domains or a
         # job-sources table (cleartext UET, any job, as before)
-        tss_cfg = tss if isinstance(tss, TssConfig) else TssConfig.from_dict(tss)
+        tss_cfg = tss if isinstance(tss, TssConfig) else TssConfig.from_dict(
+            tss, defaults=tss_defaults_from_profile(self.profile))
         self.tss: TssSublayer | None = None
         if tss_cfg.enabled:
             self.tss = TssSublayer(tss_cfg, ip, log=log, trimmed_dscps=(
@@ -659,10 +665,11 @@ def _ip_id(ip: str) -> int:
     return zlib.crc32(ip.encode()) & 0xFFFFFFFF
 
 
-def _host_tss(cfg: Any, index: int) -> TssConfig:
-    """A host's TSS configuration: ``ssi = "auto"`` in a domain becomes ``index + 1``."""
+def _host_tss(cfg: Any, index: int) -> Any:
+    """A host's TSS configuration: ``ssi = "auto"`` in a domain becomes ``index + 1``
+    (a dict stays a dict: the end point fills in its profile's defaults)."""
     if cfg is None or isinstance(cfg, TssConfig):
-        return cfg or TssConfig()
+        return cfg
 
     def fix(d: Any) -> Any:
         if isinstance(d, dict) and d.get("ssi") == "auto":
@@ -671,8 +678,9 @@ def _host_tss(cfg: Any, index: int) -> TssConfig:
 
     d = fix(dict(cfg))
     if isinstance(d.get("domains"), list):
-        d["domains"] = [fix(dict(x)) for x in d["domains"]]
-    return TssConfig.from_dict(d)
+        d["domains"] = [fix(dict(x)) if isinstance(x, dict) else x for x in d["domains"]]
+    TssConfig.from_dict(d)  # a bad key fails now, naming it
+    return d
 
 
 def _host_log(ctx: Any) -> Callable[..., None] | None:

@@ -318,7 +318,8 @@ class Runner:
         return FabricEndpoint.factory(profile=self._profile(), pds_overrides=dict(tr["pds"]),
                                       cms_overrides=cms, sink_bytes=sink,
                                       shared_sink=self.bytes_state is None,
-                                      mode=DeliveryMode[tr["mode"]])
+                                      mode=DeliveryMode[tr["mode"]],
+                                      tss=tr.get("tss") or None)
 
     def build(self) -> Fabric:
         cfg = self.cfg

@@ -159,6 +159,9 @@ def domain_from_dict(d: Mapping[str, Any], where: str = "") -> DomainConfig:
         if req not in d:
             raise TssConfigError(f"tss{where}.{req}: missing (a secure domain needs sdi, "
                                  "mode, key and job)")
+    if d["mode"] not in MODES:
+        raise TssConfigError(f"tss{where}.mode: must be one of {', '.join(MODES)}, got "
+                             f"{d['mode']!r}")
     d["sdi"] = _int(f"{where.lstrip('.')}sdi" if where else "sdi", d["sdi"], 1, 0xFFFFFF)
     role = d.get("role", "member")
     lengths = (32, 44) if role == "client" else (32,)
@@ -198,13 +201,16 @@ class TssConfig:
         return bool(self.domains) or bool(self.job_sources)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any] | None, base: Path | None = None) -> TssConfig:
-        """From ``transport.tss`` / a profile's ``[tss]``: ``{mode = "off"}``, one domain
-        (``{mode, sdi, key, job, ...}``), ``{domains = [...]}`` or ``{key_file = PATH}``;
-        plus ``allow_cleartext`` and ``job_sources``."""
+    def from_dict(cls, d: Mapping[str, Any] | None, base: Path | None = None,
+                  defaults: Mapping[str, Any] | None = None) -> TssConfig:
+        """From ``transport.tss``: ``{mode = "off"}``, one domain (``{mode, sdi, key, job,
+        ...}``), ``{domains = [...]}`` or ``{key_file = PATH}``; plus ``allow_cleartext``
+        and ``job_sources``. ``defaults`` (a profile's ``[tss]``) fill in what a domain
+        does not say."""
         if not d:
             return cls()
         d = dict(d)
+        dflt = dict(defaults or {})
         allow = d.pop("allow_cleartext", None)
         sources = d.pop("job_sources", None) or {}
         domains: list[DomainConfig] = []
@@ -217,7 +223,7 @@ class TssConfig:
             path = Path(d.pop("key_file"))
             if base is not None and not path.is_absolute():
                 path = base / path
-            domains.extend(load_key_file(path))
+            domains.extend(load_key_file(path, dflt))
             if d:
                 raise TssConfigError(f"tss.key_file: give the domains in the file; other "
                                      f"keys {', '.join(sorted(d))} are not allowed with it")
@@ -229,9 +235,11 @@ class TssConfig:
             if not isinstance(items, list):
                 raise TssConfigError("tss.domains: must be a list of tables")
             for i, item in enumerate(items):
-                domains.append(domain_from_dict(item, f".domains[{i}]"))
+                if not isinstance(item, Mapping):
+                    raise TssConfigError(f"tss.domains[{i}]: must be a table")
+                domains.append(domain_from_dict({**dflt, **item}, f".domains[{i}]"))
         elif d:
-            domains.append(domain_from_dict(d))
+            domains.append(domain_from_dict({**dflt, **d}))
         if allow is not None and not isinstance(allow, bool):
             raise TssConfigError(f"tss.allow_cleartext: must be true or false, got {allow!r}")
         return cls(tuple(domains), bool(allow) if allow is not None else not domains,
@@ -264,7 +272,8 @@ KEY_FILE_HELP = """\
 """
 
 
-def parse_key_file(text: str, source: str = "key file") -> list[DomainConfig]:
+def parse_key_file(text: str, source: str = "key file",
+                   defaults: Mapping[str, Any] | None = None) -> list[DomainConfig]:
     """Domains from key-file text (format: :data:`KEY_FILE_HELP`, docs/tss.md)."""
     out: list[DomainConfig] = []
     for n, raw in enumerate(text.splitlines(), 1):
@@ -275,7 +284,8 @@ def parse_key_file(text: str, source: str = "key file") -> list[DomainConfig]:
         if len(parts) < 3:
             raise TssConfigError(f"{source}:{n}: expected 'SDI MODE KEY [key=value ...]', "
                                  f"got {raw.strip()!r}")
-        d: dict[str, Any] = {"sdi": parts[0], "mode": parts[1], "key": parts[2]}
+        d: dict[str, Any] = {**(defaults or {}), "sdi": parts[0], "mode": parts[1],
+                             "key": parts[2]}
         for opt in parts[3:]:
             k, sep, v = opt.partition("=")
             if not sep:
@@ -290,13 +300,14 @@ def parse_key_file(text: str, source: str = "key file") -> list[DomainConfig]:
     return out
 
 
-def load_key_file(path: str | Path) -> list[DomainConfig]:
+def load_key_file(path: str | Path,
+                  defaults: Mapping[str, Any] | None = None) -> list[DomainConfig]:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise TssConfigError(f"tss.key_file: cannot read {path}: {exc.strerror or exc}") \
             from None
-    return parse_key_file(text, str(path))
+    return parse_key_file(text, str(path), defaults)
 
 
 def format_key_file(domains: Iterable[DomainConfig]) -> str:

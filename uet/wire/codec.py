@@ -1156,7 +1156,9 @@ def uet_header_length(data: bytes | bytearray | memoryview, *,
     """Bytes from the start of the frame to the end of the PDS + SES + extension headers.
 
     This is the part a trimming switch must keep. Raises :class:`DecodeError` when the
-    frame is not a decodable UET frame (checksums are not verified here).
+    frame is not a decodable UET frame (checksums are not verified here), and
+    :class:`Unsupported` for a TSS frame: what follows its TSS header is encrypted, so no
+    header boundary can be found (and a cut frame could not authenticate anyway).
     """
     try:
         etype = _H.unpack_from(data, 12)[0]
@@ -1177,6 +1179,9 @@ def uet_header_length(data: bytes | bytearray | memoryview, *,
         else:
             raise UnknownType("ip", l4, f"IP protocol {proto} is not UET")
         end = min(end, len(data))
+        if off < end and data[off] >> 3 == 1:
+            raise Unsupported("tss", off, "the headers after a TSS header are encrypted: "
+                              "the frame cannot be trimmed")
         _tss, _pds, _ses, _ext, hend = _decode_uet(data, off, end)
         return hend
     except DecodeError:
