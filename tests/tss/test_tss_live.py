@@ -14,7 +14,6 @@ import sys
 import trio
 
 from tests.fabric.test_udp import ROOT, TIMEOUT, _start, _stop
-from uet.endpoint.fep import SINK_INDEX, SINK_KEY
 from uet.runtime.udp import UdpNode
 from uet.ses.errors import SesError
 

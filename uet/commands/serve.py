@@ -81,9 +81,8 @@ def run(args: argparse.Namespace) -> int:
     from uet.conformance.setup import SetupError
     from uet.conformance.udp_io import parse_hostport
     from uet.runtime.responder import serve
-    from uet.wire.constants import UET_UDP_PORT
-
     from uet.tss.config import TssConfig, TssConfigError
+    from uet.wire.constants import UET_UDP_PORT
 
     try:
         host, port = parse_hostport(args.listen, UET_UDP_PORT)
