@@ -28,7 +28,8 @@ pytestmark = pytest.mark.tshark
 
 ROOT = Path(__file__).resolve().parents[2]
 CAPTURES = ROOT / "captures"
-PREFS = {"udp.try_heuristic_first": "TRUE"}
+#: headers.pcapng's TSS samples carry cleartext after the TSS header and no ICV
+PREFS = {"udp.try_heuristic_first": "TRUE", "uet.tss_icv": "FALSE", "uet.tss_cleartext": "TRUE"}
 VALID = ["headers", "pdc_open_close", "rud_loss", "rod_reorder", "rudi", "uud", "trim_nack",
          "pfc_pause", "sample"]
 #: Expert infos a valid capture may carry (below Warning): trimmed packets' short payloads.

@@ -293,6 +293,8 @@ def parse_key_file(text: str, source: str = "key file",
             d[k] = v
         if "job" not in d:
             d["job"] = 0
+        if d["mode"] == "server" and "role" not in d:
+            d["role"] = "server"  # a key file's server-mode line holds the domain key
         try:
             out.append(domain_from_dict(d, f" ({source}:{n})"))
         except TssConfigError as exc:
