@@ -43,11 +43,13 @@ def test_catalogue_over_udp_against_uet_serve(tmp_path):
     assert set(by_id) == {c.id for c in cases}
     for c in cases:
         r = by_id[c.id]
-        if c.udp_capable:
+        if c.udp_capable and c.tss:  # these devices are not secured (test_udp_tss.py)
+            assert r["status"] == "not run" and "well-known secure domain" in r["why"], r
+        elif c.udp_capable:
             assert r["status"] == "pass", r
         else:
             assert r["status"] == "not run" and r["why"] == c.limits(), r
-    udp_capable = sum(c.udp_capable for c in cases)
+    udp_capable = sum(c.udp_capable and not c.tss for c in cases)
     assert udp_capable >= 0.9 * len(cases)
     assert data["summary"]["pass"] == udp_capable
     assert data["target"].startswith(f"udp:{SERVE_HPC}:4793")

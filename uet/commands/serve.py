@@ -35,8 +35,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="print the setup and the final counters as JSON")
     p.add_argument("--tss", default=None, metavar="KEYFILE",
                    help="transport security: serve the setup's job in the secure domains of "
-                        "this key file (docs/tss.md); cleartext and frames without the key "
-                        "are refused and counted (tss.rx_refused.*)")
+                        "this key file (docs/tss.md), or 'well-known' for the conformance "
+                        "suite's published domain (uet conformance --tss); cleartext and "
+                        "frames without the key are refused and counted (tss.rx_refused.*)")
     p.add_argument("--log-level", choices=LOG_LEVELS, default="off",
                    help="print the end point's structured event log on stderr: error (PDCs "
                         "closed in error), warning (+ NACKs, retransmissions), info (+ PDCs "
@@ -88,7 +89,11 @@ def run(args: argparse.Namespace) -> int:
         host, port = parse_hostport(args.listen, UET_UDP_PORT)
         setup = _setup(args)
         tss = None
-        if args.tss:
+        if args.tss == "well-known":
+            from uet.conformance.setup import conformance_tss
+
+            tss = TssConfig.from_dict(conformance_tss(setup))
+        elif args.tss:
             tss = TssConfig.from_dict({"key_file": args.tss})
             if setup.job_id not in {d.job for d in tss.domains}:
                 raise TssConfigError(f"--tss {args.tss}: no secure domain carries the "

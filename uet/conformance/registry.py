@@ -37,6 +37,7 @@ AREAS: tuple[tuple[str, str], ...] = (
     ("ses_codes", "SES return codes, job / key / index protection (ref 4.6)"),
     ("profiles", "profile gating (ref 5, docs/profiles.md)"),
     ("malformed", "malformed and unexpected packets (ref 2, 4, 9.1)"),
+    ("tss", "transport security, secured PDCs and job isolation (ref 7, 3.2; docs/tss.md)"),
 )
 
 
@@ -55,10 +56,13 @@ class Case:
     virtual: bool = False
     note: str = ""
     caps: tuple[str, ...] = ()
+    #: a TSS case: the device serves the well-known secure domain (True), or a variant of
+    #: it (a dict of domain keys: in process only)
+    tss: bool | dict[str, Any] = False
 
     @property
     def needs_config(self) -> bool:
-        return bool(self.config or self.profile_changes)
+        return bool(self.config or self.profile_changes or isinstance(self.tss, dict))
 
     @property
     def udp_capable(self) -> bool:
@@ -69,8 +73,11 @@ class Case:
         if self.virtual:
             return "in process only: needs virtual time"
         if self.needs_config:
+            tss = self.tss if isinstance(self.tss, dict) else {}
             what = ", ".join(f"{k}={v}" for k, v in {**(self.config or {}),
-                                                     **(self.profile_changes or {})}.items())
+                                                     **(self.profile_changes or {}),
+                                                     **{f"tss.{k}": v for k, v in
+                                                        tss.items()}}.items())
             return f"in process only: needs a configured end point ({what})"
         return ""
 
@@ -105,9 +112,11 @@ _current_area = [""]
 
 def case(case_id: str, ref: str, rule: str, *, profile: str | None = None,
          config: dict[str, Any] | None = None, profile_changes: dict[str, Any] | None = None,
-         virtual: bool = False, note: str = "", caps: tuple[str, ...] = ()) -> Callable:
+         virtual: bool = False, note: str = "", caps: tuple[str, ...] = (),
+         tss: bool | dict[str, Any] = False) -> Callable:
     """Register ``fn(peer)`` as the catalogue case ``case_id``. ``caps`` are capabilities
-    the device's profile must have (:func:`profile_caps`)."""
+    the device's profile must have (:func:`profile_caps`); ``tss``: a case of a secured
+    device (the well-known secure domain, or a variant of it)."""
 
     def register(fn: Callable[[Any], None]) -> Callable[[Any], None]:
         if case_id in _REGISTRY:
@@ -116,7 +125,7 @@ def case(case_id: str, ref: str, rule: str, *, profile: str | None = None,
                                   area=_current_area[0] or fn.__module__.rsplit(".", 1)[-1],
                                   profile=profile, config=config,
                                   profile_changes=profile_changes, virtual=virtual, note=note,
-                                  caps=tuple(caps))
+                                  caps=tuple(caps), tss=tss)
         return fn
 
     return register
