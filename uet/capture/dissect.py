@@ -19,10 +19,10 @@ from uet.capture.pcapng import LINKTYPE_ETHERNET, CapturedFrame
 from uet.tss.header import header_len, unpack_header
 from uet.tss.sublayer import frame_is_secured
 from uet.wire.codec import FrameHeaders, decode_headers, split_frame
-from uet.wire.records import Frame, PdsUud
 from uet.wire.constants import UET_DEFAULT_IP_PROTO, UET_UDP_PORT
 from uet.wire.errors import DecodeError
 from uet.wire.fields import frame_fields
+from uet.wire.records import Frame, PdsUud
 
 __all__ = ["Dissected", "Value", "dissect", "mac_control", "mac", "FRAME_FIELDS",
            "MAC_CONTROL_FIELDS", "known_fields"]

@@ -27,7 +27,7 @@ class Replay(Enum):
 class ReplayWindow:
     """The replay state of one sender under one key generation."""
 
-    __slots__ = ("size", "top", "bits")
+    __slots__ = ("size", "top", "bits", "mask")
 
     def __init__(self, size: int) -> None:
         if size < 1:
@@ -35,6 +35,7 @@ class ReplayWindow:
         self.size = size
         self.top = -1  # nothing seen yet
         self.bits = 0  # bit i: counter top - i was seen
+        self.mask = (1 << size) - 1
 
     def check(self, counter: int) -> Replay:
         """Is ``counter`` new? Changes nothing."""
@@ -51,8 +52,7 @@ class ReplayWindow:
         top = self.top
         if counter > top:
             shift = counter - top
-            self.bits = ((self.bits << shift) | 1) & ((1 << self.size) - 1) \
-                if shift < self.size else 1
+            self.bits = ((self.bits << shift) | 1) & self.mask if shift < self.size else 1
             self.top = counter
         else:
             self.bits |= 1 << (top - counter)

@@ -26,7 +26,14 @@ import uet.native as _native
 from uet.tss.config import TssConfig
 from uet.tss.domain import SecureDomain, TssRefused
 from uet.tss.header import header_len, ip_bytes, pack_header, unpack_header
-from uet.wire.codec import decode_uet, encode_frame, encode_uet, split_frame
+from uet.wire.codec import (
+    Envelope,
+    decode_enveloped,
+    decode_uet,
+    encode_frame,
+    encode_uet,
+    split_frame,
+)
 from uet.wire.errors import DecodeError
 from uet.wire.records import Frame
 
@@ -156,14 +163,20 @@ class TssSublayer:
         Raises :class:`~uet.wire.errors.DecodeError` when the envelope itself is bad."""
         env, off, end = split_frame(data, udp_port=None)
         entropy = bytes(data[off - 4:off]) if env.encap == "ip" else None
-        return self.open_uet(now, memoryview(data)[off:end], entropy=entropy,
-                             **env._asdict())
+        return self._open(now, memoryview(data)[off:end], env.src_ip, env.dst_ip, env.ev,
+                          env.dscp, env.encap, entropy, env)
 
     def open_uet(self, now: int, uet: bytes | bytearray | memoryview, *,
                  entropy: bytes | None = None, **fields: Any) -> Frame | None:
         """The UET bytes of a received frame (``fields``: the :class:`Frame` fields the
         envelope gave: ``src_ip``, ``dst_ip``, ``ev``, ``dscp``, ``encap`` ...)."""
-        src = fields.get("src_ip", "")
+        return self._open(now, uet, fields.get("src_ip", ""),
+                          fields.get("dst_ip", self.local_ip), fields.get("ev", 0),
+                          fields.get("dscp", 0), fields.get("encap", "udp"), entropy, fields)
+
+    def _open(self, now: int, uet: bytes | bytearray | memoryview, src: str, dst: str,
+              ev: int, dscp: int, encap: str, entropy: bytes | None,
+              env: Any) -> Frame | None:
         hdr = unpack_header(uet)
         if hdr is None:
             self._refuse(now, "malformed", None, src, "TSS header cut short")
@@ -172,20 +185,22 @@ class TssSublayer:
         if dom is None:
             self._refuse(now, "unknown_sdi", hdr.sdi, src, "no such secure domain here")
             return None
-        if fields.get("dscp") in self.trimmed_dscps:
+        if dscp in self.trimmed_dscps:
             # a switch cut the frame: its tag is gone, so it cannot authenticate (and must
             # not count as a forgery towards the failure threshold)
             self._refuse(now, "trimmed", hdr.sdi, src, "trimmed frame cannot authenticate")
             return None
         try:
-            plain = dom.open(now, hdr, uet, src, fields.get("dst_ip", self.local_ip),
-                             fields.get("ev", 0), fields.get("encap", "udp"), entropy)
+            plain = dom.open(now, hdr, uet, src, dst, ev, encap, entropy)
         except TssRefused as exc:
             self._refuse(now, exc.reason, hdr.sdi, src, exc.detail)
             return None
-        hl = header_len(hdr)
         try:
-            frame = decode_uet(bytes(uet[:hl]) + plain, **fields)
+            if isinstance(env, Envelope):
+                frame = decode_enveloped(plain, env)
+            else:
+                frame = decode_uet(plain, **env)
+            frame.tss = hdr
         except DecodeError as exc:
             self._refuse(now, "undecodable", hdr.sdi, src, str(exc))
             return None

@@ -68,7 +68,7 @@ from uet.wire.records import (
 
 __all__ = [
     "encode_frame", "decode_frame", "decode_headers", "FrameHeaders", "encode_uet",
-    "decode_uet", "peek_flow", "opens_state", "Envelope", "split_frame",
+    "decode_uet", "peek_flow", "opens_state", "Envelope", "split_frame", "decode_enveloped",
     "uet_header_length", "get_dscp_ecn", "set_dscp_ecn", "mark_ce", "trim_frame",
     "ETH_HLEN", "ETHERTYPE_IPV4", "ETHERTYPE_IPV6",
 ]
@@ -1019,6 +1019,20 @@ def split_frame(data: bytes | bytearray | memoryview, *, udp_port: int | None = 
                        _ip_text.get(dst) or _ip_to_text(dst), ev, dscp, ecn, hop, ipid,
                        dport, ucs, encap, proto)
         return env, uoff, end
+    except DecodeError:
+        raise
+    except Exception as exc:  # the decoder must never leak anything else
+        raise DecodeError("frame", 0, f"undecodable input ({type(exc).__name__}: {exc})") \
+            from exc
+
+
+def decode_enveloped(data: bytes | bytearray | memoryview, env: Envelope) -> Frame:
+    """:func:`decode_uet` of UET bytes whose envelope :func:`split_frame` gave (no
+    trailer): the frame with the envelope's fields, without keyword arguments (the TSS
+    receive path decodes every decrypted frame this way)."""
+    try:
+        tss, pds, ses, ext, poff = _decode_uet(data, 0, len(data))
+        return Frame(pds, ses, ext, bytes(data[poff:]), *env, tss, b"")
     except DecodeError:
         raise
     except Exception as exc:  # the decoder must never leak anything else

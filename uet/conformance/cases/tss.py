@@ -228,7 +228,7 @@ def expected_psn(peer):
       tss={"auth_fail_threshold": 3})
 def failure_threshold(peer):
     pdc = opened(peer)
-    for i in range(4):
+    for _ in range(4):
         raw = bytearray(_frame_of(peer, _request(peer, pdc, peer.ses.no_op())))
         raw[-1] ^= 0x5A
         peer.send(bytes(raw), cleartext=True)
