@@ -64,7 +64,8 @@ def run(quick: bool) -> dict:
             def plain(frame: Frame = frame) -> None:
                 decode_frame(encode_frame(frame))
 
-            def secured(frame: Frame = frame) -> None:
+            def secured(frame: Frame = frame, tx: TssSublayer = tx,
+                        rx: TssSublayer = rx) -> None:
                 frame.tss = TssHeader(sdi=1)
                 got = rx.open_frame(0, tx.seal_frame(0, frame))
                 assert got is not None

@@ -38,6 +38,7 @@ from typing import Any
 
 from cryptography.exceptions import InvalidTag
 
+from uet.errors import RemoteError
 from uet.tss import crypto
 from uet.tss.config import DomainConfig, TssConfigError
 from uet.tss.header import aad, header_len, ip_bytes, iv, pack_header
@@ -47,8 +48,9 @@ from uet.wire.records import TssHeader
 _KEY_CACHE = 1024
 
 
-class TssRefused(Exception):
-    """A frame the TSS will not seal or open; ``reason`` is the counter name."""
+class TssRefused(RemoteError):
+    """A frame the TSS will not open (or, for a local limit such as the TSC's, seal);
+    ``reason`` is the counter name. The sublayer catches it: it never reaches a user."""
 
     def __init__(self, reason: str, detail: str = "") -> None:
         self.reason = reason
