@@ -277,8 +277,9 @@ class EndpointDatagrams:
         self.v6 = ":" in ip
         self.counters: Counter[str] = counters if counters is not None else Counter()
         self.records = hasattr(ep, "receive_frame") and hasattr(ep, "poll_frame")
-        #: end points that take UET bytes themselves (the FEP: TSS opens and seals them)
-        self.uet_bytes = hasattr(ep, "receive_uet") and hasattr(ep, "poll_uet")
+        #: a secured end point takes and gives UET bytes itself (its TSS opens and seals
+        #: them); the others exchange records as before
+        self.uet_bytes = getattr(ep, "tss", None) is not None
 
     def datagram_in(self, now: int, payload: bytes, src_ip: str, ev: int,
                     tos: int = 0) -> bool:
