@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "uet"
-CORE = [*(ROOT / pkg for pkg in ("wire", "native", "pds", "ses", "cms", "roce")),
+CORE = [*(ROOT / pkg for pkg in ("wire", "native", "pds", "ses", "cms", "roce", "tss")),
         ROOT / "endpoint", ROOT / "profiles"]
 FORBIDDEN_MODULES = {"trio", "asyncio", "selectors", "threading"}
 FORBIDDEN_CALLS = {("time", "time"), ("time", "monotonic"), ("time", "perf_counter"),

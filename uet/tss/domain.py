@@ -129,6 +129,7 @@ class SecureDomain:
             self._keys.move_to_end(ck)
             return hit
         base = self.generation_key(gen)
+        out: tuple[Any, bytes | None]
         if mode == "direct":
             out = (crypto.aead(base), None)
         elif mode == "cluster":
@@ -251,7 +252,8 @@ class SecureDomain:
         raw = pack_header(hdr)
         return hdr, raw + self.encrypt(hdr, raw, plain, src_ip, dst_ip, ev, encap)
 
-    def open(self, now: int, hdr: TssHeader, data: bytes | memoryview, src_ip: str,
+    def open(self, now: int, hdr: TssHeader, data: bytes | bytearray | memoryview,
+             src_ip: str,
              dst_ip: str, ev: int, encap: str = "udp",
              entropy: bytes | None = None) -> bytes:
         """Check and decrypt one frame's UET bytes (``data``: header || ciphertext || tag);

@@ -44,7 +44,7 @@ def pack_header(h: TssHeader) -> bytes:
     return _HDR.pack(base, h.epoch, tsc >> 32 & 0xFFFF, tsc & 0xFFFFFFFF)
 
 
-def unpack_header(data: bytes | memoryview) -> TssHeader | None:
+def unpack_header(data: bytes | bytearray | memoryview) -> TssHeader | None:
     """The TSS header at the start of ``data`` (None: not a TSS header or cut short)."""
     if len(data) < HDR_LEN or data[0] >> 3 != 1:
         return None
