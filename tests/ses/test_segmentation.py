@@ -9,9 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from uet.ses.headers import choose_header, single_header, view
+from uet.ses.messages import OutMessage, PacketRef
 from uet.ses.reassembly import Intervals, Reassembly
-from uet.ses.segmentation import read_slice, segment, segments
-from uet.wire.constants import FepCap, NextHeader, SesFlag, SesOpcode
+from uet.ses.segmentation import Segmenter, read_slice, segment, segments
+from uet.wire.constants import DeliveryMode, FepCap, NextHeader, SesFlag, SesOpcode
 from uet.wire.records import SesMedium, SesSmall, SesStandard
 
 OPT = FepCap.OPT_NON_MATCHING | FepCap.AI_BASE
@@ -121,3 +122,78 @@ def test_single_headers_view_like_the_standard_one():
         assert v.message_id is not None and w.message_id is None
         small = single_header(NextHeader.REQ_SMALL, base)
         assert isinstance(small, SesSmall) and not small.flags & SesFlag.HD
+
+
+def _independent_parts(base, data, mtu, length=None):
+    """The segmentation rule written out on its own (ref. 4.2, 4.7): what each packet of a
+    message must carry."""
+    total = len(data) if length is None else length
+    n = max(1, -(-total // mtu))
+    out = []
+    for i in range(n):
+        off = i * mtu
+        size = min(mtu, total - off) if total else 0
+        flags = int(base.flags) & ~int(SesFlag.SOM | SesFlag.EOM | SesFlag.HD)
+        if i == 0:
+            flags |= int(SesFlag.SOM) | (int(base.flags) & int(SesFlag.HD))
+        if i == n - 1:
+            flags |= int(SesFlag.EOM)
+        chunk = bytes(data[off:off + size]) if length is None else b""
+        out.append((flags, 0 if i == 0 else off, 0 if i == 0 else len(chunk),
+                    base.header_data if i == 0 else 0, chunk))
+    return out
+
+
+@given(st.integers(0, 20_000), st.sampled_from([1, 7, 64, 4096]), st.booleans(),
+       st.booleans(), st.booleans())
+def test_lazy_packets_are_the_segmentation_rule(size, mtu, hd, read, mutable):
+    """Segmenter.part(i), segment() and the SES's OutMessage all give the rule's packets."""
+    if size // mtu > 400:
+        size = 400 * mtu
+    base = SesStandard(opcode=SesOpcode.READ if read else SesOpcode.WRITE,
+                       flags=int(SesFlag.REL | (SesFlag.HD if hd else 0)), message_id=77,
+                       header_data=0xAB if hd else 0, request_length=size, job_id=5)
+    data = bytes((i * 7) % 256 for i in range(0 if read else size))
+    payload = bytearray(data) if mutable else data
+    length = size if read else None
+    want = _independent_parts(base, data, mtu, length)
+    seg = Segmenter(base, payload, mtu, length=length)
+    if mutable:
+        payload[:] = bytes(len(payload))  # changed after posting: must not leak in
+    got = [seg.part(i) for i in range(seg.count)]
+    assert seg.count == len(want) == len(segment(base, data, mtu, length=length))
+    for (hdr, chunk), (flags, moff, plen, hdata, wchunk) in zip(got, want, strict=True):
+        assert (int(hdr.flags), hdr.message_offset, hdr.payload_length, hdr.header_data,
+                bytes(chunk)) == (flags, moff, plen, hdata, wchunk)
+        assert (hdr.message_id, hdr.job_id, hdr.request_length) == (77, 5, size)
+    assert [seg.payload_bytes(i) for i in range(seg.count)] == [
+        sum(len(w[4]) for w in want[i:]) for i in range(len(want))]
+    msg = OutMessage("10.0.0.2", DeliveryMode.RUD, 5, 0, None, 3, 0, seg)
+    assert msg.nbytes == (0 if read else size) and msg.count == len(want)
+    pkts = [msg.next_packet() for _ in range(len(want))]
+    assert msg.count == 0 and msg.nbytes == 0
+    assert [(p.ses, bytes(p.payload)) for p in pkts] == [(h, bytes(c)) for h, c in got]
+    assert [p.msg_ref for p in pkts] == [PacketRef(3, 0, i) for i in range(len(want))]
+    assert [p.eom for p in pkts] == [i == len(want) - 1 for i in range(len(want))]
+    with pytest.raises(IndexError):
+        msg.next_part()
+
+
+def test_ses_queues_a_multi_packet_message_as_one_item():
+    """poll_message gives a 2 MB WRITE as one OutMessage; poll_transmit the same packets
+    one at a time."""
+    from uet.ses import SesEndpoint
+    from uet.ses.messages import TargetAddr
+
+    eps = []
+    for _ in range(2):
+        ep = SesEndpoint("ai-base", address="10.0.0.1", initiator_id=9)
+        ep.initiator.write(TargetAddr("10.0.0.2", 1, 0, 3), 0x51, 0, bytes(range(256)) * 7813)
+        eps.append(ep)
+    whole = eps[0].poll_message()
+    assert type(whole) is OutMessage and whole.count == 489 and eps[0].poll_message() is None
+    one_by_one = []
+    while (p := eps[1].poll_transmit()) is not None:
+        one_by_one.append(p)
+    assert len(one_by_one) == 489 and not eps[1].outq
+    assert [whole.next_packet() for _ in range(489)] == one_by_one

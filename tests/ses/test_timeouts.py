@@ -100,13 +100,13 @@ def test_read_data_that_never_arrives_fails_the_read():
     timeout instead of waiting for ever."""
     a, b, loop = pair("hpc", seed=1, dup=0.0)
     op = a.initiator.read(addr(b), 0x51, 0, 64 << 10)
-    for pkt in list(a.outq):  # the requests' PDS ACKs bring the target's RESPONSE, no data
+    # the requests' PDS ACKs bring the target's RESPONSE, no data
+    while (pkt := a.poll_transmit()) is not None:
         if pkt.eom:
             rsp = SesResponse(opcode=RspOpcode.RESPONSE, return_code=Rc.OK,
                               message_id=pkt.ses.message_id, job_id=JOB,
                               modified_length=64 << 10)
             a.initiator.on_response(pkt.msg_ref, rsp, b"", now=0)
-    a.outq.clear()
     assert op.state == OpState.PENDING and a.next_deadline() == a.timeouts.reassembly_ps
     a.handle_timer(a.timeouts.reassembly_ps)
     assert op.return_code == Rc.UNDELIVERABLE and "read data stopped arriving" in op.reason

@@ -36,6 +36,7 @@ from uet.pds.events import (
     PdcOpened,
     RequestDelivered,
     ResponseReceived,
+    SendMessage,
     SendRequest,
 )
 from uet.pds.invariants import progress_bound
@@ -43,7 +44,7 @@ from uet.profiles import Profile
 from uet.ses.endpoint import SesEndpoint
 from uet.ses.initiator import Operation
 from uet.ses.memory import Perm
-from uet.ses.messages import OpCompleted, RecvCompleted, TargetAddr
+from uet.ses.messages import OpCompleted, OutMessage, RecvCompleted, TargetAddr
 from uet.tss.config import TssConfig
 from uet.tss.sublayer import TssSublayer, frame_is_secured, is_secured
 from uet.wire.codec import decode_frame, decode_uet, encode_frame, encode_uet
@@ -471,7 +472,7 @@ class FabricEndpoint:
         """Move events between PDS and SES until both are quiet."""
         pds, ses = self.pds, self.ses
         ses.now = now
-        next_event, poll_ses, next_done = pds.next_event, ses.poll_transmit, ses.next_event
+        next_event, poll_ses, next_done = pds.next_event, ses.poll_message, ses.next_event
         while True:
             moved = False
             ev = next_event()
@@ -500,8 +501,14 @@ class FabricEndpoint:
             while pkt is not None:
                 moved = True
                 sdi = tss.domain_for_job(pkt.job_id) if tss is not None else None
-                pds.submit(now, SendRequest(pkt.dst, pkt.mode, pkt.job_id, pkt.tc, pkt.ses,
-                                            pkt.ext, pkt.payload, pkt.msg_ref, pkt.eom, sdi))
+                if type(pkt) is OutMessage:  # a whole message: its packets made as sent
+                    pds.submit(now, SendMessage(pkt.dst, pkt.mode, pkt.job_id, pkt.tc, pkt.ext,
+                                                pkt.count, pkt.nbytes, pkt.max_payload,
+                                                pkt.next_part, sdi))
+                else:
+                    pds.submit(now, SendRequest(pkt.dst, pkt.mode, pkt.job_id, pkt.tc,
+                                                pkt.ses, pkt.ext, pkt.payload, pkt.msg_ref,
+                                                pkt.eom, sdi))
                 pkt = poll_ses()
             done = next_done()
             while done is not None:

@@ -13,6 +13,7 @@ from uet.pds.events import (
     PdsEvent,
     RequestDelivered,
     ResponseReceived,
+    SendMessage,
     SendRequest,
 )
 from uet.pds.invariants import LivenessError
@@ -46,6 +47,7 @@ __all__ = [
     "PdsEvent",
     "RequestDelivered",
     "ResponseReceived",
+    "SendMessage",
     "SendRequest",
     "SentPacket",
     "TargetEvent",

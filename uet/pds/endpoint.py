@@ -37,7 +37,7 @@ from uet.pds import invariants
 from uet.pds.ack import REQUEST_NEXT_HDRS
 from uet.pds.config import PdsConfig
 from uet.pds.context import PdcContext, frame_sdi
-from uet.pds.events import PdsEvent, RequestDelivered, SendRequest
+from uet.pds.events import PdsEvent, RequestDelivered, SendMessage, SendRequest
 from uet.pds.initiator import InitiatorPdc
 from uet.pds.manager import INITIATOR, TARGET, PdcBase, PdcManager
 from uet.pds.retransmit import nack_name
@@ -141,12 +141,20 @@ class PdsEndpoint:
             invariants.install(self)
 
     # ================================================================== public API
-    def submit(self, now: int, request: SendRequest) -> None:
-        """Queue one SES request packet; the PDS picks or opens the PDC and assigns the PSN."""
-        if len(request.payload) > self.cfg.mtu_payload:
-            raise ValueError(f"payload of {len(request.payload)} bytes exceeds mtu_payload "
+    def submit(self, now: int, request: SendRequest | SendMessage) -> None:
+        """Queue one SES request packet, or the packets of a :class:`SendMessage` (made as
+        they are sent); the PDS picks or opens the PDC and assigns the PSNs."""
+        many = type(request) is SendMessage
+        size = request.max_payload if many else len(request.payload)
+        if size > self.cfg.mtu_payload:
+            raise ValueError(f"payload of {size} bytes exceeds mtu_payload "
                              f"({self.cfg.mtu_payload})")
         mode = request.mode
+        if many and mode != DeliveryMode.RUD and mode != DeliveryMode.ROD:
+            # RUDI and UUD send each packet on its own: they take the message packet by packet
+            while request.count:
+                self.submit(now, request.pop())
+            return
         if mode == DeliveryMode.RUD or mode == DeliveryMode.ROD:
             key = (mode, request.job_id, self.local_ip, request.dst_ip, request.tc)
             pdc = self.mgr.ini_by_key.get(key)
@@ -175,17 +183,21 @@ class PdsEndpoint:
         else:
             raise ValueError(f"unknown delivery mode {mode!r}")
 
-    def _range_used(self, pdc: InitiatorPdc, req: SendRequest) -> bool:
+    def _range_used(self, pdc: InitiatorPdc, req: SendRequest | SendMessage) -> bool:
         """Would the message ``req`` starts (and the CLOSE after it) reach Start_PSN + the
         secure PSN range? Continuation packets stay on their message's PDC."""
-        ses = req.ses
-        if type(ses) is SesStandard:
-            if not ses.flags & _SOM:
-                return False
-            n = max(1, -(-ses.request_length // self.cfg.mtu_payload))
+        if type(req) is SendMessage:
+            n = req.count
         else:
-            n = 1
-        used = ((pdc.next_psn - pdc.start_psn) & 0xFFFFFFFF) + len(pdc.queue) + n + 1
+            ses = req.ses
+            if type(ses) is SesStandard:
+                if not ses.flags & _SOM:
+                    return False
+                n = max(1, -(-ses.request_length // self.cfg.mtu_payload))
+            else:
+                n = 1
+        queued = sum(q.count if type(q) is SendMessage else 1 for q in pdc.queue)
+        used = ((pdc.next_psn - pdc.start_psn) & 0xFFFFFFFF) + queued + n + 1
         return used > self.cfg.secure_psn_range
 
     def receive(self, now: int, frame: Frame) -> None:

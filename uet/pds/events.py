@@ -1,8 +1,11 @@
-"""What goes into the PDS (SendRequest) and what comes out (events for the SES and reports)."""
+"""What goes into the PDS (SendRequest, SendMessage) and what comes out (events for the SES
+and reports)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from uet.pds.states import PdcState
 from uet.wire.constants import DeliveryMode
@@ -29,6 +32,58 @@ class SendRequest:
     eom: bool = True
     #: the secure domain (TSS SDI) the packet travels in; None: cleartext
     sdi: int | None = None
+
+
+class SendMessage:
+    """Several request packets of one message for one PDC, made one at a time as it sends.
+
+    ``submit`` takes it like a :class:`SendRequest`: the PDC queues it whole, counts its
+    payload (``nbytes``) in its backlog at once, and asks ``next_part()`` for the next
+    packet's ``(ses, payload, msg_ref, eom)`` only when that packet may go, so a message of
+    hundreds of packets costs one object, not hundreds, until the window opens. ``count``
+    is the number of packets not yet taken (at least one when submitted) and
+    ``max_payload`` the payload of the largest. The SES's
+    :class:`~uet.ses.messages.OutMessage` has this shape; the FEP hands it over as one.
+    """
+
+    __slots__ = ("dst_ip", "mode", "job_id", "tc", "ext", "count", "nbytes", "max_payload",
+                 "_next", "_head", "sdi")
+
+    def __init__(self, dst_ip: str, mode: DeliveryMode, job_id: int, tc: int,
+                 ext: ExtHeader | None, count: int, nbytes: int, max_payload: int,
+                 next_part: Callable[[], tuple[SesHeader, Any, object, bool]],
+                 sdi: int | None = None) -> None:
+        self.dst_ip = dst_ip
+        self.mode = mode
+        self.job_id = job_id
+        self.tc = tc
+        self.ext = ext
+        self.count = count
+        self.nbytes = nbytes
+        self.max_payload = max_payload
+        self._next = next_part
+        self._head: SendRequest | None = None
+        #: the secure domain (TSS SDI) the message travels in; None: cleartext
+        self.sdi = sdi
+
+    def head(self) -> SendRequest:
+        """The next packet (made once, then kept until :meth:`pop` takes it)."""
+        h = self._head
+        if h is None:
+            ses, payload, ref, eom = self._next()
+            h = self._head = SendRequest(self.dst_ip, self.mode, self.job_id, self.tc, ses,
+                                         self.ext, payload, ref, eom, self.sdi)
+        return h
+
+    def pop(self) -> SendRequest:
+        """Take the next packet."""
+        h = self._head
+        if h is None:
+            h = self.head()
+        self._head = None
+        self.count -= 1
+        self.nbytes -= len(h.payload)
+        return h
 
 
 class PdsEvent:
@@ -109,6 +164,7 @@ __all__ = [
     "PdsEvent",
     "RequestDelivered",
     "ResponseReceived",
+    "SendMessage",
     "SendRequest",
     "SesResponseHeader",
 ]

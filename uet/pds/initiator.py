@@ -21,7 +21,13 @@ from typing import Any
 from uet.cms.api import AckFeedback, NackFeedback, SenderCongestion
 from uet.pds.ack import NEXT_HDR
 from uet.pds.context import PdcContext, tss_marker
-from uet.pds.events import MessageFailed, PacketAcked, ResponseReceived, SendRequest
+from uet.pds.events import (
+    MessageFailed,
+    PacketAcked,
+    ResponseReceived,
+    SendMessage,
+    SendRequest,
+)
 from uet.pds.manager import INITIATOR, PdcBase
 from uet.pds.recovery import LossRecovery, SentPacket
 from uet.pds.retransmit import RESOURCE_NACKS, nack_name
@@ -93,7 +99,8 @@ class InitiatorPdc(PdcBase):
         self.start_psn = start_psn
         self.next_psn = start_psn
         self.peer_range = cfg.mp_range  # until an ACK_CC advertises the peer's MPR
-        self.queue: deque[SendRequest] = deque()
+        #: request packets and messages (SendMessage) waiting for a PSN, in order
+        self.queue: deque[SendRequest | SendMessage] = deque()
         self.cc = cc
         self.credit = cc.rccc  # the RCCC side of the CC, or None
         self.rec = LossRecovery(cfg, cc, start_psn=start_psn, now=now, pdc_id=pdc_id,
@@ -201,13 +208,14 @@ class InitiatorPdc(PdcBase):
                                  f"{pkt.psn}")
 
     # ================================================================== sending
-    def submit(self, now: int, req: SendRequest) -> None:
+    def submit(self, now: int, req: SendRequest | SendMessage) -> None:
+        """Queue a request packet, or a message whose packets are made as they are sent."""
         if not self.queue and not self.rec.outstanding:
             self.last_progress = now  # work starts: the progress clock starts with it
         self.queue.append(req)
         self.idle_since = None
         if self.credit is not None:
-            self.backlog += len(req.payload)
+            self.backlog += req.nbytes if type(req) is SendMessage else len(req.payload)
             self.credit.on_backlog(now, backlog_bytes=self.backlog)
         self.ctx.wake(self)
 
@@ -309,7 +317,8 @@ class InitiatorPdc(PdcBase):
         if st is ST_SYN and psn_diff(psn, self.start_psn) >= cfg.max_syn_packets:
             counters["blocked.syn"] += 1
             return None
-        req = queue[0]
+        head = queue[0]
+        req = head.head() if type(head) is SendMessage else head
         nbytes = len(req.payload)
         if not self.cc.can_send(now, nbytes=nbytes, in_flight=rec.cc_inflight()):
             self._blocked_by_cc(now)
@@ -321,7 +330,12 @@ class InitiatorPdc(PdcBase):
             counters["blocked.memory"] += 1
             mem.wait(self)
             return None
-        queue.popleft()
+        if head is req:
+            queue.popleft()
+        else:  # the next packet of a message: the message leaves with its last
+            head.pop()
+            if not head.count:
+                queue.popleft()
         self.next_psn = psn_add(psn, 1)
         pkt = SentPacket(psn, req, nbytes, cost)
         outstanding = rec.outstanding
@@ -639,10 +653,14 @@ class InitiatorPdc(PdcBase):
                 seen.add(id(ref))
                 failed.append(ref)
             mem += pkt.cost
-        for req in self.queue:
-            if id(req.msg_ref) not in seen:
-                seen.add(id(req.msg_ref))
-                failed.append(req.msg_ref)
+        for item in self.queue:
+            reqs = [item]
+            if type(item) is SendMessage:
+                reqs = [item.pop() for _ in range(item.count)]
+            for req in reqs:
+                if id(req.msg_ref) not in seen:
+                    seen.add(id(req.msg_ref))
+                    failed.append(req.msg_ref)
         for ref in failed:
             ctx.emit(MessageFailed(ref, reason))
         self.queue.clear()

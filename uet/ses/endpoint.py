@@ -4,7 +4,9 @@ The driver (the FEP glue, or the test harness) moves packets:
 
 * ``poll_transmit()`` -> :class:`~uet.ses.messages.OutPacket` to submit to the PDS
   (operations' requests, and requests the target side originates: rendezvous READs,
-  DEFERRABLE_RTR, read data in the return direction);
+  DEFERRABLE_RTR, read data in the return direction); or ``poll_message()``, the same
+  packets with a multi-packet message as one :class:`~uet.ses.messages.OutMessage` whose
+  packets are made only as they are taken;
 * ``target.handle(src, ses, ext, payload, mode=, psn=, conn=)`` for each delivered request, whose
   :class:`~uet.ses.messages.TargetReply` goes back through ``respond``;
 * ``initiator.on_response(msg_ref, ses, payload)`` / ``initiator.on_failed(msg_ref, why)``
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 from uet.profiles import Profile, load_profile
 from uet.ses.initiator import Initiator
 from uet.ses.memory import ResourceTable
-from uet.ses.messages import OutPacket, SesEvent
+from uet.ses.messages import OutItem, OutMessage, OutPacket, SesEvent
 from uet.ses.target import Target
 from uet.wire.constants import FepCap
 
@@ -57,7 +59,8 @@ class SesEndpoint:
         self.rendezvous_index = rendezvous_index
         self.resources = ResourceTable()
         self.counters: Counter = Counter()
-        self.outq: deque[OutPacket] = deque()
+        #: packets and multi-packet messages waiting for the PDS, in order
+        self.outq: deque[OutItem] = deque()
         self.events: deque[SesEvent] = deque()
         ses = self.profile.ses
         self.timeouts = SesTimeouts(ses.reassembly_timeout_ms * PS_PER_MS,
@@ -76,6 +79,21 @@ class SesEndpoint:
 
     def poll_transmit(self) -> OutPacket | None:
         """Next packet to hand to the PDS, or None."""
+        q = self.outq
+        if not q:
+            return None
+        item = q[0]
+        if type(item) is OutMessage:
+            pkt = item.next_packet()
+            if not item.count:
+                q.popleft()
+            return pkt
+        return q.popleft()
+
+    def poll_message(self) -> OutItem | None:
+        """Next packet, or the rest of a multi-packet message as one
+        :class:`~uet.ses.messages.OutMessage` whose packets are made as they are taken (the
+        FEP hands it to the PDS whole), or None."""
         return self.outq.popleft() if self.outq else None
 
     def next_event(self) -> SesEvent | None:

@@ -28,10 +28,10 @@ from uet.ses.deferrable import TokenAllocator, join_token, split_token
 from uet.ses.errors import OperationResult, SesError
 from uet.ses.headers import Req, choose_header, single_header
 from uet.ses.memory import Perm
-from uet.ses.messages import OpCompleted, OutPacket, PacketRef, TargetAddr
+from uet.ses.messages import OpCompleted, OutMessage, OutPacket, PacketRef, TargetAddr
 from uet.ses.reassembly import Intervals
 from uet.ses.rendezvous import RENDEZVOUS_KEY_BASE, Exposure
-from uet.ses.segmentation import segment
+from uet.ses.segmentation import Segmenter
 from uet.wire.constants import (
     AtomicOpcode,
     DeliveryMode,
@@ -560,19 +560,26 @@ class Initiator:
         base = self._base(op, opcode, request_length=request_length, memory_key=memory_key,
                           buffer_offset=buffer_offset, header_data=header_data, dc=dc,
                           absolute=absolute)
-        parts = segment(base, payload, mtu, length=request_length if read else None)
-        kind = choose_header(opcode, single_packet=len(parts) == 1,
+        length = request_length if read else None
+        single = (request_length if read else len(payload)) <= mtu
+        kind = choose_header(opcode, single_packet=single,
                              request_length=request_length, memory_key=memory_key,
                              header_data=header_data, buffer_offset=buffer_offset,
                              optimized=optimized and profile.ses.optimized_headers,
                              own_cap=profile.fep_cap, peer_cap=self.peer_caps.get(op.target.dst))
         if kind == NextHeader.REQ_STD:
-            mid = self._alloc_mid(op)
-            for hdr, _ in parts:
-                hdr.message_id = mid
-            self._queue(op, parts, ext)
+            base.message_id = self._alloc_mid(op)
+            parts = Segmenter(base, payload, mtu, length=length)
+            if not single:
+                # the packets are made as the PDS takes them (OutMessage)
+                op.packets = parts.count
+                t = op.target
+                self.ep.outq.append(OutMessage(t.dst, op.mode, t.job_id, op.tc, ext, op.op_id,
+                                               op.attempt, parts))
+                return
+            self._queue(op, [parts.part(0)], ext)
         else:
-            hdr, chunk = parts[0]
+            hdr, chunk = Segmenter(base, payload, mtu, length=length).part(0)
             self._queue(op, [(single_header(kind, hdr), chunk)], ext)
 
     def _queue(self, op: Operation, parts: list, ext: ExtHeader | None) -> None:

@@ -49,6 +49,58 @@ class OutPacket:
     eom: bool
 
 
+class OutMessage:
+    """A multi-packet message the SES wants sent, its packets made as they are taken.
+
+    What a driver that hands whole messages to the PDS takes (``SesEndpoint.poll_message``):
+    the fields every packet shares (``dst``, ``mode``, ``job_id``, ``tc``, ``ext``), the
+    packets not yet taken (``count``) and their payload bytes (``nbytes``), and
+    :meth:`next_part` for the next packet's ``(ses, payload, msg_ref, eom)``. A message of
+    489 packets is one object until its PDC's window opens, not 489 packets queued at once.
+    ``SesEndpoint.poll_transmit`` takes the same packets one :class:`OutPacket` at a time.
+    """
+
+    __slots__ = ("dst", "mode", "job_id", "tc", "ext", "op_id", "attempt", "parts",
+                 "taken", "count", "max_payload")
+
+    def __init__(self, dst: str, mode: DeliveryMode, job_id: int, tc: int,
+                 ext: ExtHeader | None, op_id: int, attempt: int, parts: Any) -> None:
+        self.dst = dst
+        self.mode = mode
+        self.job_id = job_id
+        self.tc = tc
+        self.ext = ext
+        self.op_id = op_id
+        self.attempt = attempt
+        #: the message's :class:`~uet.ses.segmentation.Segmenter`
+        self.parts = parts
+        self.taken = 0
+        self.count: int = parts.count
+        #: payload bytes of the largest packet
+        self.max_payload: int = min(parts.mtu, parts.total) if parts.carry else 0
+
+    @property
+    def nbytes(self) -> int:
+        """Payload bytes of the packets not yet taken."""
+        return self.parts.payload_bytes(self.taken)
+
+    def next_part(self) -> tuple[SesHeader, Any, PacketRef, bool]:
+        """The next packet: ``(ses, payload, msg_ref, eom)``."""
+        i = self.taken
+        if i >= self.parts.count:
+            raise IndexError("every packet of the message was taken")
+        self.taken = i + 1
+        self.count -= 1
+        hdr, chunk = self.parts.part(i)
+        return hdr, chunk, PacketRef(self.op_id, self.attempt, i), not self.count
+
+    def next_packet(self) -> OutPacket:
+        """The next packet as an :class:`OutPacket`."""
+        hdr, chunk, ref, eom = self.next_part()
+        return OutPacket(self.dst, self.mode, self.job_id, self.tc, hdr, self.ext, chunk, ref,
+                         eom)
+
+
 @dataclass(slots=True)
 class TargetReply:
     """The target's answer to one delivered request packet.
@@ -79,3 +131,5 @@ class RecvCompleted:
 
 
 SesEvent = OpCompleted | RecvCompleted
+#: what ``SesEndpoint.poll_message`` returns: one packet, or a whole message
+OutItem = OutPacket | OutMessage

@@ -34,6 +34,79 @@ def read_slice(message_offset: int, request_length: int, mtu: int) -> int:
     return max(0, min(mtu, request_length - message_offset))
 
 
+class Segmenter:
+    """The packets of one message, made one at a time (:func:`segment` makes them all).
+
+    Holding a multi-megabyte message as its hundreds of packets costs four objects per
+    packet from the moment it is queued; a PDC sends them only as its window opens, so the
+    PDS takes them from here as it sends (``part(i)`` is packet ``i``, identical to
+    ``segment(...)[i]``). ``count`` packets in all; ``payload_bytes(i)`` is the payload
+    from packet ``i`` on (0 for a READ).
+    """
+
+    __slots__ = ("carry", "total", "mtu", "payload", "count", "last_off", "fields", "common",
+                 "header_data", "first_flags", "mid_flags", "rlen")
+
+    def __init__(self, base: SesStandard, payload: bytes | bytearray | memoryview, mtu: int,
+                 *, length: int | None = None) -> None:
+        carry = self.carry = length is None
+        total = self.total = len(payload) if length is None else length
+        self.mtu = mtu
+        # one packet per MTU: plain int flags and a positional constructor, not IntFlag
+        # arithmetic and dataclasses.replace per packet
+        bf = int(base.flags)
+        self.mid_flags = bf & ~(_SOM | _EOM | _HD)
+        self.first_flags = self.mid_flags | _SOM | (bf & _HD)
+        b = base
+        self.fields = (b.opcode, b.version)
+        self.common = (b.message_id, b.ri_generation, b.job_id, b.pid_on_fep,
+                       b.resource_index, b.buffer_offset, b.initiator, b.memory_key)
+        self.header_data = b.header_data
+        self.rlen = b.request_length
+        if carry and type(payload) is not bytes:
+            # a mutable buffer is copied once, now, so that changes made after the operation
+            # was posted do not leak into packets made later
+            payload = bytes(payload)
+        if total <= mtu:
+            self.count = 1
+            self.last_off = 0
+        else:
+            self.count = (total + mtu - 1) // mtu
+            self.last_off = (total - 1) // mtu * mtu
+            if carry:
+                # zero-copy slices (the encoder copies each into its frame anyway)
+                payload = memoryview(payload)
+        self.payload = payload
+
+    def part(self, i: int) -> tuple[SesStandard, Any]:
+        """Packet ``i``: its standard header and payload chunk."""
+        carry = self.carry
+        total = self.total
+        if self.count == 1:  # one packet: SOM and EOM
+            return (SesStandard(*self.fields, self.first_flags | _EOM, *self.common,
+                                self.header_data, 0, 0, self.rlen),
+                    self.payload[:total] if carry else b"")
+        mtu = self.mtu
+        off = i * mtu
+        if i == 0:
+            return (SesStandard(*self.fields, self.first_flags, *self.common,
+                                self.header_data, 0, 0, self.rlen),
+                    self.payload[:mtu] if carry else b"")
+        if off == self.last_off:
+            chunk = self.payload[off:total] if carry else b""
+            return (SesStandard(*self.fields, self.mid_flags | _EOM, *self.common, 0,
+                                len(chunk), off, self.rlen), chunk)
+        chunk = self.payload[off:off + mtu] if carry else b""
+        return (SesStandard(*self.fields, self.mid_flags, *self.common, 0, len(chunk), off,
+                            self.rlen), chunk)
+
+    def payload_bytes(self, i: int) -> int:
+        """Payload bytes of packets ``i`` to the last."""
+        if not self.carry:
+            return 0
+        return max(0, self.total - i * self.mtu)
+
+
 def segment(base: SesStandard, payload: bytes | bytearray | memoryview, mtu: int, *,
             length: int | None = None) -> list[tuple[SesStandard, Any]]:
     """Split a message into standard-header packets.
@@ -41,33 +114,6 @@ def segment(base: SesStandard, payload: bytes | bytearray | memoryview, mtu: int
     ``base`` holds the message-wide fields (with HD/header_data if any, ``request_length``
     set); ``length`` (READ) segments a length without carrying payload.
     """
-    carry = length is None
-    total: int = len(payload) if length is None else length
-    # one packet per MTU (a multi-megabyte message is thousands): plain int flags and a
-    # positional constructor, not IntFlag arithmetic and dataclasses.replace per packet
-    bf = int(base.flags)
-    mid_flags = bf & ~(_SOM | _EOM | _HD)
-    first_flags = mid_flags | _SOM | (bf & _HD)
-    b = base
-    fields = (b.opcode, b.version)
-    common = (b.message_id, b.ri_generation, b.job_id, b.pid_on_fep, b.resource_index,
-              b.buffer_offset, b.initiator, b.memory_key)
-    rlen = b.request_length
-    if total <= mtu:  # one packet: SOM and EOM
-        chunk = payload[:total] if carry else b""
-        hdr = SesStandard(*fields, first_flags | _EOM, *common, b.header_data, 0, 0, rlen)
-        return [(hdr, chunk)]
-    if type(payload) is bytes:
-        # zero-copy slices of an immutable message (the encoder copies each into its frame
-        # anyway); a mutable buffer is copied per packet, so later changes do not leak in
-        payload = memoryview(payload)
-    out = [(SesStandard(*fields, first_flags, *common, b.header_data, 0, 0, rlen),
-            payload[:mtu] if carry else b"")]
-    last_off = (total - 1) // mtu * mtu
-    for off in range(mtu, last_off, mtu):
-        chunk = payload[off:off + mtu] if carry else b""
-        out.append((SesStandard(*fields, mid_flags, *common, 0, len(chunk), off, rlen), chunk))
-    chunk = payload[last_off:total] if carry else b""
-    out.append((SesStandard(*fields, mid_flags | _EOM, *common, 0, len(chunk), last_off, rlen),
-                chunk))
-    return out
+    seg = Segmenter(base, payload, mtu, length=length)
+    part = seg.part
+    return [part(i) for i in range(seg.count)]

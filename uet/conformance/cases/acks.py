@@ -65,6 +65,16 @@ def ack_retx_echo(peer):
                what="the ACK of the retransmission, RETX set")
 
 
+@case("PDS-ACK-014", "2.3, 3.8",
+      "A retransmission whose original was lost (the first copy to arrive has RETX) is "
+      "acknowledged, with its RESPONSE, by an ACK with RETX set")
+def ack_retx_first_arrival(peer):
+    pdc = opened(peer)
+    psn = pdc.send(peer.ses.write("rma", peer.scratch, unique(peer, 16))[0], retx=True)
+    response(pdc, psn, OK, flags=has_flags(AckFlag.RETX),
+             what="the RESPONSE ACK of a first-arriving RETX packet, RETX set")
+
+
 @case("PDS-ACK-005", "2.3",
       "The ACK of a request that arrived ECN-CE marked has M (ECN echo) set; of a Not-CE "
       "request, M clear")

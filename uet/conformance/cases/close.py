@@ -94,6 +94,13 @@ def target_requests_close(peer):
       "The device as initiator closes an idle PDC once everything is acknowledged: a "
       "CLOSE control packet with AR carrying the next PSN")
 def dut_closes_when_idle(peer):
+    dut_idle_close(peer, lambda flow: {
+        "dpdcid": flow.my_id, "psn": psn_add(flow.psn(1), 1), "flags": has_flags(CpFlag.AR)})
+
+
+def dut_idle_close(peer, fields, what="the CLOSE of the idle PDC (PSN = last data PSN + 1)"):
+    """The device's return flow of two packets, all acknowledged: the CLOSE it sends once
+    idle (``fields(flow)``: what it must carry), acknowledged."""
     s = peer.setup
     if not s.close_idle_us:
         peer.fail("the setup disables the initiator idle close (close_idle_us = 0)")
@@ -102,10 +109,9 @@ def dut_closes_when_idle(peer):
     flow.ack(flow.psn(1))
     rx = peer.expect(PdsControl, timeout_us=s.close_idle_us * 1.5,
                      fields={"ctl_type": CtlType.CLOSE, "spdcid": flow.dut_id,
-                             "dpdcid": flow.my_id, "psn": psn_add(flow.psn(1), 1),
-                             "flags": has_flags(CpFlag.AR)},
-                     what="the CLOSE of the idle PDC (PSN = last data PSN + 1)")
+                             **fields(flow)}, what=what)
     flow.ack(rx.pds.psn)
+    return rx
 
 
 @case("PDS-CLS-008", "3.8, 3.9",

@@ -8,7 +8,10 @@ from uet.wire.records import PdsControl, PdsNack, psn_add
 from .. import packets as P
 from ..peer import ANY_ACK, has_flags
 from ..registry import case
-from .common import OK, opened, quiet, require, response, unique
+from .clear import dut_clear_answer, held
+from .close import dut_idle_close
+from .common import OK, check_bytes, opened, quiet, read_back, require, response, unique
+from .reactions import sacked_ack_req
 
 ACK_US = 1000
 
@@ -39,13 +42,21 @@ def ack_req_stored(peer):
 
 
 @case("PDS-CP-003", "2.7",
-      "A NOOP control packet is not answered and leaves the PDC as it was")
+      "A NOOP control packet is not answered and leaves the PDC as it was: the PSN it "
+      "carries (the next unused one) is not consumed, so a WRITE then sent at that PSN is "
+      "executed and answered")
 def noop(peer):
     pdc = quiet(peer)
-    pdc.control(CtlType.NOOP, pdc.psn(0))
+    nxt = pdc.next_psn
+    pdc.control(CtlType.NOOP, nxt)
     peer.expect_nothing(within_us=ACK_US, fields={"dpdcid": pdc.spdcid},
                         what="an answer to a NOOP control packet")
-    response(pdc, pdc.send(peer.ses.no_op()[0]), OK, what="the PDC still answering")
+    data = unique(peer, 32)
+    psn = pdc.send(peer.ses.write("rma", peer.scratch, data)[0])
+    require(peer, psn == nxt, "peer bug: the WRITE did not take the NOOP's PSN")
+    response(pdc, psn, OK, what="the RESPONSE OK of a WRITE at the PSN a NOOP carried")
+    check_bytes(peer, read_back(pdc, "rma", peer.scratch, 32), data,
+                "the WRITE sent at the PSN a NOOP carried")
 
 
 @case("PDS-CP-004", "2.7, 3.2",
@@ -146,3 +157,60 @@ def ack_req_future(peer):
                 what="NACK PKT_NOT_RCVD")
     peer.expect_nothing(ANY_ACK, within_us=ACK_US, fields={"ack_psn": psn},
                         what="an ACK naming a PSN never sent")
+
+
+# ------------------------------------------------------------------ DSCP of control packets
+# ACKs, NACKs and RUDI responses are checked in their areas (PDS-ACK-003, PDS-NAK-*,
+# PDS-RUDI-006); these cases cover every control packet kind the device sends.
+
+
+def _dscp(peer, rx):
+    want = peer.setup.dscp_control
+    require(peer, rx.dscp == want,
+            f"{CtlType(rx.pds.ctl_type).name} left with DSCP {rx.dscp}, not the control DSCP "
+            f"{want} (control packets must not queue behind data): {rx.describe()}")
+
+
+@case("PDS-CP-012", "1.4, 2.7, 3.7",
+      "A CLEAR_REQ the device sends as target leaves at the control DSCP (EF, 46 by "
+      "default; the setup names it), not behind data")
+def clear_req_dscp(peer):
+    pdc, _msg, psn, _first = held(peer)
+    period = peer.setup.clear_req_us or peer.setup.rto_us
+    _dscp(peer, peer.expect(PdsControl, timeout_us=period * 1.5,
+                            fields={"ctl_type": CtlType.CLEAR_REQ, "dpdcid": pdc.spdcid},
+                            what="the CLEAR_REQ for the held response"))
+    pdc.control(CtlType.CLEAR, 0, payload=psn)
+
+
+@case("PDS-CP-013", "1.4, 2.7, 3.9",
+      "A CLOSE_REQ the device sends as target (idle PDC) leaves at the control DSCP")
+def close_req_dscp(peer):
+    s = peer.setup
+    if not s.target_idle_us:
+        peer.fail("the setup disables the target idle close (target_idle_us = 0)")
+    pdc = opened(peer)
+    _dscp(peer, peer.expect(PdsControl, timeout_us=s.target_idle_us * 1.5,
+                            fields={"ctl_type": CtlType.CLOSE_REQ, "dpdcid": pdc.spdcid},
+                            what="the CLOSE_REQ of the idle PDC"))
+    pdc.ack_of(pdc.control(CtlType.CLOSE, ar=True), what="the ACK of the CLOSE")
+
+
+@case("PDS-CP-014", "1.4, 2.7, 3.9",
+      "A CLOSE the device sends as initiator leaves at the control DSCP")
+def close_dscp(peer):
+    _dscp(peer, dut_idle_close(peer, lambda flow: {}, what="the CLOSE of the idle PDC"))
+
+
+@case("PDS-CP-015", "1.4, 2.7, 3.8",
+      "An ACK_REQ the device sends as initiator (for a packet SACKed but not ACKed) "
+      "leaves at the control DSCP")
+def ack_req_dscp(peer):
+    _dscp(peer, sacked_ack_req(peer))
+
+
+@case("PDS-CP-016", "1.4, 2.7, 3.7",
+      "A CLEAR the device sends as initiator (answering CLEAR_REQ) leaves at the control "
+      "DSCP")
+def clear_dscp(peer):
+    _dscp(peer, dut_clear_answer(peer, lambda flow: {}, what="the CLEAR answering CLEAR_REQ"))

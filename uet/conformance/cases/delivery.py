@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from scapy.packet import Raw
+
 from uet.wire.constants import PdsType, ReturnCode, RspOpcode, SesOpcode
 from uet.wire.records import PdsRudi
 
@@ -30,7 +32,8 @@ def _order(peer, rod: bool) -> tuple[bytes, bytes, bytes]:
 
 @case("PDS-DUP-001", "3.5, 3.10",
       "A duplicate request is never executed twice: a retransmitted WRITE arriving after "
-      "a later WRITE to the same bytes is acknowledged but does not overwrite them")
+      "a later WRITE to the same bytes (and after the window moved past it) is "
+      "acknowledged but does not overwrite them")
 def duplicate_not_reexecuted(peer):
     pdc = opened(peer)
     first, second = unique(peer, 32), unique(peer, 32)
@@ -42,6 +45,47 @@ def duplicate_not_reexecuted(peer):
     pdc.ack_of(p1, what="the ACK of the duplicate WRITE")
     check_bytes(peer, read_back(pdc, "rma", peer.scratch, 32), second,
                 "memory after a duplicate of the first WRITE")
+
+
+def _dup_above_gap(peer, header):
+    """Two single-packet WRITEs (``header(offset, length)`` builds their SES header, one
+    without a message ID) to the same bytes at Start+2 and Start+3, Start+1 missing; then
+    a duplicate of Start+2 while the gap holds the window: it must not be executed."""
+    pdc = opened(peer)
+    a, b = unique(peer, 32), unique(peer, 32)
+    pa = pdc.send(header(32) / Raw(load=a), psn=pdc.psn(2))
+    response(pdc, pa, OK, what="the RESPONSE OK of the WRITE above the gap")
+    pb = pdc.send(header(32) / Raw(load=b), psn=pdc.psn(3))
+    response(pdc, pb, OK, what="the RESPONSE OK of the second WRITE above the gap")
+    pdc.send(header(32) / Raw(load=a), psn=pa, retx=True)
+    pdc.ack_of(pa, what="the ACK of the in-window duplicate (PSN above the gap)")
+    response(pdc, pdc.send(peer.ses.no_op()[0], psn=pdc.psn(1)), OK,
+             what="the RESPONSE OK of the packet filling the gap")
+    return b, pdc
+
+
+@case("PDS-DUP-002", "3.5, 3.10, 4.3",
+      "A duplicate of a PSN received above a gap (still inside the receive window) is "
+      "not handed to the SES again: with the medium header, which carries no message ID "
+      "for the SES to recognise it, the duplicate WRITE does not overwrite a later WRITE")
+def duplicate_above_gap_medium(peer):
+    r = peer.setup.region("rma")
+    b, pdc = _dup_above_gap(peer, lambda n: peer.ses.medium(
+        SesOpcode.WRITE, index=r.index, key=r.key, offset=peer.scratch, length=n))
+    check_bytes(peer, read_back(pdc, "rma", peer.scratch, 32), b,
+                "memory after an in-window duplicate of the first medium-header WRITE")
+
+
+@case("PDS-DUP-003", "3.5, 3.10, 4.3",
+      "The same with the small header (no message ID, key 0): a duplicate above a gap is "
+      "not executed again", caps=("opt_non_matching",))
+def duplicate_above_gap_small(peer):
+    r = peer.setup.region("small")
+    off = peer.scratch % (r.size - 64)
+    b, pdc = _dup_above_gap(peer, lambda n: peer.ses.small(
+        SesOpcode.WRITE, index=r.index, offset=off, length=n))
+    check_bytes(peer, read_back(pdc, "small", off, 32), b,
+                "memory after an in-window duplicate of the first small-header WRITE")
 
 
 @case("PDS-ORD-001", "3.10",
@@ -193,6 +237,16 @@ def uud_flags_ignored(peer):
     peer.send(P.uud(flags=0x7F) / peer.ses.send("recv", unique(peer, 8),
                                                 opcode=SesOpcode.DATAGRAM_SEND)[0])
     peer.expect_nothing(within_us=ACK_US * 5, what="any answer to a UUD datagram")
+
+
+@case("PDS-UUD-005", "3.10, 2.9, 6.3",
+      "A trimmed UUD request (trimmed DSCP) is dropped without an answer: UUD carries no "
+      "PSN or packet ID a NACK could name", caps=("uud",))
+def uud_trimmed_silent(peer):
+    peer.send(P.uud() / peer.ses.send("recv", unique(peer, 64),
+                                      opcode=SesOpcode.DATAGRAM_SEND)[0],
+              dscp=peer.setup.dscp_trimmed)
+    peer.expect_nothing(within_us=ACK_US * 5, what="any answer to a trimmed UUD datagram")
 
 
 @case("PDS-UUD-003", "3.10, 4.6",

@@ -115,18 +115,56 @@ def mode_mismatch_syn(peer):
     _nack(peer, NackCode.PDC_MODE_MISMATCH, pdc.next_psn, "NACK PDC_MODE_MISMATCH")
 
 
-@case("PDS-EST-008", "3.2, 3.5",
-      "A SYN whose psn_offset puts it beyond the receive window it would open "
-      "(psn_offset >= MP_RANGE) is answered NACK INVALID_SYN and not executed")
-def syn_offset_beyond_window(peer):
-    mp = peer.setup.mp_range
+def _refused_syn_leaves_nothing(peer, offset, rod=False):
+    """A SYN WRITE with psn_offset ``offset`` (>= MP_RANGE) must be NACKed INVALID_SYN,
+    not executed, and leave no target PDC behind: the NACK's SPDCID names no PDC, and a
+    valid SYN from the same initiator PDC (same SPDCID, a new Start_PSN) opens one."""
     probe = opened(peer)
     before = read_back(probe, "rma", peer.scratch, 32)
-    pdc = peer.pdc()
-    psn = pdc.send(peer.ses.write("rma", peer.scratch, unique(peer, 32))[0], psn=pdc.psn(mp))
-    _nack(peer, NackCode.INVALID_SYN, psn, "NACK INVALID_SYN", dpdcid=pdc.spdcid)
+    pdc = peer.pdc(rod=rod)
+    psn = pdc.send(peer.ses.write("rma", peer.scratch, unique(peer, 32))[0],
+                   psn=pdc.psn(offset))
+    nack = _nack(peer, NackCode.INVALID_SYN, psn, "NACK INVALID_SYN", dpdcid=pdc.spdcid)
     check_bytes(peer, read_back(probe, "rma", peer.scratch, 32), before,
                 "memory after an invalid SYN")
+    # a target PDC left behind would answer for the PDC ID the NACK named
+    stray = peer.pdc(spdcid=pdc.spdcid, start_psn=pdc.start_psn, rod=rod)
+    stray.dpdcid = nack.pds.spdcid
+    p = stray.send(peer.ses.write("rma", peer.scratch, unique(peer, 32))[0], syn=False)
+    _nack(peer, NackCode.INV_DPDCID, p, "NACK INV_DPDCID for the PDC ID the INVALID_SYN "
+          f"NACK named ({nack.pds.spdcid}): no PDC may exist for a refused SYN",
+          dpdcid=pdc.spdcid)
+    check_bytes(peer, read_back(probe, "rma", peer.scratch, 32), before,
+                "memory after a request naming the refused SYN's PDC ID")
+    again = peer.pdc(spdcid=pdc.spdcid, rod=rod)
+    data = unique(peer, 32)
+    response(again, again.send(peer.ses.write("rma", peer.scratch, data)[0]), OK,
+             what="RESPONSE OK of a valid SYN from the initiator PDC whose SYN was refused")
+    check_bytes(peer, read_back(again, "rma", peer.scratch, 32), data,
+                "the WRITE carried by the valid SYN after the refused one")
+
+
+@case("PDS-EST-008", "3.2, 3.5",
+      "A SYN whose psn_offset puts it beyond the receive window it would open "
+      "(psn_offset = MP_RANGE) is answered NACK INVALID_SYN, not executed, and creates no "
+      "PDC state: the PDC ID its NACK names is unknown (INV_DPDCID) and a later valid SYN "
+      "from the same initiator PDC opens a PDC")
+def syn_offset_beyond_window(peer):
+    _refused_syn_leaves_nothing(peer, peer.setup.mp_range)
+
+
+@case("PDS-EST-021", "3.2, 3.5",
+      "A SYN far beyond the window it would open (psn_offset = 2 x MP_RANGE + 3) is "
+      "refused the same way: NACK INVALID_SYN, nothing executed, no PDC left behind")
+def syn_offset_far_beyond_window(peer):
+    _refused_syn_leaves_nothing(peer, 2 * peer.setup.mp_range + 3)
+
+
+@case("PDS-EST-022", "3.2, 3.5, 3.10",
+      "The same for a ROD SYN at psn_offset = MP_RANGE: NACK INVALID_SYN, nothing executed, "
+      "no PDC left behind")
+def rod_syn_offset_beyond_window(peer):
+    _refused_syn_leaves_nothing(peer, peer.setup.mp_range, rod=True)
 
 
 @case("PDS-EST-009", "3.2",

@@ -254,19 +254,30 @@ def retry_limit(peer):
       "A packet SACKed (arrived) but whose ACK never came is not resent at its RTO: the "
       "device sends an ACK_REQ control packet for its PSN instead")
 def sack_then_ack_req(peer):
+    def no_data_retx(flow):
+        peer.expect_nothing(PdsRequest, within_us=1000,
+                            fields={"psn": flow.psn(1), "spdcid": flow.dut_id},
+                            what="a data retransmission of a SACKed packet")
+    sacked_ack_req(peer, no_data_retx)
+
+
+def sacked_ack_req(peer, then=None):
+    """The device's return flow of three packets, the second SACKed (arrived) but not
+    ACKed: the ACK_REQ the device sends for it at its RTO (``then(flow)`` runs after it,
+    before the flow is acknowledged)."""
     rto = peer.setup.rto_us
     flow = DutFlow(peer, 3)
     flow.begin()
     base = psn_add(flow.psn(0), 1)
     flow.ack(flow.psn(0), sack_base=base, sack_bitmap=0b1)  # PSN 1 arrived, 2 not
-    peer.expect(PdsControl, timeout_us=rto * 1.5,
-                fields={"ctl_type": CtlType.ACK_REQ, "psn": flow.psn(1),
-                        "spdcid": flow.dut_id},
-                what=f"an ACK_REQ for the SACKed PSN {flow.psn(1)}")
-    peer.expect_nothing(PdsRequest, within_us=1000,
-                        fields={"psn": flow.psn(1), "spdcid": flow.dut_id},
-                        what="a data retransmission of a SACKed packet")
+    rx = peer.expect(PdsControl, timeout_us=rto * 1.5,
+                     fields={"ctl_type": CtlType.ACK_REQ, "psn": flow.psn(1),
+                             "spdcid": flow.dut_id},
+                     what=f"an ACK_REQ for the SACKed PSN {flow.psn(1)}")
+    if then is not None:
+        then(flow)
     flow.ack(flow.psn(2))
+    return rx
 
 
 @case("PDS-RTX-005", "3.6, 3.8",

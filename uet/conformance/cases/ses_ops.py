@@ -385,3 +385,92 @@ def send_duplicate(peer):
              what="the stored RESPONSE for the duplicate SEND")
     nxt = peer.ses.send("recv", unique(peer, 100))
     response(pdc, pdc.send(nxt[0]), OK, ses__list=RspList.EXPECTED)
+
+
+def _two_packet_write(peer):
+    """An opened PDC, the 64 bytes of the scratch slot as they are, and a two-packet
+    WRITE of 64 new bytes there (not sent)."""
+    pdc = opened(peer)
+    before = read_back(pdc, "rma", peer.scratch, 64)
+    return pdc, before, peer.ses.write("rma", peer.scratch, unique(peer, 64), mtu=32)
+
+
+@case("SES-OP-024", "4.6, 3.10",
+      "A later packet of a message abandoned with MSG_ERROR is not executed: the second "
+      "packet of a two-packet WRITE sent after the MSG_ERROR writes nothing (memory read "
+      "back) and completes nothing")
+def msg_error_later_packet(peer):
+    pdc, before, msg = _two_packet_write(peer)
+    pdc.ack_of(pdc.send(msg[0], ar=True), fields={"ses.opcode": not_(RspOpcode.RESPONSE)},
+               what="the ACK of the first packet, without RESPONSE")
+    response(pdc, pdc.send(peer.ses.msg_error(msg.msg_id)[0]), OK,
+             what="RESPONSE OK of MSG_ERROR")
+    pdc.ack_of(pdc.send(msg[1]), fields={"ses.opcode": not_(RspOpcode.RESPONSE)},
+               what="the ACK of the abandoned message's last packet, without RESPONSE")
+    check_bytes(peer, read_back(pdc, "rma", peer.scratch + 32, 32), before[32:],
+                "the bytes of the abandoned WRITE's packet sent after MSG_ERROR")
+
+
+@case("SES-OP-025", "4.6, 3.10",
+      "MSG_ERROR may overtake the message it abandons (RUD does not order packets): a "
+      "packet of that message arriving after it is not executed (memory read back) and "
+      "gets no RESPONSE OK")
+def msg_error_overtaken(peer):
+    pdc, before, msg = _two_packet_write(peer)
+    pdc.ack_of(pdc.send(peer.ses.msg_error(msg.msg_id)[0]),
+               what="the ACK of a MSG_ERROR for a message not seen yet")
+    for i, pkt in enumerate(msg.packets):
+        pdc.ack_of(pdc.send(pkt, ar=True), fields={"ses.opcode": not_(RspOpcode.RESPONSE)},
+                   what=f"the ACK of packet {i} of the abandoned message, without RESPONSE")
+    check_bytes(peer, read_back(pdc, "rma", peer.scratch, 64), before,
+                "memory after the packets of a message abandoned before they arrived")
+
+
+def _atomic_retransmitted(peer, medium: bool):
+    """A FETCHING_ATOMIC SUM whose ACK the initiator lost (nothing cleared), sent again
+    with RETX: the stored response (the original old value) answers it, and memory shows
+    the operand added once."""
+    pdc = opened(peer)
+    pdc.auto_clear = False
+    x = 0x0101_0000_0000_0000 + peer.rng.getrandbits(32)
+    operand = x.to_bytes(8, "big")
+    if medium:
+        r = peer.setup.region("rma")
+        ext = UETAtomicExt(atomic_opcode=AtomicOpcode.SUM, atomic_datatype=U64,
+                           semantic_control=0, rsvd=0)
+        pkt = peer.ses.medium(SesOpcode.FETCHING_ATOMIC, index=r.index, key=r.key,
+                              offset=peer.scratch, length=8) / ext / Raw(load=operand)
+        fields = {"next_hdr": NextHeader.RSP_DATA_SMALL}
+    else:
+        pkt = peer.ses.atomic(AtomicOpcode.SUM, U64, operand, offset=peer.scratch,
+                              fetching=True)[0]
+        fields = {"ses.opcode": RspOpcode.RESPONSE_W_DATA, "ses.return_code": OK}
+    psn = pdc.send(pkt)
+    first = pdc.ack_of(psn, fields=fields, what="the fetched value of the atomic")
+    pdc.send(pkt, psn=psn, retx=True)
+    again = pdc.ack_of(psn, fields=fields,
+                       what="the original fetched value answering the retransmission")
+    require(peer, again.data == first.data,
+            f"the retransmitted atomic returned {again.data.hex()}, the original "
+            f"{first.data.hex()}: it was executed again")
+    pdc.auto_clear = True
+    v0 = int.from_bytes(first.data, "big")
+    now = _fetch(pdc, AtomicOpcode.SUM, bytes(8))
+    require(peer, now == (v0 + x) % (1 << 64),
+            f"memory after a retransmitted SUM of {x:#x} on {v0:#x}: {now:#x} "
+            f"(applied {'twice' if now == (v0 + 2 * x) % (1 << 64) else 'not once'})")
+
+
+@case("SES-OP-026", "4.4, 3.5, 3.7",
+      "A retransmitted FETCHING_ATOMIC (its ACK was lost) is applied exactly once: the "
+      "retransmission is answered with the original fetched value and memory shows the "
+      "operand added once")
+def atomic_retransmitted(peer):
+    _atomic_retransmitted(peer, medium=False)
+
+
+@case("SES-OP-027", "4.3, 4.4, 3.5, 3.7",
+      "The same with the medium header (no message ID, so only the PDS can recognise the "
+      "duplicate): applied once, the original value returned in RSP_DATA_SMALL")
+def atomic_retransmitted_medium(peer):
+    _atomic_retransmitted(peer, medium=True)

@@ -123,11 +123,9 @@ def in_window_out_of_order(peer):
                 "the out-of-order WRITE")
 
 
-@case("PDS-WIN-008", "3.5",
-      "The device as initiator sends no PSN beyond max CACK + the peer's MP_RANGE: with "
-      "nothing acknowledged at most MP_RANGE packets leave, and one more after an ACK")
-def dut_respects_window(peer):
-    mp = 128
+def _first_window(peer, mp):
+    """The device READs back (mp + 2) x 4 KiB: collect what it sends before any ACK
+    (the first MP_RANGE packets). Returns (flow, Start_PSN)."""
     flow = DutFlow(peer, mp + 2, region="rma")
     flow.read_pdc.send_msg(peer.ses.read("rma", 0, (mp + 2) * 4096))
     got = peer.collect(PdsRequest, within_us=peer.setup.rto_us / 2,
@@ -143,8 +141,40 @@ def dut_respects_window(peer):
     require(peer, len({r.pds.psn for r in got}) == mp,
             f"{len({r.pds.psn for r in got})} packets sent before any ACK, the window "
             f"allows {mp}")
+    return flow, start
+
+
+@case("PDS-WIN-008", "3.5",
+      "The device as initiator sends no PSN beyond max CACK + the peer's MP_RANGE: with "
+      "nothing acknowledged at most MP_RANGE packets leave, and one more after an ACK")
+def dut_respects_window(peer):
+    mp = 128
+    flow, start = _first_window(peer, mp)
     flow.ack(start, mpr=1)
     peer.expect(PdsRequest, timeout_us=peer.setup.rto_us / 2, strict=True,
                 fields={"psn": psn_add(start, mp), "spdcid": flow.dut_id},
                 what=f"PSN Start+{mp}, allowed once Start is acknowledged")
+    peer.expect_nothing(PdsRequest, within_us=peer.setup.rto_us / 2,
+                        fields={"psn": psn_add(start, mp + 1), "spdcid": flow.dut_id},
+                        what=f"PSN Start+{mp + 1}: beyond max CACK (Start) + MP_RANGE")
+    flow.ack(psn_add(start, mp + 1))
+
+
+@case("PDS-WIN-009", "3.5, 3.6",
+      "The device's window is counted from the peer's CACK, not from what it released: "
+      "with every packet acknowledged one by one but the CACK held at Start - 1, nothing "
+      "beyond Start - 1 + MP_RANGE leaves; a CACK covering them lets the rest go")
+def dut_window_from_cack(peer):
+    mp = 128
+    flow, start = _first_window(peer, mp)
+    held = psn_add(start, -1)
+    for i in range(mp):
+        flow.ack(psn_add(start, i), cack=held, mpr=1)
+    peer.expect_nothing(PdsRequest, within_us=peer.setup.rto_us / 2,
+                        fields={"psn": psn_add(start, mp), "spdcid": flow.dut_id},
+                        what=f"PSN Start+{mp} while the peer's CACK stays at Start - 1")
+    flow.ack(psn_add(start, mp - 1), mpr=1)
+    peer.expect(PdsRequest, timeout_us=peer.setup.rto_us / 2,
+                fields={"psn": psn_add(start, mp), "spdcid": flow.dut_id},
+                what=f"PSN Start+{mp} once the CACK covers Start+{mp - 1}")
     flow.ack(psn_add(start, mp + 1))
