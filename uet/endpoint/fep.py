@@ -393,21 +393,19 @@ class FabricEndpoint:
             self.log_hook(now, "decode_error", error=str(exc))
 
     def pop_control(self, now: int) -> bytes | None:
-        while True:
-            frame = self.pds.poll_transmit(now, True)
-            if frame is None:
-                return None
-            self.counters["tx_control"] += 1
-            data = self._encode(now, frame)
-            if data is not None:
-                return data
+        return self._pop(now, True, "tx_control")
 
     def pop_data(self, now: int) -> bytes | None:
+        return self._pop(now, False, "tx_data")
+
+    def _pop(self, now: int, control: bool, counter: str) -> bytes | None:
+        """The next frame of a class as bytes (a frame its domain refuses to seal is
+        counted there and skipped)."""
         while True:
-            frame = self.pds.poll_transmit(now, False)
+            frame = self.pds.poll_transmit(now, control)
             if frame is None:
                 return None
-            self.counters["tx_data"] += 1
+            self.counters[counter] += 1
             data = self._encode(now, frame)
             if data is not None:
                 return data

@@ -57,16 +57,24 @@ def secured_write(peer):
     check_bytes(peer, read_back(pdc, "rma", peer.scratch, 48), data, "the secured WRITE")
 
 
-def _refused_bytes(peer, mutate, what: str) -> None:
+def _refused(peer, act, what: str) -> None:
+    """On an opened secured PDC: ``act(pdc)`` sends something that must be refused; no ACK
+    or NACK comes back and the peer's scratch memory is unchanged."""
     pdc = opened(peer)
     before = read_back(pdc, "rma", peer.scratch, 32)
-    raw = bytearray(_frame_of(peer, _request(peer, pdc, peer.ses.write(
-        "rma", peer.scratch, unique(peer, 32)))))
-    mutate(raw)
-    peer.send(bytes(raw), cleartext=True)
+    act(pdc)
     _nothing_back(peer, f"any answer to {what}")
     check_bytes(peer, read_back(pdc, "rma", peer.scratch, 32), before,
                 f"memory after {what}")
+
+
+def _refused_bytes(peer, mutate, what: str) -> None:
+    def act(pdc):
+        raw = bytearray(_frame_of(peer, _request(peer, pdc, peer.ses.write(
+            "rma", peer.scratch, unique(peer, 32)))))
+        mutate(raw)
+        peer.send(bytes(raw), cleartext=True)
+    _refused(peer, act, what)
 
 
 @case("TSS-002", "7.2",
@@ -95,21 +103,18 @@ def wrong_key_and_sdi(peer):
 
     from ..setup import conformance_tss
 
-    pdc = opened(peer)
-    before = read_back(pdc, "rma", peer.scratch, 32)
-    other = TssSublayer(TssConfig.from_dict({**conformance_tss(peer.setup), "key": "00" * 32}),
-                        peer.ip).domains[peer.sdi]
-    other.tsc = peer.tss.domains[peer.sdi].tsc + 1000
-    _hdr, bad_key = other.seal(peer.now_ps, bytes(_request(peer, pdc, peer.ses.write(
-        "rma", peer.scratch, unique(peer, 32)))), peer.ip, peer.dut_ip, peer.default_ev)
-    peer.send(bad_key, cleartext=True)
-    raw = bytearray(_frame_of(peer, _request(peer, pdc, peer.ses.write(
-        "rma", peer.scratch, unique(peer, 32)))))
-    raw[1:4] = ((peer.sdi + 1) & 0xFFFFFF).to_bytes(3, "big")  # another SDI
-    peer.send(bytes(raw), cleartext=True)
-    _nothing_back(peer, "any answer to a wrong key or an unknown SDI")
-    check_bytes(peer, read_back(pdc, "rma", peer.scratch, 32), before,
-                "memory after requests under a wrong key / SDI")
+    def act(pdc):
+        other = TssSublayer(TssConfig.from_dict({**conformance_tss(peer.setup),
+                                                 "key": "00" * 32}), peer.ip).domains[peer.sdi]
+        other.tsc = peer.tss.domains[peer.sdi].tsc + 1000
+        _hdr, bad_key = other.seal(peer.now_ps, bytes(_request(peer, pdc, peer.ses.write(
+            "rma", peer.scratch, unique(peer, 32)))), peer.ip, peer.dut_ip, peer.default_ev)
+        peer.send(bad_key, cleartext=True)
+        raw = bytearray(_frame_of(peer, _request(peer, pdc, peer.ses.write(
+            "rma", peer.scratch, unique(peer, 32)))))
+        raw[1:4] = ((peer.sdi + 1) & 0xFFFFFF).to_bytes(3, "big")  # another SDI
+        peer.send(bytes(raw), cleartext=True)
+    _refused(peer, act, "requests under a wrong key or an unknown SDI")
 
 
 @case("TSS-005", "7.2",
@@ -152,32 +157,26 @@ def retransmission_fresh_tsc(peer):
       "A secured device refuses cleartext UET: a plain request gets no answer and writes "
       "nothing", tss=True)
 def cleartext_refused(peer):
-    pdc = opened(peer)
-    before = read_back(pdc, "rma", peer.scratch, 32)
-    plain = peer.pdc()  # a new PDC, in the clear
-    peer.send(plain.header() / peer.ses.write("rma", peer.scratch, unique(peer, 32))[0],
-              cleartext=True)
-    _nothing_back(peer, "an answer to a cleartext request")
-    check_bytes(peer, read_back(pdc, "rma", peer.scratch, 32), before,
-                "memory after a cleartext WRITE")
+    def act(pdc):
+        plain = peer.pdc()  # a new PDC, in the clear
+        peer.send(plain.header() / peer.ses.write("rma", peer.scratch, unique(peer, 32))[0],
+                  cleartext=True)
+    _refused(peer, act, "a cleartext WRITE")
 
 
 @case("TSS-008", "7.2",
       "An older epoch than the domain's (by more than its lifetime, or from before the "
       "device joined) is refused: dropped, nothing written", tss=True)
 def old_epoch(peer):
-    pdc = opened(peer)
-    before = read_back(pdc, "rma", peer.scratch, 32)
-    dom = peer.tss.domains[peer.sdi]
-    saved = dom.epoch
-    dom.epoch = (saved - 40) & 0xFFFF
-    try:
-        pdc.send(peer.ses.write("rma", peer.scratch, unique(peer, 32))[0])
-    finally:
-        dom.epoch = saved
-    _nothing_back(peer, "an answer to a frame of an old epoch")
-    check_bytes(peer, read_back(pdc, "rma", peer.scratch, 32), before,
-                "memory after a frame of an old epoch")
+    def act(pdc):
+        dom = peer.tss.domains[peer.sdi]
+        saved = dom.epoch
+        dom.epoch = (saved - 40) & 0xFFFF
+        try:
+            pdc.send(peer.ses.write("rma", peer.scratch, unique(peer, 32))[0])
+        finally:
+            dom.epoch = saved
+    _refused(peer, act, "a frame of an old epoch")
 
 
 @case("TSS-009", "4.6, 7",
