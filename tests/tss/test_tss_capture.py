@@ -71,3 +71,24 @@ def test_dissector_decrypts_and_agrees_with_uet_decode(tmp_path):
     none = dissect(CAPTURE)
     assert all("uet.pds.type" not in d.fields and "uet.tss.encrypted" in d.fields
                for d in none)
+
+
+def test_only_uet_frames_are_taken_for_tss():
+    """A frame is treated as secured only when its TSS-looking byte follows the UDP header
+    of the UET port (or the entropy header of the UET IP protocol): a DNS datagram whose
+    first payload byte happens to be 0x08 is decoded as what it is."""
+    from uet.tss.sublayer import frame_is_secured
+
+    def v4(proto: int, l4: bytes) -> bytes:
+        ip = bytes([0x45, 0, 0, 20 + len(l4), 0, 0, 0, 0, 64, proto, 0, 0,
+                    127, 0, 0, 1, 127, 0, 0, 2])
+        return bytes(12) + b"\x08\x00" + ip + l4
+
+    tss = b"\x08" + bytes(15)
+    udp = lambda dport: (1234).to_bytes(2, "big") + dport.to_bytes(2, "big") + bytes(4)  # noqa: E731
+    assert frame_is_secured(v4(17, udp(4793) + tss), udp_port=4793)
+    assert not frame_is_secured(v4(17, udp(53) + tss), udp_port=4793)
+    assert frame_is_secured(v4(17, udp(53) + tss))  # no port given: any UDP port
+    assert frame_is_secured(v4(253, bytes(4) + tss), ip_proto=253)
+    assert not frame_is_secured(v4(6, bytes(4) + tss), ip_proto=253)
+    assert not frame_is_secured(v4(17, udp(4793) + b"\x10" + bytes(15)), udp_port=4793)

@@ -168,7 +168,7 @@ def dissect(cf: CapturedFrame, *, trailer_len: int = 0, udp_port: int = UET_UDP_
     if cf.linktype != LINKTYPE_ETHERNET:
         return Dissected("other", {}, error=f"unsupported link type {cf.linktype} "
                                             "(only Ethernet is decoded)")
-    if not tss_cleartext and frame_is_secured(data):
+    if not tss_cleartext and frame_is_secured(data, udp_port=udp_port, ip_proto=ip_proto):
         secured = _secured(cf, keys)
         if secured is not None:
             return secured

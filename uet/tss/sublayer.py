@@ -225,12 +225,11 @@ class TssSublayer:
         return out
 
 
-__all__ = ["TssSublayer", "frame_is_secured", "is_secured"]
-
-
-def frame_is_secured(data: bytes | bytearray | memoryview) -> bool:
-    """Does a whole Ethernet frame carry a TSS header (IPv4 or IPv6, UDP or the entropy
-    header of native IP)? One look at a few bytes, nothing decoded or checked."""
+def frame_is_secured(data: bytes | bytearray | memoryview, *, udp_port: int | None = None,
+                     ip_proto: int = 253) -> bool:
+    """Does a whole Ethernet frame carry a TSS header (IPv4 or IPv6, UDP to ``udp_port``
+    (None: any port) or the entropy header of native IP protocol ``ip_proto``)? One look
+    at a few bytes, nothing decoded or checked."""
     n = len(data)
     if n < 34:
         return False
@@ -243,5 +242,16 @@ def frame_is_secured(data: bytes | bytearray | memoryview) -> bool:
         proto = data[20]
     else:
         return False
-    off = l4 + (8 if proto == 17 else 4)
+    if proto == 17:
+        if udp_port is not None and (n < l4 + 4 or data[l4 + 2] << 8 | data[l4 + 3]
+                                     != udp_port):
+            return False
+        off = l4 + 8
+    elif proto == ip_proto:
+        off = l4 + 4
+    else:
+        return False
     return off < n and data[off] >> 3 == 1
+
+
+__all__ = ["TssSublayer", "frame_is_secured", "is_secured"]
