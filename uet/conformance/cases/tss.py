@@ -87,12 +87,17 @@ def tampered_payload(peer):
 
 
 @case("TSS-003", "7.2",
-      "A secured request whose TSS header (part of the AAD: here its TSC) was changed "
-      "fails authentication: dropped, nothing written", tss=True)
+      "A secured request whose TSS header (part of the AAD) was changed fails "
+      "authentication: its reserved bit (in neither the IV nor the key choice, so only the "
+      "tag over the header tells) or its TSC; dropped, nothing written", tss=True)
 def tampered_header(peer):
-    def flip(b):
-        b[11] ^= 0x01
-    _refused_bytes(peer, flip, "a request with a changed TSS header")
+    def act(pdc):
+        for byte, bit in ((0, 0x02), (6, 0x40)):  # reserved bit; a TSC 2^46 ahead
+            raw = bytearray(_frame_of(peer, _request(peer, pdc, peer.ses.write(
+                "rma", peer.scratch, unique(peer, 32)))))
+            raw[byte] ^= bit
+            peer.send(bytes(raw), cleartext=True)
+    _refused(peer, act, "requests with a changed TSS header")
 
 
 @case("TSS-004", "7.2",
@@ -165,21 +170,23 @@ def cleartext_refused(peer):
 
 
 @case("TSS-008", "7.2",
-      "An older epoch than the domain's (by more than its lifetime, or from before the "
-      "device joined) is refused: dropped, nothing written", tss=True)
+      "An older epoch than the domain's is refused: by more than its lifetime (40 back), "
+      "or one back, within the lifetime but from before the device joined; dropped, "
+      "nothing written", tss=True)
 def old_epoch(peer):
     def act(pdc):
         dom = peer.tss.domains[peer.sdi]
         saved = dom.epoch
-        dom.epoch = (saved - 40) & 0xFFFF
         try:
-            pdc.send(peer.ses.write("rma", peer.scratch, unique(peer, 32))[0])
+            for back in (40, 1):
+                dom.epoch = (saved - back) & 0xFFFF
+                pdc.send(peer.ses.write("rma", peer.scratch, unique(peer, 32))[0])
         finally:
             dom.epoch = saved
     _refused(peer, act, "a frame of an old epoch")
 
 
-@case("TSS-009", "4.6, 7",
+@case("TSS-009", "4.6, 7.2",
       "Job isolation: a request sealed in the domain but naming another job than the "
       "domain's is answered BAD_JOB_ID and not executed", tss=True)
 def other_job(peer):
