@@ -57,6 +57,26 @@ def test_roce_allreduce_delivers_every_byte(tmp_path):
     assert [f["end_ps"] for f in again["flows"]] == [f["end_ps"] for f in res["flows"]]
 
 
+def test_roce_bulk_flows_share_one_sink_collectives_keep_their_own(tmp_path):
+    """As the UET runner: a permutation's WRITEs land in one sink every host shares (and
+    one IP -> host map), counted per flow; a collective keeps a sink per host."""
+    from uet.experiments.roce_stack import RoceRunner
+
+    perm = parse_config(SMALL.replace('pattern = "allreduce_ring"', 'pattern = "permutation"')
+                        .replace("hosts = [0, 5, 10, 15]\n", ""))
+    run = RoceRunner(perm, tmp_path / "perm")
+    run.build()
+    assert len({id(ep.sink) for ep in run.eps}) == 1 and len(run.eps[0].sink) == 256 * 1024
+    assert len({id(ep.peer_index) for ep in run.eps}) == 1
+    res = run_experiment(perm, tmp_path / "perm-run")
+    assert res["run"]["completed"] and res["summary"]["bytes_delivered"] == 16 * 256 * 1024
+    assert all(f["bytes_delivered"] == f["size"] and f["duplicates"] == 0
+               for f in res["flows"])
+    coll = RoceRunner(parse_config(SMALL), tmp_path / "coll")
+    coll.build()
+    assert len({id(ep.sink) for ep in coll.eps}) == 16
+
+
 def test_victim_flows_are_summarised(tmp_path):
     cfg = load_config(ROCE / "incast-victim.toml",
                       ["transport.stack=roce", "output.plots=false", "output.progress=false",

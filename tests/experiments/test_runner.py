@@ -426,3 +426,36 @@ size = "32KiB"
     done = {e["flow"]: e["fct_ps"] for e in events if e["event"] == "flow_done"}
     assert done == {f["id"]: f["fct_ps"] for f in doc["flows"]}
     assert [e["t_ps"] for e in events] == sorted(e["t_ps"] for e in events)
+
+
+def test_only_the_plots_asked_for_are_drawn_and_sampled(tmp_path: Path) -> None:
+    """output.plot_kinds: the plots written are those named; without timeseries.json the
+    sampler records only the series they draw (none at all for the FCT CDF alone), and
+    with it everything, whatever the plots."""
+    text = """
+[topology]
+kind = "fat_tree"
+[traffic]
+pattern = "permutation"
+size = "64KiB"
+"""
+    cfg = small(text)
+    cfg["output"].update(plots=True, timeseries=False, plot_kinds=["fct_cdf", "queues"])
+    run = Runner(cfg, tmp_path / "some")
+    doc = run.execute()
+    assert sorted(doc["files"]["plots"]) == ["fct_cdf.png", "queues.png"]
+    assert sorted(p.name for p in (tmp_path / "some").glob("*.png")) == doc["files"]["plots"]
+    assert run.sampler is not None and not run.sampler.channels and run.sampler.ports
+    series = run.series
+    assert series is not None and series["queue_bytes"] and not series["link_tx_bytes"]
+    assert "ev_bytes" not in series and not series["cwnd_bytes"]
+    cdf = small(text)
+    cdf["output"].update(plots=True, timeseries=False, plot_kinds=["fct_cdf"])
+    only = Runner(cdf, tmp_path / "cdf")
+    assert only.execute()["files"]["plots"] == ["fct_cdf.png"] and only.sampler is None
+    full = small(text)
+    full["output"].update(plots=False, timeseries=True, plot_kinds=["fct_cdf"])
+    every = Runner(full, tmp_path / "all")
+    every.execute()
+    assert every.series is not None and every.series["link_tx_bytes"]
+    assert every.series["ev_bytes"] and every.series["cwnd_bytes"]

@@ -234,6 +234,31 @@ def test_sink_grows_in_place_and_bulk_messages_report_fct():
     assert a.idle() or a.pds.pdcs()
 
 
+def test_a_shared_sink_checks_and_counts_but_keeps_no_bytes():
+    """factory(shared_sink=True): one scratch region for every host. A WRITE into it passes
+    the SES checks, completes and is audited, but nothing is copied in; a WRITE beyond it
+    is still refused. A sink of its own keeps the bytes."""
+    shared = bytearray(60_000)
+    a, b = pair("ai-base", sink_buffer=shared)
+    assert b.sink is shared and a.sink is shared
+    wire = Wire(a, b)
+    payload = random.Random(6).randbytes(50_000)
+    msg = a.send_message(0, B_IP, 50_000, payload)
+    assert wire.run_until(lambda: msg.done)
+    assert msg.ok and not any(shared)
+    assert b.audit.seen == 13 and b.audit.duplicates == 0  # ceil(50000 / 4096) packets
+    big = a.send_message(wire.now, B_IP, 70_000, bytes(70_000))
+    assert wire.run_until(lambda: big.done)
+    assert not big.ok and big.op.return_code == Rc.BAD_ADDR
+    own = bytearray(60_000)
+    b.ses.resources.remove_region(b.job_id, 0, 0x7FF, 0x5155_4E4B)
+    b.sink = own
+    b._register_sink()
+    kept = a.send_message(wire.now, B_IP, 50_000, payload)
+    assert wire.run_until(lambda: kept.done)
+    assert kept.ok and bytes(own[:50_000]) == payload
+
+
 def test_request_headers_on_the_wire_follow_the_message_size():
     a, b = pair("ai-base")
     wire = Wire(a, b)

@@ -121,19 +121,29 @@ class BitmapEv(ObliviousEv):
             self.penalty[i] = min(self.penalty[i] + add, self.MAX_PENALTY)
 
     def next_ev(self, now: int) -> int:
-        low = self._current()
+        # _current() and _advance(), inline: this runs for every packet sent
+        mask = self.mask
+        n = self.n
+        penalty = self.penalty
+        low = (self.index ^ self.xor) & mask
         decremented = False
         laps = 0
-        while self.penalty[low] > 0:
+        while penalty[low] > 0:
             if not decremented:
-                self.penalty[low] -= 1
+                penalty[low] -= 1
                 decremented = True
             laps += 1
-            if laps > self.n:
+            if laps > n:
                 break
-            self._advance()
-            low = self._current()
-        self._advance()
+            self.index += 1
+            if self.index == n:
+                self.index = 0
+                self.xor = self.rng.randrange(n)
+            low = (self.index ^ self.xor) & mask
+        self.index += 1
+        if self.index == n:
+            self.index = 0
+            self.xor = self.rng.randrange(n)
         return self.upper | low
 
 
@@ -270,14 +280,15 @@ class MixedEv(BitmapEv):
         self.recycled: deque[int] = deque(maxlen=max(n, 64))
 
     def feedback(self, now: int, ev: int, kind: PathFeedback) -> None:
-        super().feedback(now, ev, kind)
-        if kind == PathFeedback.GOOD:
+        if kind:  # BitmapEv.feedback: GOOD (0) adds no penalty
+            BitmapEv.feedback(self, now, ev, kind)
+        else:
             self.recycled.append(ev & EV_MASK)
 
     def next_ev(self, now: int) -> int:
         if self.recycled:
             return self.recycled.popleft()
-        return super().next_ev(now)
+        return BitmapEv.next_ev(self, now)
 
 
 SELECTORS = ("fixed", "oblivious", "bitmap", "reps", "mixed")

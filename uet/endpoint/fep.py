@@ -227,9 +227,9 @@ class FabricEndpoint:
         self.sink: bytearray | None = None
         if sink_buffer is not None:
             # a scratch buffer shared with other end points (``factory(shared_sink=True)``):
-            # bulk data is placed, counted and audited, but not kept per host
+            # bulk data is checked, counted and audited, but not kept (a scratch region)
             self.sink = sink_buffer
-            self._register_sink()
+            self._register_sink(store=False)
         if sink_bytes:
             self.expose_sink(sink_bytes)
 
@@ -243,10 +243,11 @@ class FabricEndpoint:
         the fabric's trimmed code points (``ctx.qos``). ``kwargs`` go to the constructor;
         ``pds_overrides`` / ``cms_overrides`` dicts adjust the profile's settings per fabric
         (the link rate is taken from the host link). ``shared_sink=True`` gives every end
-        point the same sink buffer (``sink_bytes`` long, grown in place): bulk WRITEs are
-        placed and audited as usual, but memory no longer grows by ``sink_bytes`` per host
-        (what an experiment that does not read the data back wants; the bytes of
-        concurrent messages overwrite each other). ``host_profiles`` maps host indices to
+        point the same sink buffer (``sink_bytes`` long, grown in place), registered as a
+        scratch region (``MemoryRegion.store`` False): bulk WRITEs pass every SES check and
+        are counted and audited as usual, but their bytes are not copied in, and memory no
+        longer grows by ``sink_bytes`` per host (what an experiment that does not read the
+        data back wants; a READ of it gives zeros). ``host_profiles`` maps host indices to
         a different profile than ``profile``; every end point knows every peer's
         ``fep_cap`` (as it would from the peer's UET address), so operations a peer's
         profile refuses fail at once at the initiator. ``tss`` (a :class:`TssConfig` or
@@ -311,10 +312,10 @@ class FabricEndpoint:
         self.sink = bytearray(nbytes)
         self._register_sink()
 
-    def _register_sink(self) -> None:
+    def _register_sink(self, store: bool = True) -> None:
         assert self.sink is not None
         self.ses.resources.add_region(self.job_id, self.ses.pid_on_fep, SINK_INDEX, SINK_KEY,
-                                      self.sink, Perm.WRITE | Perm.READ)
+                                      self.sink, Perm.WRITE | Perm.READ, store=store)
 
     def ensure_sink(self, nbytes: int) -> None:
         """Make the sink hold at least ``nbytes`` (``Fabric.send`` calls it on the
@@ -471,9 +472,11 @@ class FabricEndpoint:
         pds, ses = self.pds, self.ses
         ses.now = now
         next_event, poll_ses, next_done = pds.next_event, ses.poll_message, ses.next_event
+        # the queues behind them: an empty one is not polled (this runs after every frame)
+        pds_events, ses_out, ses_done = pds.events, ses.outq, ses.events
         while True:
             moved = False
-            ev = next_event()
+            ev = next_event() if pds_events else None
             while ev is not None:
                 moved = True
                 t = type(ev)
@@ -494,7 +497,7 @@ class FabricEndpoint:
                     if ev.role == "target":  # its messages in progress can never finish
                         ses.target.connection_closed(now, ev.pdc_id)
                 ev = next_event()
-            pkt = poll_ses()
+            pkt = poll_ses() if ses_out else None
             tss = self.tss
             while pkt is not None:
                 moved = True
@@ -508,7 +511,7 @@ class FabricEndpoint:
                                                 pkt.ses, pkt.ext, pkt.payload, pkt.msg_ref,
                                                 pkt.eom, sdi))
                 pkt = poll_ses()
-            done = next_done()
+            done = next_done() if ses_done else None
             while done is not None:
                 moved = True
                 self._completed(now, done)

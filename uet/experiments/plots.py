@@ -17,6 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from uet.experiments.schema import PLOT_KINDS  # noqa: E402
 from uet.experiments.timeseries import (  # noqa: E402
     flow_label,
     mean_utilisation,
@@ -427,7 +428,8 @@ def _natural(name: str) -> tuple:
 
 def write_plots(results: Mapping[str, Any], series: Mapping[str, Any] | None,
                 out_dir: str | Path) -> list[str]:
-    """Every plot there is data for; returns the file names written (relative)."""
+    """The plots ``output.plot_kinds`` names (all by default) there is data for; returns
+    the file names written (relative)."""
     from uet.experiments.ideal import TopologyModel
 
     out = Path(out_dir)
@@ -436,20 +438,29 @@ def write_plots(results: Mapping[str, Any], series: Mapping[str, Any] | None,
     title = results["experiment"]["name"]
     topo = cfg["topology"]
     opts = cfg["output"]
-    written = [plot_fct_cdf(results["flows"], out / "fct_cdf.png", title)]
+    kinds = set(opts.get("plot_kinds", PLOT_KINDS))
+    written = []
+    if "fct_cdf" in kinds:
+        written.append(plot_fct_cdf(results["flows"], out / "fct_cdf.png", title))
     if series:
-        written.append(plot_link_utilisation(series, out / "link_utilisation.png",
-                                             title=title))
-        ecn = (topo["ecn_kmin"], topo["ecn_kmax"]) if topo["ecn"] else None
-        written.append(plot_queues(series, out / "queues.png", top=opts["plot_ports"],
-                                   limit_bytes=topo["queue_bytes"], ecn=ecn, title=title))
-        bdp = TopologyModel.from_config(topo).bdp_bytes()
-        # the slowest flows (largest FCT / ideal; unfinished ones first) are the story
-        rows = sorted(results["flows"], key=lambda r: (
-            r.get("fct_over_ideal") is not None, -(r.get("fct_over_ideal") or 0), r["id"]))
-        prefer = [flow_label(r["id"], r["src"], r["dst"]) for r in rows]
-        written.append(plot_cwnd(series, out / "cwnd.png", flows=opts["plot_flows"],
-                                 bdp_bytes=bdp, title=title, prefer=prefer,
-                                 which="slowest"))
-        written.append(plot_paths(series, out / "paths.png", title=title))
+        if "link_utilisation" in kinds:
+            written.append(plot_link_utilisation(series, out / "link_utilisation.png",
+                                                 title=title))
+        if "queues" in kinds:
+            ecn = (topo["ecn_kmin"], topo["ecn_kmax"]) if topo["ecn"] else None
+            written.append(plot_queues(series, out / "queues.png", top=opts["plot_ports"],
+                                       limit_bytes=topo["queue_bytes"], ecn=ecn,
+                                       title=title))
+        if "cwnd" in kinds:
+            bdp = TopologyModel.from_config(topo).bdp_bytes()
+            # the slowest flows (largest FCT / ideal; unfinished ones first) are the story
+            rows = sorted(results["flows"], key=lambda r: (
+                r.get("fct_over_ideal") is not None, -(r.get("fct_over_ideal") or 0),
+                r["id"]))
+            prefer = [flow_label(r["id"], r["src"], r["dst"]) for r in rows]
+            written.append(plot_cwnd(series, out / "cwnd.png", flows=opts["plot_flows"],
+                                     bdp_bytes=bdp, title=title, prefer=prefer,
+                                     which="slowest"))
+        if "paths" in kinds:
+            written.append(plot_paths(series, out / "paths.png", title=title))
     return [p.name for p in written if p is not None]

@@ -87,7 +87,9 @@ class RoceRunner(Runner):
     def endpoint_factory(self) -> Any:
         self.roce_cfg = self.roce()
         sink = max((f.size for f in self.wl.flows), default=0)
-        return factory(self.roce_cfg, sink_bytes=sink)
+        # as the UET runner: one scratch sink for bulk flows, a sink per host only for
+        # collectives, whose bytes are read back and checked
+        return factory(self.roce_cfg, sink_bytes=sink, shared_sink=self.bytes_state is None)
 
     def attach(self, fab: Any) -> None:
         self.eps: list[Any] = [fab.endpoint(i) for i in range(len(fab.net.nics))]

@@ -25,7 +25,7 @@ import operator
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +99,14 @@ def _in_notebook() -> bool:
 
 
 _ECN_MARKED = operator.attrgetter("ecn_marked")
+
+#: the sampled series: link bytes, queue occupancy, per-flow windows with their signals
+#: (and the fabric's), data bytes per EV
+SERIES = ("links", "queues", "flows", "ev")
+#: the series each plot draws (``output.plot_kinds``)
+PLOT_SERIES: dict[str, tuple[str, ...]] = {
+    "fct_cdf": (), "link_utilisation": ("links",), "queues": ("queues",),
+    "cwnd": ("flows",), "paths": ("links", "ev")}
 
 
 def _some(names: list[str], n: int = 6) -> str:
@@ -180,8 +188,12 @@ class Sampler:
 
     def __init__(self, fab: Fabric, traced: dict[int, tuple[str, int, int]],
                  window: Callable[[int, int], int | None] | None = None,
-                 nominal_bps: dict[str, float] | None = None) -> None:
+                 nominal_bps: dict[str, float] | None = None,
+                 record: Iterable[str] = SERIES) -> None:
+        """``record``: which of :data:`SERIES` to sample (all for ``timeseries.json``;
+        for plots alone, what they draw: :data:`PLOT_SERIES`)."""
         rec = SeriesRecorder()
+        record = set(record)
         #: (src, dst) -> bytes for the cwnd series; None: the UET PDC's window (and its
         #: congestion signals, uet.experiments.signals)
         self.window = window
@@ -191,6 +203,10 @@ class Sampler:
         self.eps = [fab.endpoint(i) for i in range(len(net.nics))]
         rec.links(0, {}, {ch.name: ch.rate_bps for ch in self.channels})
         self.data = rec.data
+        if "links" not in record:
+            self.channels = []
+        if "queues" not in record:
+            self.ports = []
         self.links = ChangeRecorder([ch.name for ch in self.channels],
                                     self.data["link_tx_bytes"])
         self.queues = ChangeRecorder([p.name for p in self.ports], self.data["queue_bytes"])
@@ -198,12 +214,15 @@ class Sampler:
         # congestion signals and reactions per flow, fabric-wide signals, EV load
         self.data["link_nominal_bps"] = {n: r for n, r in (nominal_bps or {}).items()
                                          if r != self.data["link_rate_bps"].get(n)}
-        self.flow_signals = FlowSignals(fab.log, {nic.name: i
-                                                  for i, nic in enumerate(net.nics)})
-        self.data["flow_events"] = self.flow_signals.events
+        #: per-flow windows, their signals and the fabric's (the cwnd plot)
+        self.flow_signals: FlowSignals | None = None
+        if "flows" in record:
+            self.flow_signals = FlowSignals(fab.log, {nic.name: i
+                                                      for i, nic in enumerate(net.nics)})
+            self.data["flow_events"] = self.flow_signals.events
         self.fabric = ChangeRecorder(["ecn_marks", "trims", "drops"],
                                      self.data.setdefault("fabric_signals", {}))
-        self.ev_load = EvLoad(net.nics)
+        self.ev_load = EvLoad(net.nics) if "ev" in record else None
         #: cwnd series -> [last value, time of the last sample it was seen in]
         self.state: dict[str, list[int]] = {}
         self.samples = 0
@@ -215,6 +234,8 @@ class Sampler:
         self.links.sample(now, [ch.tx_bytes for ch in self.channels])
         self.queues.sample(now, [sum(p.qbytes) for p in self.ports])
         signals = self.flow_signals
+        if signals is None:
+            return
         self.fabric.sample(now, [sum(map(_ECN_MARKED, self.ports)), signals.trims,
                                  signals.drops])
         cwnds, state, window = self.cwnds, self.state, self.window
@@ -258,7 +279,8 @@ class Sampler:
             pts = self.cwnds[label]
             if pts.t[-1] != t:
                 pts.append((t, w))
-        self.data["ev_bytes"] = self.ev_load.close()
+        if self.ev_load is not None:
+            self.data["ev_bytes"] = self.ev_load.close()
         return self.data
 
 
@@ -476,9 +498,17 @@ class Runner:
     async def drive(self, progress: RunProgress, t_wall0: float) -> None:
         fab = self.fab
         interval = max(1, round(self.cfg["output"]["sample_interval_us"] * PS_PER_US))
-        sampling = self.cfg["output"]["plots"] or self.cfg["output"]["timeseries"]
+        out = self.cfg["output"]
+        if out["timeseries"]:
+            record = set(SERIES)
+        elif out["plots"]:  # only what the plots asked for draw
+            record = {s for kind in out.get("plot_kinds", PLOT_SERIES)
+                      for s in PLOT_SERIES[kind]}
+        else:
+            record = set()
         traced = self._traced()
-        sampler = Sampler(fab, traced, self.window, self.nominal_bps) if sampling else None
+        sampler = (Sampler(fab, traced, self.window, self.nominal_bps, record) if record
+                   else None)
         self.sampler = sampler
         total = len(self.wl.flows)
         async with fab:

@@ -335,8 +335,16 @@ CAPTURE = Table("capture", "pcapng taps (one file holding every tap).", {
                pattern=r"[^/\\]+\.pcapng"),
 })
 
+#: the plots ``uet run`` can write, one PNG each (uet.experiments.plots)
+PLOT_KINDS = ("fct_cdf", "link_utilisation", "queues", "cwnd", "paths")
+
 OUTPUT = Table("output", "What is written besides results.json.", {
-    "plots": _K("bool", True, "write PNG plots (FCT CDF, link utilisation, queues, cwnd)"),
+    "plots": _K("bool", True, "write PNG plots (FCT CDF, link utilisation, queues, cwnd, "
+                "paths)"),
+    "plot_kinds": _K("str_list", list(PLOT_KINDS), "which plots \"plots\" writes (of "
+                     + ", ".join(PLOT_KINDS) + "); the sampler records only the series "
+                     "they draw when timeseries is false",
+                     pattern="|".join(PLOT_KINDS)),
     "event_log": _K("bool", False, "write the structured event log (events.jsonl)"),
     "log_level": _K("enum", "off", "print the structured event log on the terminal (stderr) "
                     "as the run goes: error (failed flows, PDCs closed in error, links down), "

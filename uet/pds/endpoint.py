@@ -144,13 +144,13 @@ class PdsEndpoint:
     def submit(self, now: int, request: SendRequest | SendMessage) -> None:
         """Queue one SES request packet, or the packets of a :class:`SendMessage` (made as
         they are sent); the PDS picks or opens the PDC and assigns the PSNs."""
-        many = type(request) is SendMessage
-        size = request.max_payload if many else len(request.payload)
+        size = request.max_payload if type(request) is SendMessage else len(request.payload)
         if size > self.cfg.mtu_payload:
             raise ValueError(f"payload of {size} bytes exceeds mtu_payload "
                              f"({self.cfg.mtu_payload})")
         mode = request.mode
-        if many and mode != DeliveryMode.RUD and mode != DeliveryMode.ROD:
+        if type(request) is SendMessage and mode != DeliveryMode.RUD \
+                and mode != DeliveryMode.ROD:
             # RUDI and UUD send each packet on its own: they take the message packet by packet
             while request.count:
                 self.submit(now, request.pop())
@@ -444,7 +444,7 @@ class PdsEndpoint:
             ctx.arm(pdc, now + cfg.target_idle_ps)
         return pdc
 
-    def _open_initiator(self, now: int, key: tuple, req: SendRequest) -> InitiatorPdc:
+    def _open_initiator(self, now: int, key: tuple, req: SendRequest | SendMessage) -> InitiatorPdc:
         mgr = self.mgr
         pid = mgr.alloc_id() if mgr.can_open(INITIATOR) else None
         if pid is None:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, final
 
 from uet.pds.states import PdcState
 from uet.wire.constants import DeliveryMode
 from uet.wire.records import ExtHeader, SesHeader, SesResponseHeader
 
 
+@final
 @dataclass(slots=True)
 class SendRequest:
     """One SES request packet to deliver.
@@ -34,6 +35,7 @@ class SendRequest:
     sdi: int | None = None
 
 
+@final
 class SendMessage:
     """Several request packets of one message for one PDC, made one at a time as it sends.
 

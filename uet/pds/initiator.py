@@ -74,6 +74,9 @@ TRIM_NACKS = frozenset({NackCode.TRIMMED, NackCode.TRIMMED_LASTHOP, NackCode.TRI
 
 #: the packet record, under the name it had before loss recovery got its own module
 Tx = SentPacket
+#: Frame's default MACs (the driver that encodes the frame sets the real ones)
+_MAC_SRC: str = Frame.__dataclass_fields__["src_mac"].default  # type: ignore[assignment]
+_MAC_DST: str = Frame.__dataclass_fields__["dst_mac"].default  # type: ignore[assignment]
 
 
 class InitiatorPdc(PdcBase):
@@ -299,11 +302,16 @@ class InitiatorPdc(PdcBase):
         cfg = self.cfg
         psn = self.next_psn
         counters = self.ctx.counters
-        una = self.una()
-        if psn_diff(psn, una) >= cfg.max_inflight_packets:
+        outstanding = rec.outstanding
+        una = next(iter(outstanding), psn)  # self.una(), inline: per packet
+        # psn_diff(psn, una) >= max_inflight_packets (in [1, 32767]) and
+        # psn_diff(psn, max_cack) > peer_range (>= 128), without calls: per packet
+        d = (psn - una) & 0xFFFFFFFF
+        if 0x80000000 > d >= cfg.max_inflight_packets:
             counters["blocked.window"] += 1
             return None
-        if psn_diff(psn, rec.max_cack) > self.peer_range:
+        d = (psn - rec.max_cack) & 0xFFFFFFFF
+        if 0x80000000 > d > self.peer_range:
             # The peer's CACK is held by responses we already hold: tell it (CLEAR).
             counters["blocked.peer_window"] += 1
             clear = psn_add(una, -1)
@@ -330,15 +338,14 @@ class InitiatorPdc(PdcBase):
             counters["blocked.memory"] += 1
             mem.wait(self)
             return None
-        if head is req:
+        if type(head) is not SendMessage:
             queue.popleft()
         else:  # the next packet of a message: the message leaves with its last
             head.pop()
             if not head.count:
                 queue.popleft()
-        self.next_psn = psn_add(psn, 1)
+        self.next_psn = (psn + 1) & 0xFFFFFFFF
         pkt = SentPacket(psn, req, nbytes, cost)
-        outstanding = rec.outstanding
         outstanding[psn] = pkt  # LossRecovery.track, inline
         mem.used = used + cost
         if len(outstanding) == 1:
@@ -363,14 +370,16 @@ class InitiatorPdc(PdcBase):
                 flags = AR
         if retx:
             flags |= RETX
-        clear = psn_add(self.una(), -1)
+        # clear_psn_offset = psn_diff(una - 1, psn), without calls: per packet
+        cpo = (next(iter(rec.outstanding), self.next_psn) - 1 - psn) & 0xFFFFFFFF
+        if cpo & 0x80000000:
+            cpo -= 0x100000000
         if self.state is ST_SYN:
-            pds = PdsRequest(self.ptype, NEXT_HDR[type(req.ses)], flags | SYN,
-                             psn_diff(clear, psn), psn, self.pdc_id, 0, False,
-                             psn_diff(psn, self.start_psn))
+            pds = PdsRequest(self.ptype, NEXT_HDR[type(req.ses)], flags | SYN, cpo, psn,
+                             self.pdc_id, 0, False, psn_diff(psn, self.start_psn))
         else:
-            pds = PdsRequest(self.ptype, NEXT_HDR[type(req.ses)], flags, psn_diff(clear, psn),
-                             psn, self.pdc_id, self.dpdcid)
+            pds = PdsRequest(self.ptype, NEXT_HDR[type(req.ses)], flags, cpo, psn,
+                             self.pdc_id, self.dpdcid)
         if self.ptype >= RUD_CC_REQ:
             credit = self.credit
             pds.credit_target = credit.credit_target() & 0xFFFFFF if credit is not None else 0
@@ -384,6 +393,11 @@ class InitiatorPdc(PdcBase):
         counters = self.ctx.counters
         counters["tx_packets"] += 1
         counters["tx_bytes"] += nbytes
+        # positional (a keyword call costs more, per packet); the driver sets the MACs
+        if self.sdi is None:
+            return Frame(pds, req.ses, req.ext, req.payload, _MAC_SRC, _MAC_DST,
+                         self.ctx.local_ip, self.peer_ip, ev, cfg.dscp_data,
+                         2 if cfg.ecn_capable else 0)
         return Frame(pds=pds, ses=req.ses, ext=req.ext, payload=req.payload,
                      src_ip=self.ctx.local_ip, dst_ip=self.peer_ip, ev=ev, dscp=cfg.dscp_data,
                      ecn=2 if cfg.ecn_capable else 0, tss=tss_marker(self.sdi))
@@ -424,14 +438,15 @@ class InitiatorPdc(PdcBase):
             counters["dropped.ack_spdcid_mismatch"] += 1
             return
         cack = ack.cack_psn
-        if psn_diff(cack, psn_add(self.next_psn, -1)) > 0:
+        d = (cack - self.next_psn + 1) & 0xFFFFFFFF
+        if d and d < 0x80000000:  # psn_diff(cack, next_psn - 1) > 0, without calls
             counters["dropped.ack_beyond_next_psn"] += 1
             return
         rec = self.rec
         flags = ack.flags
         ap = None
         if not flags & ACK_P:
-            ap = psn_add(cack, ack.ack_psn_offset)
+            ap = (cack + ack.ack_psn_offset) & 0xFFFFFFFF
             pkt = rec.outstanding.get(ap)
             if pkt is not None:
                 ses = frame.ses
@@ -442,7 +457,7 @@ class InitiatorPdc(PdcBase):
             # where our next secured PDC to it starts (EXPECTED_0RTT_START, ref. 3.2)
             ctx.learn_start(self.sdi, self.peer_ip, ack.epsn)
             counters["epsn_rx"] += 1
-        fresh = psn_diff(cack, rec.max_cack) >= 0
+        fresh = (cack - rec.max_cack) & 0xFFFFFFFF < 0x80000000  # psn_diff(...) >= 0
         newly = [0, 0]  # bytes, packets
         rtt = rec.on_ack(now, ack, ap, bool(flags & ACK_RETX), newly)
         is_cc = type(ack) is PdsAckCc
@@ -654,9 +669,8 @@ class InitiatorPdc(PdcBase):
                 failed.append(ref)
             mem += pkt.cost
         for item in self.queue:
-            reqs = [item]
-            if type(item) is SendMessage:
-                reqs = [item.pop() for _ in range(item.count)]
+            reqs = [item.pop() for _ in range(item.count)] if type(item) is SendMessage \
+                else [item]
             for req in reqs:
                 if id(req.msg_ref) not in seen:
                     seen.add(id(req.msg_ref))

@@ -301,7 +301,8 @@ class LossRecovery:
                 # named without RETX: the copy that arrived is not a retransmission
                 self._release(now, pkt, newly, original=not retx_flag)
         is_cc = type(ack) is PdsAckCc
-        if psn_diff(cack, self.max_cack) > 0:
+        d = (cack - self.max_cack) & 0xFFFFFFFF
+        if d and d < 0x80000000:  # psn_diff(cack, max_cack) > 0, without a call
             # beyond this PSN the previous ACK's SACK bitmap could not name arrivals:
             # their news comes late, with the CACK
             named = psn_add(self.max_cack, SACK_BITS) if is_cc else cack
@@ -353,10 +354,13 @@ class LossRecovery:
             pkt = outstanding.get(psn)
             if pkt is not None and not pkt.arrived:
                 pkt.arrived = True
-                self._leave_flight(pkt)
+                if pkt.inflight:  # _leave_flight, inline: per bit
+                    pkt.inflight = False
+                    self.inflight_bytes -= pkt.nbytes
                 newly[0] += pkt.nbytes
                 newly[1] += 1
-                self.detector.delivered(pkt.seq)
+                if self.detector.n:
+                    self.detector.delivered(pkt.seq)
                 if not pkt.ever_retx:
                     rtt = now - pkt.send_time
                     if sample is None or rtt < sample:
@@ -375,13 +379,16 @@ class LossRecovery:
                  original: bool = False) -> None:
         del self.outstanding[pkt.psn]
         pkt.released = True
-        self._leave_flight(pkt)
+        if pkt.inflight:  # _leave_flight, inline: per packet
+            pkt.inflight = False
+            self.inflight_bytes -= pkt.nbytes
         if pkt.retx_queued:  # its queue entry is dropped at the next poll
             self.unqueued(now, pkt, False)
         if not pkt.arrived:
             newly[0] += pkt.nbytes
             newly[1] += 1
-            self.detector.delivered(pkt.seq)
+            if self.detector.n:
+                self.detector.delivered(pkt.seq)
             rack = self.rack
             if rack is not None and not pkt.is_close:
                 # a packet still waiting for its retransmission was not resent: the original

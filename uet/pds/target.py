@@ -145,7 +145,7 @@ class TargetPdc(PdcBase):
             ctx.nack(now, frame, NackCode.INVALID_SYN, psn, self.pdc_id, pds.spdcid,
                      why="SYN start PSN differs from the PDC's")
             return
-        cl = psn_add(psn, pds.clear_psn_offset)
+        cl = (psn + pds.clear_psn_offset) & 0xFFFFFFFF  # psn_add, inline: per packet
         if cl != self.clear_psn:
             self.apply_clear(now, cl)
         dscp = frame.dscp
@@ -154,7 +154,8 @@ class TargetPdc(PdcBase):
             self._trimmed(now, frame, pds)
             return
         tracker = self.tracker
-        if ctx.rx_memory.full() and self._is_new(psn):
+        mem = ctx.rx_memory
+        if mem.used >= mem.limit and self._is_new(psn):  # MemoryAccount.full, inline
             code = NackCode.NO_PKT_BUFFER if self.rob is not None else NackCode.NO_RESOURCE
             ctx.nack(now, frame, code, psn, self.pdc_id, pds.spdcid,
                      why="receive memory limit reached")

@@ -119,15 +119,21 @@ class RoceEndpoint:
 
     def __init__(self, ctx: HostContext, config: RoceConfig | None = None, *,
                  sink_bytes: int = 0, trace_rates: bool = False,
-                 on_deliver: Callable[..., None] | None = None) -> None:
+                 on_deliver: Callable[..., None] | None = None,
+                 sink_buffer: bytearray | None = None,
+                 peer_index: dict[str, int] | None = None) -> None:
+        """``sink_buffer``: a sink shared with other end points (``factory(shared_sink=
+        True)``) instead of ``sink_bytes`` of its own; ``peer_index`` (IP -> host index):
+        the fabric's, shared, instead of one built from ``ctx.peers``."""
         self.ctx = ctx
         self.cfg = config or RoceConfig()
         self.ip = ctx.ip
         self.line = float(ctx.rate_bps)
         self.trace_rates = trace_rates
-        self.peer_index = {ip: i for i, (ip, _mac) in ctx.peers.items()}
+        self.peer_index = (peer_index if peer_index is not None
+                           else {ip: i for i, (ip, _mac) in ctx.peers.items()})
         self.mrs: dict[int, bytearray] = {}
-        self.sink = bytearray(sink_bytes)
+        self.sink = sink_buffer if sink_buffer is not None else bytearray(sink_bytes)
         self.mrs[SINK_RKEY] = self.sink
         self._next_rkey = SINK_RKEY + 1
         self.qps: dict[int, QueuePair] = {}
@@ -465,9 +471,26 @@ class RoceEndpoint:
         return {qpn: qp.rp.rc for qpn, qp in self.qps.items() if qp.rp is not None}
 
 
-def factory(config: RoceConfig | None = None, **kwargs: Any) -> Callable[[HostContext],
-                                                                       RoceEndpoint]:
-    """An ``endpoint_factory`` building :class:`RoceEndpoint` s with ``config``."""
+def factory(config: RoceConfig | None = None, *, shared_sink: bool = False,
+            **kwargs: Any) -> Callable[[HostContext], RoceEndpoint]:
+    """An ``endpoint_factory`` building :class:`RoceEndpoint` s with ``config``.
+
+    ``shared_sink=True`` gives every end point the same sink buffer (``sink_bytes`` long):
+    WRITEs are executed, counted and audited as usual, but memory no longer grows by the
+    message size per host (for experiments that do not read their data back; the bytes
+    of concurrent messages overwrite each other). Every end point of one fabric shares
+    one IP -> host index map (one per host was O(hosts^2))."""
+    shared = bytearray(kwargs.pop("sink_bytes", 0)) if shared_sink else None
+    indices: dict[int, tuple[Any, dict[str, int]]] = {}  # id(peers) -> (peers, IP -> index)
+
     def make(ctx: HostContext) -> RoceEndpoint:
-        return RoceEndpoint(ctx, config, **kwargs)
+        peers = ctx.peers
+        hit = indices.get(id(peers))
+        if hit is None or hit[0] is not peers:  # a new fabric's table (or a reused id)
+            indices.clear()
+            hit = indices[id(peers)] = (peers, {ip: i for i, (ip, _mac) in peers.items()})
+        index = hit[1]
+        if shared is not None:
+            return RoceEndpoint(ctx, config, sink_buffer=shared, peer_index=index, **kwargs)
+        return RoceEndpoint(ctx, config, peer_index=index, **kwargs)
     return make

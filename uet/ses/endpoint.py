@@ -88,7 +88,8 @@ class SesEndpoint:
             if not item.count:
                 q.popleft()
             return pkt
-        return q.popleft()
+        q.popleft()
+        return item
 
     def poll_message(self) -> OutItem | None:
         """Next packet, or the rest of a multi-packet message as one

@@ -33,7 +33,11 @@ class MemoryRegion:
 
     ``base_va`` is the virtual address of byte 0 (absolute addressing, REL=0);
     ``idempotent_safe`` allows RUDI requests (ref. 3.10); ``on_read(offset, length)`` is
-    called after a remote READ was served (rendezvous bookkeeping).
+    called after a remote READ was served (rendezvous bookkeeping). ``store=False`` makes
+    a scratch region: a WRITE into it passes every check (key, permission, bounds,
+    reassembly, duplicates) and completes, but its bytes are not copied in (the sink many
+    hosts share in experiments that never read their data back, where each copy was a
+    4 KiB memory write per packet for nothing).
     """
 
     key: int
@@ -42,6 +46,7 @@ class MemoryRegion:
     base_va: int = 0
     idempotent_safe: bool = False
     on_read: Callable[[int, int], None] | None = None
+    store: bool = True
 
 
 @dataclass(eq=False, slots=True)
@@ -79,13 +84,14 @@ class ResourceTable:
 
     def add_region(self, job_id: int, pid_on_fep: int, resource_index: int, key: int,
                    buffer: bytearray, perms: Perm = Perm.ALL, *, base_va: int = 0,
-                   idempotent_safe: bool = False) -> MemoryRegion:
-        """Register ``buffer`` under ``key`` on a resource (registering the resource too)."""
+                   idempotent_safe: bool = False, store: bool = True) -> MemoryRegion:
+        """Register ``buffer`` under ``key`` on a resource (registering the resource too);
+        ``store=False``: a scratch region (see :class:`MemoryRegion`)."""
         res = self.register(job_id, pid_on_fep, resource_index)
         if key in res.regions:
             raise ValueError(f"memory key {key:#x} already registered on {job_id}/"
                              f"{pid_on_fep}/{resource_index}")
-        mr = MemoryRegion(key, buffer, perms, base_va, idempotent_safe)
+        mr = MemoryRegion(key, buffer, perms, base_va, idempotent_safe, store=store)
         res.regions[key] = mr
         return mr
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, final
 
 from uet.wire.constants import DeliveryMode, NackCode
 from uet.wire.records import ExtHeader, SesHeader, SesResponseHeader
@@ -29,6 +29,7 @@ class PacketRef:
     index: int
 
 
+@final
 @dataclass(slots=True)
 class OutPacket:
     """One packet the SES wants sent: the fields of the PDS ``SendRequest``.
@@ -49,6 +50,7 @@ class OutPacket:
     eom: bool
 
 
+@final
 class OutMessage:
     """A multi-packet message the SES wants sent, its packets made as they are taken.
 

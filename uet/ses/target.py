@@ -51,6 +51,7 @@ from uet.wire.constants import (
     NextHeader,
     RspList,
     RspOpcode,
+    SesFlag,
     SesOpcode,
 )
 from uet.wire.constants import ReturnCode as Rc
@@ -84,6 +85,8 @@ _RUDI = DeliveryMode.RUDI
 _REQ_SMALL = NextHeader.REQ_SMALL
 _OPT_NON_MATCHING = int(FepCap.OPT_NON_MATCHING)
 _PERM_WRITE = int(Perm.WRITE)
+_REL = int(SesFlag.REL)
+_IE = int(SesFlag.IE)
 _OK_RCS = (Rc.OK, Rc.NULL)
 
 
@@ -249,7 +252,7 @@ class Target:
         if end > rlen or (key is None and end != rlen):
             return self._error(key, req, Rc.TOO_LONG)
         chk = check_region(res, req.memory_key, _PERM_WRITE, req.buffer_offset, rlen,
-                           req.relative)
+                           int(req.flags) & _REL != 0)  # req.relative, without the call
         if not isinstance(chk, tuple):
             return self._error(key, req, chk)
         mr, start = chk
@@ -263,13 +266,17 @@ class Target:
             state = reassembly.start(key, rlen, self._now)
             if key is not None:
                 self.ep.arm(self._now + self.ep.timeouts.reassembly_ps)
-        if self._is_dup(state, req, payload):
+        intervals = state.intervals
+        # _is_dup and state.complete(), inline: this runs for every packet of a WRITE
+        if (intervals.contains(moff, end) if payload
+                else state.packets > 0 and state.request_length == 0):
             return self._dup()
-        state.intervals.add(moff, end)
+        intervals.add(moff, end)
         state.packets += 1
         state.last = self._now
-        mr.buffer[start + moff:start + end] = payload
-        if state.complete():
+        if mr.store:  # a scratch region checks and counts, it keeps nothing
+            mr.buffer[start + moff:start + end] = payload
+        if intervals.covered >= state.request_length:
             return self._finished(key, self._rsp(req, Rc.OK, rlen))
         return _NONE
 
@@ -649,10 +656,11 @@ class Target:
                 self.counters["final_replayed"] += 1
                 return late
             return self._dup()
-        res = self._resolve(req)
+        res = self.ep.resources.resolve(req.job_id, req.pid_on_fep, req.resource_index,
+                                        req.ri_generation)  # self._resolve(req), inline
         if isinstance(res, Rc):
             return self._error(key, req, res)
-        if check_ie and req.ie:
+        if check_ie and int(req.flags) & _IE:  # req.ie, without the call
             return self._error(key, req, Rc.INITIATOR_ERR)
         return key, res
 
