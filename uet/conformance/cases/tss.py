@@ -68,10 +68,19 @@ def _refused(peer, act, what: str) -> None:
                 f"memory after {what}")
 
 
+def _write_packet(peer, pdc):
+    """The next 32-byte WRITE to the peer's scratch memory on ``pdc`` (scapy, not sealed)."""
+    return _request(peer, pdc, peer.ses.write("rma", peer.scratch, unique(peer, 32)))
+
+
+def _sealed_write(peer, pdc) -> bytearray:
+    """:func:`_write_packet` sealed, as bytes to change before sending."""
+    return bytearray(_frame_of(peer, _write_packet(peer, pdc)))
+
+
 def _refused_bytes(peer, mutate, what: str) -> None:
     def act(pdc):
-        raw = bytearray(_frame_of(peer, _request(peer, pdc, peer.ses.write(
-            "rma", peer.scratch, unique(peer, 32)))))
+        raw = _sealed_write(peer, pdc)
         mutate(raw)
         peer.send(bytes(raw), cleartext=True)
     _refused(peer, act, what)
@@ -93,8 +102,7 @@ def tampered_payload(peer):
 def tampered_header(peer):
     def act(pdc):
         for byte, bit in ((0, 0x02), (6, 0x40)):  # reserved bit; a TSC 2^46 ahead
-            raw = bytearray(_frame_of(peer, _request(peer, pdc, peer.ses.write(
-                "rma", peer.scratch, unique(peer, 32)))))
+            raw = _sealed_write(peer, pdc)
             raw[byte] ^= bit
             peer.send(bytes(raw), cleartext=True)
     _refused(peer, act, "requests with a changed TSS header")
@@ -112,11 +120,10 @@ def wrong_key_and_sdi(peer):
         other = TssSublayer(TssConfig.from_dict({**conformance_tss(peer.setup),
                                                  "key": "00" * 32}), peer.ip).domains[peer.sdi]
         other.tsc = peer.tss.domains[peer.sdi].tsc + 1000
-        _hdr, bad_key = other.seal(peer.now_ps, bytes(_request(peer, pdc, peer.ses.write(
-            "rma", peer.scratch, unique(peer, 32)))), peer.ip, peer.dut_ip, peer.default_ev)
+        _hdr, bad_key = other.seal(peer.now_ps, bytes(_write_packet(peer, pdc)), peer.ip,
+                                   peer.dut_ip, peer.default_ev)
         peer.send(bad_key, cleartext=True)
-        raw = bytearray(_frame_of(peer, _request(peer, pdc, peer.ses.write(
-            "rma", peer.scratch, unique(peer, 32)))))
+        raw = _sealed_write(peer, pdc)
         raw[1:4] = ((peer.sdi + 1) & 0xFFFFFF).to_bytes(3, "big")  # another SDI
         peer.send(bytes(raw), cleartext=True)
     _refused(peer, act, "requests under a wrong key or an unknown SDI")
