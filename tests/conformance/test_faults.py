@@ -56,7 +56,8 @@ def test_failing_capture_opens_in_tshark(tmp_path):
                         capture_dir=tmp_path)
     path = results[0].capture
     n = len(list(read_capture(path)))
-    proc = subprocess.run(["tshark", "-n", "-X", f"lua_script:{plugin_path()}", "-r", path,
+    proc = subprocess.run(["tshark", "-n", "-X", f"lua_script:{plugin_path()}",
+                           "-o", "udp.try_heuristic_first:TRUE", "-r", path,
                            "-T", "fields", "-e", "udp.srcport", "-e", "udp.dstport",
                            "-e", "uet.pds.type"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

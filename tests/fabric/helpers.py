@@ -1,8 +1,14 @@
-"""Test helpers: a scripted end point that sends given frames and records what arrives."""
+"""Test helpers: a scripted end point that sends given frames and records what arrives, and
+a way to start a live process and wait until it is ready."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections import deque
+from pathlib import Path
+
+import trio
 
 from uet.fabric.endpoint import HostContext
 from uet.wire.codec import encode_frame
@@ -52,3 +58,23 @@ def data_frame(src: HostContext, dst: HostContext, *, psn: int = 0, ev: int = 0x
 
 def script_factory(ctx: HostContext) -> ScriptEndpoint:
     return ScriptEndpoint(ctx)
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def start_ready(*argv: str) -> subprocess.Popen:
+    """Start ``python argv...``; returns once it printed its "ready udp:..." line."""
+    proc = subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        with trio.fail_after(30):
+            while True:
+                line = await trio.to_thread.run_sync(proc.stdout.readline)
+                assert line, f"{argv} exited: {proc.communicate(timeout=5)[1]}"
+                if line.startswith("ready udp:"):
+                    return proc
+    except BaseException:
+        proc.kill()
+        proc.wait(5)
+        raise

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import trio
 
+from tests.fabric.helpers import start_ready
 from uet.bench import traffic_endpoint
 from uet.endpoint.fep import SINK_INDEX, SINK_KEY, FabricEndpoint
 from uet.fabric.clock import MS, S
@@ -131,23 +132,6 @@ async def test_traffic_endpoint_over_udp() -> None:
         assert len(a.ev_ports) == 8 and a.counters["ev_fallback"] == 0
 
 
-async def _start(*argv: str) -> subprocess.Popen:
-    """Start a server process; returns once it printed its "ready udp:..." line."""
-    proc = subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
-    try:
-        with trio.fail_after(20):
-            while True:
-                line = await trio.to_thread.run_sync(proc.stdout.readline)
-                assert line, f"{argv} exited: {proc.communicate(timeout=5)[1]}"
-                if line.startswith("ready udp:"):
-                    return proc
-    except BaseException:
-        proc.kill()
-        proc.wait(5)
-        raise
-
-
 def _stop(proc: subprocess.Popen) -> str:
     proc.terminate()
     out, err = proc.communicate(timeout=10)
@@ -159,7 +143,7 @@ async def test_two_processes_write_and_read_back() -> None:
     """A live end point in another process (python -m uet.runtime.udp): this process writes
     64 KiB into its sink and reads them back; then a third process does the same from the
     shell (--write); the server reports its counters on SIGTERM."""
-    server = await _start("-m", "uet.runtime.udp", "--ip", f"{NET}.3", "--json")
+    server = await start_ready("-m", "uet.runtime.udp", "--ip", f"{NET}.3", "--json")
     try:
         data = random.Random(3).randbytes(64 * 1024)
         async with UdpNode(ip=f"{NET}.4") as a:
@@ -187,7 +171,7 @@ async def test_two_processes_write_and_read_back() -> None:
 async def test_live_node_against_uet_serve() -> None:
     """The live node and `uet serve` (the conformance responder) are the same end point on
     the same sockets: WRITE and READ its well-known 'rma' region."""
-    server = await _start("-m", "uet.cli", "serve", "--listen", f"{NET}.12:4793",
+    server = await start_ready("-m", "uet.cli", "serve", "--listen", f"{NET}.12:4793",
                           "--json")
     try:
         async with UdpNode(ip=f"{NET}.13", profile="hpc",
@@ -220,7 +204,8 @@ async def test_tshark_sees_valid_uet_on_lo(tmp_path) -> None:
                 if "Capture started" in line:
                     break
         data = random.Random(5).randbytes(32 * 1024)
-        async with UdpNode(ip=f"{NET}.5") as a, UdpNode(ip=f"{NET}.6"):
+        # seeded end points: the EVs (UDP source ports) are the same every run
+        async with UdpNode(ip=f"{NET}.5", seed=5) as a, UdpNode(ip=f"{NET}.6", seed=6):
             await a.host.write(f"{NET}.6", SINK_KEY, 0, data, index=SINK_INDEX,
                                timeout_ps=TIMEOUT)
             r = await a.host.read(f"{NET}.6", SINK_KEY, 0, len(data), index=SINK_INDEX,
@@ -234,6 +219,10 @@ async def test_tshark_sees_valid_uet_on_lo(tmp_path) -> None:
     ours = f"ip.src=={NET}.5 || ip.src=={NET}.6"
     proc = subprocess.run([tshark, "-n", "-r", str(out), "-X",
                            f"lua_script:{ROOT / 'tools' / 'wireshark' / 'uet.lua'}",
+                           # an EV is any source port: one below 4793 that another
+                           # dissector registered (3804 HiQnet ...) wins unless the
+                           # heuristic runs first, as the `uet` profile sets it
+                           "-o", "udp.try_heuristic_first:TRUE",
                            "-Y", ours, "-T", "fields", "-E", "occurrence=a",
                            "-E", "separator=|", "-e", "udp.srcport", "-e", "udp.checksum",
                            "-e", "ip.dsfield.dscp", "-e", "ip.dsfield.ecn",

@@ -112,6 +112,7 @@ def test_two_endpoints_over_ipv6_with_valid_udp_checksums(netns, tmp_path: Path)
     rows = subprocess.run(
         [tshark, "-n", "-r", str(pcap), "-X", f"lua_script:{ROOT / 'tools/wireshark/uet.lua'}",
          "-o", "uet.check_udp_checksum:FALSE",  # partial sums on loopback (docs/fabric.md)
+         "-o", "udp.try_heuristic_first:TRUE",  # an EV source port may be another's port
          "-T", "fields", "-E", "separator=|", "-e", "ipv6.src", "-e", "udp.checksum",
          "-e", "uet.pds.type", "-e", "_ws.expert.severity"],
         capture_output=True, text=True, timeout=60)

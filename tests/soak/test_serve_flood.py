@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance"))
 from helpers import Server  # noqa: E402
 
 from uet.fabric.clock import S  # noqa: E402
-from uet.runtime.udp import UdpNode  # noqa: E402
+from uet.runtime.udp import LIVE_ENDPOINT_OPTIONS, UdpNode  # noqa: E402
 
 FLOOD = Path(__file__).with_name("flood.py")
 _NET = 64 + os.getpid() % 150
@@ -37,6 +37,16 @@ FLOODS = [("garbage", 3000, 0.3), ("syn", 5000, 0.3), ("wrong_pdc", 3000, 0.3),
 #: (what a leak would show: it must plateau) (measured: docs/pds.md)
 RSS_BOUND_MB = 64
 RSS_SECOND_ROUND_MB = 12
+#: the legitimate client's retry budget. A flood leaves thousands of datagrams queued in
+#: the server's socket and backlog (new state waits behind established state), and the
+#: client's packets wait behind them: on a loaded machine (load ~7 on 2 cores) the server
+#: took up to 5.2 s to answer after the 6,000 SENDs and 3.9 s after the SYN burst, longer
+#: than live mode's default budget (50 ms RTO doubling over 5 retries: 3.15 s), so the
+#: client gave up (UNDELIVERABLE) although the server was serving. With up to 12 retries
+#: (each RTO capped at 2 s: 17 s in all) the client waits for a slow server; a server that
+#: stops serving still fails the test.
+CLIENT_PDS = {**LIVE_ENDPOINT_OPTIONS["pds_overrides"], "max_retries": 12, "max_rto_ps": 2 * S}
+OP_TIMEOUT_PS = 30 * S
 
 
 def _rss_mb(pid: int) -> float:
@@ -51,10 +61,10 @@ async def _write_read(node: UdpNode, setup: dict, seed: int) -> None:
     data = random.Random(seed).randbytes(20_000)
     host = node.host
     w = await host.write(SERVE_IP, rma["key"], 0, data, index=rma["index"],
-                         timeout_ps=20 * S)
+                         timeout_ps=OP_TIMEOUT_PS)
     assert w.return_code == 1
     r = await host.read(SERVE_IP, rma["key"], 0, len(data), index=rma["index"],
-                        timeout_ps=20 * S)
+                        timeout_ps=OP_TIMEOUT_PS)
     assert r.data == data
 
 
@@ -65,7 +75,8 @@ async def test_serve_keeps_serving_and_bounded_under_floods():
     try:
         setup = server.setup
         async with UdpNode(ip=CLIENT_IP, profile="hpc", seed=3, linger_ps=0,
-                           endpoint_options={"job_id": setup["job_id"]}) as node:
+                           endpoint_options={"job_id": setup["job_id"],
+                                             "pds_overrides": CLIENT_PDS}) as node:
             await _write_read(node, setup, 0)
             rss = [_rss_mb(server.proc.pid)]
             for k, (kind, n, secs) in enumerate(FLOODS + FLOODS):

@@ -24,8 +24,6 @@ import resource
 import time
 from typing import Any
 
-import trio
-
 NAME = "emulation"
 
 #: htsim's perm_16n_16c_2MB.cm: src -> dst
@@ -55,6 +53,7 @@ def measure(msg_bytes: int, *, seed: int = 13, endpoint: Any = None,
             topology: dict | None = None) -> dict[str, Any]:
     """Run the permutation once; return speed and completion figures."""
     from uet.bench.traffic_endpoint import factory as traffic
+    from uet.runtime import run as run_async
     from uet.runtime.fabric import Fabric
 
     result: dict[str, Any] = {}
@@ -81,7 +80,7 @@ def measure(msg_bytes: int, *, seed: int = 13, endpoint: Any = None,
     from uet.experiments.collector import quiet_collector
 
     with quiet_collector():  # as uet run does
-        trio.run(main)
+        run_async(main)
     return result
 
 

@@ -57,6 +57,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from uet.capture.diffpacket import Packet
 from uet.capture.diffsummary import SideSummary, render_summaries, summarize
 from uet.capture.dissect import Value, dissect, mac
 from uet.capture.pcapng import (
@@ -102,20 +103,6 @@ _RSP_DATA_NH = (5, 6)  # read-response data in a request: sent by the target
 _TARGET_CPS = (CtlType.CLEAR_REQ, CtlType.CLOSE_REQ, CtlType.CREDIT)
 _CP_NO_PSN = (CtlType.NOOP, CtlType.CLEAR, CtlType.NEGOTIATION)
 _CP_PSN_PAYLOAD = (CtlType.CLEAR, CtlType.CLEAR_REQ, CtlType.PROBE)
-
-
-@dataclass(slots=True)
-class Packet:
-    """One frame of a capture, named by its key."""
-
-    frame: int  # 1-based frame number in its capture
-    iface: str
-    group: tuple  # what the report groups by (a PDC, a RUDI pair, ...)
-    kind: str  # req, ack, probe-ack, nack, cp, RUDI_REQ, RUDI_RESP, NACK, UUD, PFC, other
-    key: tuple  # what names the packet (group and kind included), occurrences aside
-    what: str  # short description
-    fields: dict[str, Value]
-    ev: int | None = None  # the EV (UDP source port or entropy header), kept when normalized
 
 
 @dataclass(slots=True)

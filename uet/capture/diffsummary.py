@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from uet.wire.constants import NackCode
 
 if TYPE_CHECKING:
-    from uet.capture.diff import Packet
+    from uet.capture.diffpacket import Packet
 
 __all__ = ["SideSummary", "summarize", "render_summaries", "TRIMMED_DSCPS"]
 

@@ -77,10 +77,9 @@ def _event_log(level: str):
 
 
 def run(args: argparse.Namespace) -> int:
-    import trio
-
     from uet.conformance.setup import SetupError
     from uet.conformance.udp_io import parse_hostport
+    from uet.runtime import run as run_async
     from uet.runtime.responder import serve
     from uet.tss.config import TssConfig, TssConfigError
     from uet.wire.constants import UET_UDP_PORT
@@ -111,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"uet serve: built-in end point on udp:{host}:{port}\n{setup.describe()}",
               flush=True)
     try:
-        stats = trio.run(serve, setup, host, port, args.duration,
+        stats = run_async(serve, setup, host, port, args.duration,
                          lambda line: print(line, flush=True), _event_log(args.log_level), tss)
     except OSError as exc:
         print(f"uet serve: cannot serve on {host}:{port}: {exc.strerror or exc}",

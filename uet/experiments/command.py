@@ -62,6 +62,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--write-cm", default=None, metavar="FILE",
                         help="write the workload as an htsim connection matrix, run nothing")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--live", action="store_true",
+                        help="run in real time: NICs and switches as Trio tasks exchanging "
+                        "real frames on loopback (the [live] table: dilation, backend)")
     parser.add_argument("--log-level", choices=LOG_LEVELS, default=None,
                         help="print the structured event log on stderr as the run goes: "
                              "error, warning (+ drops, trims, NACKs, retransmissions), info "
@@ -122,6 +125,8 @@ def run(args: argparse.Namespace, run_experiment: RunFn | None = None,
     sets = list(args.sets)
     if args.no_progress:
         sets.append("output.progress=false")
+    if getattr(args, "live", False):
+        sets.append("live.enabled=true")
     if getattr(args, "log_level", None):
         sets.append(f"output.log_level={args.log_level}")
     try:
@@ -155,9 +160,12 @@ def run(args: argparse.Namespace, run_experiment: RunFn | None = None,
     out = Path(args.out) if args.out else default_out_dir()
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
+    from uet.runtime.wire import LiveError
+
     try:
         results = fn(config, out)
-    except ConfigError as exc:  # found once the fabric is built (taps, impairments)
+    except (ConfigError, LiveError) as exc:  # found once the fabric is built (taps,
+        # impairments) or started (live mode: sockets, namespaces)
         if created:
             shutil.rmtree(out, ignore_errors=True)
         return _fail(str(exc))

@@ -31,6 +31,7 @@ from uet.experiments.schema import (
     Table,
     parse_size,
 )
+from uet.experiments.validated import host_count, resolve_path
 
 PathT = tuple[str | int, ...]
 DEFAULT_NAME = "default.toml"
@@ -321,6 +322,8 @@ def validate(raw: dict[str, Any], source: Source | None = None) -> dict[str, Any
     for name in SECTIONS:
         table = TABLES[name]
         value = raw.get(name)
+        if table.optional and value is None:
+            continue
         if table.array:
             items = [] if value is None else value
             if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
@@ -528,19 +531,6 @@ def _open_fields(kind: str) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- cross checks
 
-def host_count(topology: dict[str, Any]) -> int:
-    """Number of hosts of a validated ``[topology]`` table."""
-    kind = topology["kind"]
-    if kind == "back_to_back":
-        return 2
-    if kind == "star":
-        return topology["hosts"]
-    if kind == "leaf_spine":
-        return topology["leaves"] * topology["hosts_per_leaf"]
-    k = topology["k"]
-    return k * k * k // 4
-
-
 #: keys holding a file path: resolved once, at validation, to an absolute path
 PATH_KEYS: tuple[PathT, ...] = (("transport", "profile"), ("traffic", "file"))
 
@@ -566,18 +556,6 @@ def _resolve_paths(cfg: dict[str, Any], src: Source) -> None:
             continue
         base = Path.cwd() if src.overridden(path) or file_dir is None else file_dir
         table[path[1]] = os.path.abspath(base / p)
-
-
-def base_dir(config: dict[str, Any]) -> Path:
-    """Directory that relative paths in the config are resolved from."""
-    name = config.get("source", {}).get("file", "")
-    p = Path(name)
-    return p.parent if p.is_file() else Path.cwd()
-
-
-def resolve_path(config: dict[str, Any], rel: str) -> Path:
-    p = Path(rel).expanduser()
-    return p if p.is_absolute() else base_dir(config) / p
 
 
 def _cross_check(cfg: dict[str, Any], src: Source) -> None:

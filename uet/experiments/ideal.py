@@ -25,6 +25,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from uet.experiments.validated import host_count
+
 PS_PER_S = 10**12
 
 
@@ -129,8 +131,6 @@ class TopologyModel:
     @classmethod
     def from_config(cls, topo: dict[str, Any]) -> TopologyModel:
         """From a validated ``[topology]`` table."""
-        from uet.experiments.config import host_count
-
         rate = topo["rate_gbps"] * 1e9
         delay = round(topo["delay_ns"] * 1000)
         kw: dict[str, Any] = {}

@@ -123,6 +123,13 @@ def summary_table(results: Mapping[str, Any]) -> Table:
     last = run.get("last_delivery_ps")
     if last is not None:
         table.add_row("last delivery", f"{last / 1e6:,.1f} µs", "")
+    live = run.get("live")
+    if live is not None:
+        how = "calibrated" if live.get("calibration") else "set"
+        behind = live["behind"]
+        table.add_row("live (real time)", f"{live['backend']}, 1/{live['dilation']:,.0f}",
+                      f"dilation {how}; max lag {behind['max_lag_ps'] / 1e6:,.2f} µs, "
+                      f"{behind['late_share']:.1%} late")
     section("messages")
     table.add_row("sent / delivered", f"{s['messages_sent']:,} / {s['messages_delivered']:,}",
                   f"of {s['flows']:,}")

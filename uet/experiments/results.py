@@ -121,6 +121,17 @@ RESULTS_SCHEMA: dict[str, F] = {
                            "speed on a shared machine: packet_hops / run_cpu_s)"),
         }, "wall-clock and CPU seconds of the run's phases (like wall_time_s, they differ "
            "between runs)", required=False),
+        "live": F({
+            "backend": F("str", "udp (VXLAN on loopback) or veth (network namespace)"),
+            "dilation": F("num", "emulated time ran this many times slower than real time"),
+            "calibration": F("obj?", "the calibration that chose the dilation (null: set "
+                             "by live.dilation)"),
+            "real_s": F("num", "real seconds the live fabric ran"),
+            "behind": F("obj", "how far nodes fell behind real time: max_lag_ps and "
+                        "mean_lag_ps (emulated), late_share (node runs started more than a "
+                        "frame's time late), wire_losses (frames the kernel dropped or "
+                        "refused), rx_late (frames delivered after their arrival time)"),
+        }, "live mode only (uet run --live): how real time went", required=False),
         "uet_version": F("str", "uet version"),
     }, "how the run went"),
     "summary": F(SUMMARY_SPEC, "the headline numbers"),
@@ -228,7 +239,7 @@ def build_results(config: Mapping[str, Any], flows: Iterable[Mapping[str, Any]],
                "virtual_time_ps": int(run.get("virtual_time_ps", 0)),
                "wall_time_s": float(run.get("wall_time_s", 0.0)),
                "uet_version": __version__}
-    for key in ("last_delivery_ps", "events", "packet_hops", "timing"):
+    for key in ("last_delivery_ps", "events", "packet_hops", "timing", "live"):
         if key in run:
             run_out[key] = run[key]
     doc = {

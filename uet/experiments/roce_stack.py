@@ -18,7 +18,7 @@ from typing import Any
 
 from uet.experiments.config import roce_config
 from uet.experiments.ideal import TopologyModel, WireFormat
-from uet.experiments.runner import Runner, SinkSpace
+from uet.experiments.uet_stack import Runner, SinkSpace
 from uet.experiments.workload import Flow
 from uet.roce.config import RoceConfig
 from uet.roce.constants import PSN_MASK
@@ -72,7 +72,7 @@ class RoceAudit:
 
 
 class RoceRunner(Runner):
-    """:class:`~uet.experiments.runner.Runner` with RoCEv2 end points."""
+    """:class:`~uet.experiments.uet_stack.Runner` with RoCEv2 end points."""
 
     def roce(self) -> RoceConfig:
         """The stack's settings; with IRN and no explicit cap, BDP-FC caps the packets in

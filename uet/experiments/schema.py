@@ -118,6 +118,9 @@ class Table:
     open: str | None = None
     open_doc: str = ""
     nested: bool = False  # lives inside another table (not a top-level section)
+    #: left out of the resolved config unless the file (or a --set) names it, so adding
+    #: the table changed no existing run's results.json
+    optional: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -359,6 +362,20 @@ OUTPUT = Table("output", "What is written besides results.json.", {
     "timeseries": _K("bool", True, "write the sampled time series (timeseries.json)"),
 })
 
+LIVE = Table("live", "Live mode (uet run --live): the same fabric models in real time, "
+             "NICs and switches as Trio tasks exchanging real frames (docs/fabric.md).", {
+    "enabled": _K("bool", False, "run in real time (what --live sets) instead of virtual "
+                  "time"),
+    "dilation": _K("float", None, "emulated time runs this many times slower than real "
+                   "time (100 Gb/s at 1000: 100 Mb/s of real bytes); default: chosen by a "
+                   "0.1 s calibration of this machine", lo=1.0),
+    "backend": _K("enum", "udp", "the cables: udp (VXLAN over UDP 4789 on loopback, any "
+                  "user) or veth (veth pairs in a network namespace, AF_PACKET; root)",
+                  ("udp", "veth")),
+    "address_block": _K("str", None, "the /16 of 127.0.0.0/8 for host and cable addresses "
+                        "(default: from the process id)", pattern=r"127\.\d+\.\d+\.\d+/\d+"),
+}, optional=True)
+
 VERSUS = Table("versus", "What uet versus runs: the variants compared side by side.", {
     "variants": _K("str_list", ["uet: transport.stack=uet", "roce: transport.stack=roce"],
                    "one run per entry, \"label: key=value; key=value\" (--set syntax); "
@@ -369,7 +386,7 @@ VERSUS = Table("versus", "What uet versus runs: the variants compared side by si
 #: every table by name, top-level sections first in file order
 TABLES: dict[str, Table] = {t.name: t for t in (
     EXPERIMENT, TOPOLOGY, PFC, IMPAIRMENTS, GILBERT, TRANSPORT, CMS, PDS, ROCE, TRAFFIC,
-    CAPTURE, OUTPUT, VERSUS)}
+    CAPTURE, OUTPUT, LIVE, VERSUS)}
 SECTIONS: tuple[str, ...] = tuple(t.name for t in TABLES.values() if not t.nested)
 
 # ----------------------------------------------------------------------------- sizes

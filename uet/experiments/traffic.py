@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from uet.experiments import collectives
+from uet.experiments.validated import host_count, resolve_path
 from uet.experiments.workload import Flow, Workload
 
 US = 1_000_000
@@ -117,7 +118,6 @@ def traffic_seed(config: dict[str, Any]) -> int:
 
 def build_workload(config: dict[str, Any]) -> Workload:
     """The workload of a validated experiment config."""
-    from uet.experiments.config import host_count, resolve_path
 
     tr = config["traffic"]
     n = host_count(config["topology"])

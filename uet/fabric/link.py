@@ -25,7 +25,7 @@ class Channel:
 
     __slots__ = ("name", "loop", "push", "rate_bps", "ppb", "delay_ps", "up", "rx", "carry",
                  "imp", "tx_frames", "tx_bytes", "delivered", "drops", "corrupted",
-                 "duplicated", "log", "_nominal_rate", "clean", "on_change")
+                 "duplicated", "log", "_nominal_rate", "clean", "on_change", "fcs_sink")
 
     def __init__(self, name: str, loop: EventLoop, rate_bps: int, delay_ps: int,
                  log: EventLog) -> None:
@@ -51,6 +51,10 @@ class Channel:
         self.log = log
         #: called with this channel after it went down or up (routing, uet.fabric.routing)
         self.on_change: Any = None
+        #: ``fn(frame, fcs)`` for a corrupted frame when the far end is a real wire (the
+        #: live driver): the frame leaves with the good frame's FCS and the receiver checks
+        #: it; None: the check is made here (virtual time, both ends in one process)
+        self.fcs_sink: Any = None
 
     # ------------------------------------------------------------------ configuration
 
@@ -119,9 +123,13 @@ class Channel:
         if not self.up:
             self._drop("link_down", data)
             return
-        if fcs is not None and zlib.crc32(data) != fcs:
-            self.rx.rx_drop("fcs", data)
-            return
+        if fcs is not None:
+            if self.fcs_sink is not None:
+                self.fcs_sink(data, fcs)
+                return
+            if zlib.crc32(data) != fcs:
+                self.rx.rx_drop("fcs", data)
+                return
         self.delivered += 1
         self.rx.on_frame(data)
 
@@ -144,16 +152,21 @@ class Channel:
 
 
 class Link:
-    """A cable between two interfaces ``a`` and ``b`` (names like ``"h0"``, ``"tor0.p0"``)."""
+    """A cable between two interfaces ``a`` and ``b`` (names like ``"h0"``, ``"tor0.p0"``).
+
+    Each direction runs on its transmitter's core (``loop`` for ``a -> b``, ``loop_b``,
+    default the same, for ``b -> a``): the cable is modelled by the node that sends on it.
+    """
 
     __slots__ = ("name", "a", "b", "ab", "ba")
 
     def __init__(self, a: str, b: str, loop: EventLoop, rate_bps: int, delay_ps: int,
-                 log: EventLog) -> None:
+                 log: EventLog, *, loop_b: EventLoop | None = None) -> None:
         self.a, self.b = a, b
         self.name = f"{a}<->{b}"
         self.ab = Channel(f"{a}->{b}", loop, rate_bps, delay_ps, log)
-        self.ba = Channel(f"{b}->{a}", loop, rate_bps, delay_ps, log)
+        self.ba = Channel(f"{b}->{a}", loop if loop_b is None else loop_b, rate_bps,
+                          delay_ps, log)
 
     def channel_from(self, end: str) -> Channel:
         """The channel transmitted by interface ``end``."""

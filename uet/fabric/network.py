@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 from uet.fabric.ecmp import switch_seed
@@ -17,6 +18,7 @@ from uet.fabric.nic import Nic
 from uet.fabric.pfc import PfcConfig
 from uet.fabric.port import Port
 from uet.fabric.qos import QosConfig
+from uet.fabric.routing import Rerouter
 from uet.fabric.scheduler import EventLoop
 from uet.fabric.switch import UNLIMITED, Switch, SwitchPort
 
@@ -29,12 +31,19 @@ class Network:
     """Hosts (``nics``, ``hosts``), ``switches``, ``links`` and the interface map ``ifaces``."""
 
     def __init__(self, *, seed: int = 0, qos: QosConfig | None = None,
-                 log: EventLog | None = None, ecmp_seed: int | None = None) -> None:
+                 log: EventLog | None = None, ecmp_seed: int | None = None,
+                 loop_per_node: bool = False) -> None:
         self.seed = seed
         self.ecmp_seed = seed if ecmp_seed is None else ecmp_seed
         self.qos = qos or QosConfig()
         self.log = log or EventLog()
+        #: the fabric's event core; with ``loop_per_node`` (the live driver,
+        #: ``uet.runtime.live``) it holds only fabric-wide events (scheduled link changes,
+        #: rerouting, users' timers) and each NIC and switch has a core of its own
         self.loop = EventLoop()
+        #: node name -> its own core (``loop_per_node``); empty: every node runs on ``loop``
+        self.node_loops: dict[str, EventLoop] = {}
+        self.loop_per_node = loop_per_node
         self.nics: list[Nic] = []
         self.hosts: list[HostContext] = []
         self.switches: dict[str, Switch] = {}
@@ -46,10 +55,20 @@ class Network:
 
     # ---------------------------------------------------------------- building
 
+    def node_loop(self, name: str) -> EventLoop:
+        """The core NIC or switch ``name`` runs on: the shared one in virtual time, its
+        own when every node is a task of its own in real time (``loop_per_node``)."""
+        if not self.loop_per_node:
+            return self.loop
+        loop = self.node_loops.get(name)
+        if loop is None:
+            loop = self.node_loops[name] = EventLoop()
+        return loop
+
     def add_host(self, ip: str, mac: str, rate_bps: int) -> Nic:
         i = len(self.nics)
         name = f"h{i}"
-        nic = Nic(name, i, self.loop, self.log, mac, self.qos)
+        nic = Nic(name, i, self.node_loop(name), self.log, mac, self.qos)
         self.nics.append(nic)
         self.ifaces[name] = nic
         log = self.log
@@ -64,7 +83,8 @@ class Network:
 
     def add_switch(self, name: str, *, trimming: bool = True,
                    pfc: PfcConfig | None = None) -> Switch:
-        sw = Switch(name, self.loop, self.log, qos=self.qos, seed=_seed_for(self.seed, name),
+        sw = Switch(name, self.node_loop(name), self.log, qos=self.qos,
+                    seed=_seed_for(self.seed, name),
                     ecmp_seed=switch_seed(self.ecmp_seed, name), trimming=trimming, pfc=pfc)
         self.switches[name] = sw
         return sw
@@ -77,7 +97,7 @@ class Network:
 
     def connect(self, a: Port, b: Port, rate_bps: int, delay_ps: int) -> Link:
         """Cable ``a`` to ``b``: ``a`` transmits on ``link.ab``, ``b`` on ``link.ba``."""
-        link = Link(a.name, b.name, self.loop, rate_bps, delay_ps, self.log)
+        link = Link(a.name, b.name, a.loop, rate_bps, delay_ps, self.log, loop_b=b.loop)
         a.channel, b.channel = link.ab, link.ba
         link.ab.rx, link.ba.rx = b, a
         self.links.append(link)
@@ -91,11 +111,30 @@ class Network:
             b.lasthop = isinstance(a, Nic)
         return link
 
+    def renumber_hosts(self, ips: list[str]) -> None:
+        """Give host ``i`` the address ``ips[i]`` (same family), switch routes included.
+
+        The live driver puts hosts on loopback addresses so that processes outside the
+        fabric (external hosts) can reach them; routes keep their ports and hashing seed.
+        """
+        if len(ips) != len(self.hosts):
+            raise ValueError(f"renumber_hosts: {len(ips)} addresses for {len(self.hosts)} "
+                             "hosts")
+        old = {ipaddress.ip_address(h.ip).packed: ipaddress.ip_address(ip).packed
+               for h, ip in zip(self.hosts, ips, strict=True)}
+        if len(set(old.values())) != len(old):
+            raise ValueError("renumber_hosts: addresses must be distinct")
+        for h, ip in zip(self.hosts, ips, strict=True):
+            h.ip = str(ipaddress.ip_address(ip))
+        for sw in self.switches.values():
+            sw.routes = {old.get(k, k): v for k, v in sw.routes.items()}
+            sw.direct = {old.get(k, k): v for k, v in sw.direct.items()}
+            sw.cache.clear()
+        self.finish_hosts()
+
     def enable_rerouting(self, delay_ps: int) -> None:
         """Recompute switch routes (shortest-path ECMP over the links up) ``delay_ps``
         after every link state change (:mod:`uet.fabric.routing`)."""
-        from uet.fabric.routing import Rerouter
-
         self.rerouter = Rerouter(self, delay_ps)
 
     def finish_hosts(self) -> None:

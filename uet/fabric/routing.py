@@ -14,18 +14,28 @@ from __future__ import annotations
 
 import ipaddress
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from uet.fabric.switch import Switch, SwitchPort
 
-if TYPE_CHECKING:
-    from uet.fabric.network import Network
+
+class RoutedNetwork(Protocol):
+    """What the rerouter reads of the network (``uet.fabric.network.Network``, which sits
+    above this module): its core and log, links, interfaces, hosts and switches."""
+
+    loop: Any
+    log: Any
+    links: list[Any]
+    ifaces: dict[str, Any]
+    hosts: list[Any]
+    nics: list[Any]
+    switches: dict[str, Switch]
 
 
 class Rerouter:
     """Recomputes a network's switch routes ``delay_ps`` after each link state change."""
 
-    def __init__(self, net: Network, delay_ps: int) -> None:
+    def __init__(self, net: RoutedNetwork, delay_ps: int) -> None:
         if delay_ps < 0:
             raise ValueError(f"reroute delay must be >= 0 ps, got {delay_ps}")
         self.net = net
@@ -83,5 +93,7 @@ class Rerouter:
 
 
 def _node(port: Any) -> Any:
-    """The node a port belongs to: its switch, or the host interface itself."""
+    """The node a port belongs to: its switch, or the host interface itself (a live
+    driver's wire end stands for the port at its far end as ``far``)."""
+    port = getattr(port, "far", port)
     return port.switch if isinstance(port, SwitchPort) else port

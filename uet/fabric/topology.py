@@ -49,6 +49,10 @@ def normalise(params: dict[str, Any]) -> dict[str, Any]:
     if kind not in KINDS:
         raise ValueError(f"topology.kind={kind!r}: allowed {sorted(KINDS)}")
     allowed = {**COMMON, **KINDS[kind]}
+    if "external" in params:
+        raise ValueError("topology.external: hosts played by another process need the live "
+                         "fabric (uet.runtime.live.LiveFabric): virtual time cannot wait "
+                         "for a process that runs in real time")
     bad = set(params) - set(allowed)
     if bad:
         raise ValueError(f"topology ({kind}): unknown keys {sorted(bad)}; "

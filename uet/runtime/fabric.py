@@ -109,7 +109,7 @@ class Fabric:
             if bad:
                 raise ValueError(f"Fabric: host_profiles names host(s) {bad}; the topology "
                                  f"has hosts 0..{len(self.net.hosts) - 1}")
-        self.net.attach(endpoint_factory)
+        self.net.attach(self._wrap_factory(endpoint_factory))
         self.hosts: list[Host] = [Host(self, i) for i in range(len(self.net.nics))]
         self._ip_index = {ctx.ip: i for i, ctx in enumerate(self.net.hosts)}
         self.loop = self.net.loop
@@ -123,6 +123,11 @@ class Fabric:
         self.wakeups = 0
         for nic in self.net.nics:
             nic.on_change = self._on_change
+
+    def _wrap_factory(self, factory: EndpointFactory) -> EndpointFactory:
+        """The factory the hosts' end points come from (the live fabric puts its
+        external hosts' edge in here)."""
+        return factory
 
     # ---------------------------------------------------------------- lifecycle
 
@@ -339,6 +344,14 @@ class Fabric:
 
         await self.wait_until(all_done, timeout_ps)
         return msgs
+
+    def pending(self) -> int:
+        """Events pending in the fabric (0: nothing left to do)."""
+        return len(self.loop)
+
+    def events_run(self) -> int:
+        """Events run so far."""
+        return self.loop.events
 
     # ---------------------------------------------------------------- observing
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from uet.errors import RemoteError
 from uet.ses.errors import OperationResult, SesError
@@ -39,10 +39,32 @@ from uet.wire.constants import ReturnCode as Rc
 
 if TYPE_CHECKING:
     from uet.endpoint.fep import FabricEndpoint
-    from uet.runtime.fabric import Fabric
     from uet.ses.initiator import Operation
 
-__all__ = ["Host", "OperationTimeout", "PendingOp", "PendingRecv", "RecvResult", "Region"]
+__all__ = ["Host", "HostFabric", "OperationTimeout", "PendingOp", "PendingRecv", "RecvResult",
+           "Region"]
+
+
+class HostFabric(Protocol):
+    """What a :class:`Host` needs of its fabric (``uet.runtime.fabric.Fabric``, a live
+    fabric, or ``uet.runtime.udp``'s one-host stand-in): the fabric module sits above this
+    one and is never imported here."""
+
+    net: Any
+
+    @property
+    def now(self) -> int: ...
+
+    def endpoint(self, index: int) -> Any: ...
+
+    def host_index(self, ip: str | None) -> int | None: ...
+
+    def host_ip(self, host: Any) -> str: ...
+
+    def submit(self, host: int, fn: Callable[[Any, int], Any]) -> Any: ...
+
+    async def wait_until(self, pred: Callable[[], bool],
+                         timeout_ps: int | None = None) -> bool: ...
 
 
 class OperationTimeout(RemoteError, TimeoutError):
@@ -229,7 +251,7 @@ class Host:
     (traffic class), ``timeout_ps`` (default :attr:`timeout_ps`, None = no limit).
     """
 
-    def __init__(self, fab: Fabric, index: int) -> None:
+    def __init__(self, fab: HostFabric, index: int) -> None:
         self.fab = fab
         self.index = index
         ctx = fab.net.hosts[index]

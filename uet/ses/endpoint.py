@@ -21,9 +21,9 @@ The driver (the FEP glue, or the test harness) moves packets:
 from __future__ import annotations
 
 from collections import Counter, deque
-from dataclasses import dataclass
 
 from uet.profiles import Profile, load_profile
+from uet.ses.context import SesTimeouts
 from uet.ses.initiator import Initiator
 from uet.ses.memory import ResourceTable
 from uet.ses.messages import OutItem, OutMessage, OutPacket, SesEvent
@@ -31,19 +31,6 @@ from uet.ses.target import Target
 from uet.wire.constants import FepCap
 
 PS_PER_MS = 1_000_000_000
-
-
-@dataclass(slots=True)
-class SesTimeouts:
-    """The SES's timeouts in picoseconds (from the profile's ``ses.*_timeout_ms``).
-
-    ``reassembly_ps``: a message whose packets stopped arriving this long is abandoned, and
-    an operation waiting for read data this long fails; ``unexpected_ps``: unexpected
-    messages, receives reserved for a restart, rendezvous exposures not read and deferred
-    sends not restarted live at most this long."""
-
-    reassembly_ps: int
-    unexpected_ps: int
 
 
 class SesEndpoint:

@@ -54,7 +54,7 @@ from uet.wire.records import (
 )
 
 if TYPE_CHECKING:
-    from uet.ses.endpoint import SesEndpoint
+    from uet.ses.context import SesContext
 
 
 class OpState(StrEnum):
@@ -129,7 +129,7 @@ _FETCHING = frozenset({SesOpcode.FETCHING_ATOMIC, SesOpcode.TSEND_FETCH_ATOMIC})
 class Initiator:
     """Builds request packets for operations and completes them from responses."""
 
-    def __init__(self, ep: SesEndpoint) -> None:
+    def __init__(self, ep: SesContext) -> None:
         self.ep = ep
         self.ops: dict[int, Operation] = {}
         self.peer_caps: dict[str, int] = {}

@@ -65,7 +65,7 @@ from uet.wire.records import (
 )
 
 if TYPE_CHECKING:
-    from uet.ses.endpoint import SesEndpoint
+    from uet.ses.context import SesContext
 
 _SENDS = frozenset({SesOpcode.SEND, SesOpcode.TAGGED_SEND, SesOpcode.DATAGRAM_SEND,
                     SesOpcode.DEFERRABLE_SEND, SesOpcode.DEFERRABLE_TSEND})
@@ -93,7 +93,7 @@ _OK_RCS = (Rc.OK, Rc.NULL)
 class Target:
     """Handles delivered request packets against the end point's resources."""
 
-    def __init__(self, ep: SesEndpoint) -> None:
+    def __init__(self, ep: SesContext) -> None:
         self.ep = ep
         ses = ep.profile.ses
         self.reassembly = Reassembly(ses.reassembly_max_messages, ses.completed_history)
