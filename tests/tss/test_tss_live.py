@@ -13,7 +13,8 @@ import sys
 
 import trio
 
-from tests.fabric.test_udp import ROOT, TIMEOUT, _start, _stop
+from tests.fabric.helpers import start_ready
+from tests.fabric.test_udp import ROOT, TIMEOUT, _stop
 from uet.runtime.udp import UdpNode
 from uet.ses.errors import SesError
 
@@ -34,7 +35,7 @@ def _client(*argv: str) -> subprocess.CompletedProcess:
 
 async def test_same_domain_talks_a_third_process_without_the_key_is_refused(tmp_path):
     keys = _keyfile(tmp_path)
-    server = await _start("-m", "uet.runtime.udp", "--ip", f"{NET}.2", "--tss", keys,
+    server = await start_ready("-m", "uet.runtime.udp", "--ip", f"{NET}.2", "--tss", keys,
                           "--json")
     try:
         ok = await trio.to_thread.run_sync(lambda: _client(
@@ -61,7 +62,7 @@ async def test_same_domain_talks_a_third_process_without_the_key_is_refused(tmp_
 
 async def test_uet_serve_tss_against_a_live_node(tmp_path):
     keys = _keyfile(tmp_path, job=0x00ABCD)
-    server = await _start("-m", "uet.cli", "serve", "--listen", f"{NET}.12:4793",
+    server = await start_ready("-m", "uet.cli", "serve", "--listen", f"{NET}.12:4793",
                           "--tss", keys, "--json")
     try:
         opts = {"job_id": 0x00ABCD, "tss": {"key_file": keys}}
