@@ -122,15 +122,11 @@ def test_pdc_modules_do_not_import_the_end_point(name):
 #: after both modules are loaded); a module-level one never. Empty: no cycle at all.
 LAZY_CYCLES_ALLOWED: dict[tuple[str, str], str] = {}
 
-#: Type-only imports (``if TYPE_CHECKING:``) that may close a cycle, with the reason. The
-#: PDS of issue 13 names its PDC classes in the manager's and the state table's hints;
-#: it landed as such and is its owners' to change (a narrow protocol, as uet.ses.context
-#: does for the SES, removes each entry).
-TYPE_CYCLES_ALLOWED: dict[tuple[str, str], str] = {
-    ("uet.pds.manager", "uet.pds.initiator"): "PdcManager's hints name InitiatorPdc",
-    ("uet.pds.manager", "uet.pds.target"): "PdcManager's hints name TargetPdc",
-    ("uet.pds.states", "uet.pds.manager"): "the state table's hints name PdcBase",
-}
+#: Type-only imports (``if TYPE_CHECKING:``) that may close a cycle, with the reason.
+#: Empty: a module that needs the type of one above it names what it uses in a narrow
+#: protocol (uet.ses.context, uet.pds.states.NamedPdc) or a type parameter
+#: (uet.pds.manager.PdcManager[InitiatorPdc, TargetPdc]).
+TYPE_CYCLES_ALLOWED: dict[tuple[str, str], str] = {}
 
 
 def _modules() -> dict[str, Path]:

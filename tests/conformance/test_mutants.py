@@ -66,6 +66,36 @@ def test_the_four_missing_rules_are_killed_by_their_new_cases():
     assert lines[0].startswith("| mutant") and len(lines) == 2 + len(outcomes)
 
 
+def test_every_target_names_a_catalogue_case():
+    """A target is a case ID; a renumbered case (the PDS-RNK IDs follow their tables) must
+    be renamed in the harness too, or "every new case fails on its bug" would check nothing."""
+    from uet.conformance.registry import catalogue
+
+    ids = {c.id for c in catalogue()}
+    for m in cm.MUTANTS:
+        assert set(m.targets) <= ids, (m.name, sorted(set(m.targets) - ids))
+
+
+#: cosmic-ray survivors (benchmarks/cosmic_ray_sample.py) written as hand-made mutants
+COSMIC_RAY_SURVIVORS = ("pds.spdcid-below-accepted", "pds.spdcid-above-accepted",
+                        "pds.cp-spdcid-one-way", "pds.ack-spdcid-one-way",
+                        "pds.nack-spdcid-one-way", "pds.cp-ack-retx-always",
+                        "cms.dscp-above-lasthop-trimmed")
+
+
+def test_the_cosmic_ray_survivors_are_killed_by_their_cases():
+    """Only the target cases run (the whole catalogue per mutant is the benchmark's job);
+    the unmutated copy passes them."""
+    mutants = [m for m in cm.MUTANTS if m.name in COSMIC_RAY_SURVIVORS]
+    assert len(mutants) == len(COSMIC_RAY_SURVIVORS)
+    targets = sorted({t for m in mutants for t in m.targets})
+    baseline, outcomes = cm.run_mutants(mutants, jobs=2, udp=False, cases=targets)
+    assert not baseline.killed, cm.cases_text(baseline)
+    for o in outcomes:
+        assert not o.problem, (o.name, o.problem)
+    assert cm.target_misses(outcomes) == []
+
+
 def test_the_tss_mutants_are_killed_by_their_cases():
     """Issue 14's mutants (one per TSS rule) against the TSS cases only, in process."""
     mutants = [m for m in cm.MUTANTS if m.area == "TSS"]

@@ -124,7 +124,7 @@ class PdcContext:
                  "_tokens", "_next_token", "log_hook", "credit_changed", "secure_floor",
                  "secure_learned")
 
-    def __init__(self, cfg: PdsConfig, local_ip: str, mgr: PdcManager, rng: Any,
+    def __init__(self, cfg: PdsConfig, local_ip: str, mgr: PdcManager[Any, Any], rng: Any,
                  log: Callable[..., None] | None = None) -> None:
         self.cfg = cfg
         self.local_ip = local_ip

@@ -113,7 +113,7 @@ class PdsEndpoint:
         self._receiver_cc = receiver_cc or _null_receiver
         self.credit_scheduler = credit_scheduler
         self._credit_pacer = _CreditPacer(self._poll_credit)
-        self.mgr = PdcManager(config, rng)
+        self.mgr: PdcManager[InitiatorPdc, TargetPdc] = PdcManager(config, rng)
         ctx = self.ctx = PdcContext(config, local_ip, self.mgr, rng, log)
         ctx.credit_changed = self._credit_changed
         self.log_hook = log

@@ -12,14 +12,10 @@ from __future__ import annotations
 import random
 from collections import deque
 from enum import Enum, IntEnum
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from uet.pds.config import PdsConfig
 from uet.pds.states import LINGERING, PdcStateError
-
-if TYPE_CHECKING:
-    from uet.pds.initiator import InitiatorPdc
-    from uet.pds.target import TargetPdc
 
 INITIATOR = "initiator"
 TARGET = "target"
@@ -93,8 +89,15 @@ class PdcBase:
                 f"mode={getattr(self.mode, 'name', self.mode)}>")
 
 
-class PdcManager:
-    """PDC tables and resource accounting of one end point."""
+#: the initiator and target PDC classes a manager holds (``uet.pds.initiator`` and
+#: ``uet.pds.target`` build on this module, so it names them only as type parameters)
+InitiatorT = TypeVar("InitiatorT", bound=PdcBase)
+TargetT = TypeVar("TargetT", bound=PdcBase)
+
+
+class PdcManager(Generic[InitiatorT, TargetT]):
+    """PDC tables and resource accounting of one end point (``PdcManager[InitiatorPdc,
+    TargetPdc]`` in :class:`~uet.pds.endpoint.PdsEndpoint`)."""
 
     __slots__ = ("cfg", "rng", "by_id", "ini_by_key", "tgt_by_key", "lingering",
                  "n_initiator", "n_target", "per_source")
@@ -102,9 +105,9 @@ class PdcManager:
     def __init__(self, cfg: PdsConfig, rng: random.Random) -> None:
         self.cfg = cfg
         self.rng = rng
-        self.by_id: dict[int, InitiatorPdc | TargetPdc] = {}
-        self.ini_by_key: dict[tuple, InitiatorPdc] = {}
-        self.tgt_by_key: dict[tuple, TargetPdc] = {}
+        self.by_id: dict[int, InitiatorT | TargetT] = {}
+        self.ini_by_key: dict[tuple, InitiatorT] = {}
+        self.tgt_by_key: dict[tuple, TargetT] = {}
         self.lingering: deque[PdcBase] = deque()
         self.n_initiator = 0  # open (not lingering) initiator PDCs
         self.n_target = 0  # open (including PENDING) target PDCs
@@ -144,12 +147,12 @@ class PdcManager:
                 return pid
         return None  # pragma: no cover - guarded by the length check
 
-    def register_initiator(self, pdc: InitiatorPdc) -> None:
+    def register_initiator(self, pdc: InitiatorT) -> None:
         self.by_id[pdc.pdc_id] = pdc
         self.ini_by_key[pdc.key] = pdc
         self.n_initiator += 1
 
-    def register_target(self, pdc: TargetPdc) -> None:
+    def register_target(self, pdc: TargetT) -> None:
         self.by_id[pdc.pdc_id] = pdc
         self.tgt_by_key[pdc.key] = pdc
         self.n_target += 1

@@ -20,12 +20,9 @@ the method that asks for the transition; :func:`describe` and the docs test pick
 from __future__ import annotations
 
 from enum import Enum, IntEnum
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from uet.errors import LocalProtocolError
-
-if TYPE_CHECKING:
-    from uet.pds.manager import PdcBase
 
 
 class InitiatorState(IntEnum):
@@ -116,10 +113,20 @@ INITIATOR_OPEN = frozenset({_I.SYN, _I.ESTABLISHED, _I.CLOSING})
 LINGERING = frozenset({_I.CLOSED, _I.ERROR, _T.CLOSED, _T.ERROR})
 
 
+class NamedPdc(Protocol):
+    """What a :class:`PdcStateError` reads of the PDC it names (``uet.pds.manager.PdcBase``
+    builds on this module, so the error names it by what it needs)."""
+
+    pdc_id: int
+    role: str
+    state: Any
+    peer_ip: str
+
+
 class PdcStateError(LocalProtocolError):
     """A PDC was asked for a transition its table does not allow in its state."""
 
-    def __init__(self, pdc: PdcBase, event: Enum) -> None:
+    def __init__(self, pdc: NamedPdc, event: Enum) -> None:
         self.pdc_id = pdc.pdc_id
         self.role = pdc.role
         self.state = pdc.state
@@ -137,6 +144,7 @@ def describe(table: dict) -> list[tuple[str, str, str]]:
 __all__ = [
     "INITIATOR_TRANSITIONS",
     "LINGERING",
+    "NamedPdc",
     "TARGET_TRANSITIONS",
     "InitiatorEvent",
     "InitiatorState",

@@ -101,6 +101,8 @@ class Wire:
     """
 
     sock: socket.socket
+    #: what goes on the socket before each frame (the VXLAN header; nothing on a veth)
+    hdr = b""
 
     def __init__(self) -> None:
         #: ``(emulated time, length)`` of each frame sent, read by the far end's node
@@ -124,6 +126,17 @@ class Wire:
         sock.setblocking(False)
         self.sock = sock
         self._anc = socket.CMSG_SPACE(4)
+
+    def send(self, frame: bytes) -> bool:
+        """Put ``frame`` on the wire; False (counted in ``tx_error``) if the kernel refused
+        it."""
+        try:
+            self.sock.send(self.hdr + frame)
+        except OSError:
+            self.tx_error += 1
+            return False
+        self.tx += 1
+        return True
 
     def fileno(self) -> int:
         return self.sock.fileno()
@@ -159,15 +172,6 @@ class UdpWire(Wire):
             sock.connect((peer_ip, port))
 
         self._open(sock, setup)
-
-    def send(self, frame: bytes) -> bool:
-        try:
-            self.sock.send(self.hdr + frame)
-        except OSError:
-            self.tx_error += 1
-            return False
-        self.tx += 1
-        return True
 
     def recv_ready(self) -> Iterator[bytes]:
         """Frames (with FCS) waiting in the socket now, VXLAN header checked and removed."""
@@ -205,15 +209,6 @@ class PacketWire(Wire):
             sock.bind((ifname, 0))
 
         self._open(sock, setup)
-
-    def send(self, frame: bytes) -> bool:
-        try:
-            self.sock.send(frame)
-        except OSError:
-            self.tx_error += 1
-            return False
-        self.tx += 1
-        return True
 
     def recv_ready(self) -> Iterator[bytes]:
         sock = self.sock

@@ -5,7 +5,7 @@ from __future__ import annotations
 from uet.wire.constants import AckFlag, CpFlag, CtlType, NackCode, ReturnCode, RspOpcode
 from uet.wire.records import PdsControl, PdsNack, PdsRequest, psn_add
 
-from ..peer import has_flags
+from ..peer import has_flags, lacks_flags
 from ..registry import case
 from .common import OK, DutFlow, opened, require, response
 
@@ -16,13 +16,14 @@ def _closed(peer):
     pdc = opened(peer)
     response(pdc, pdc.send(peer.ses.no_op()[0]), OK)
     close_psn = pdc.control(CtlType.CLOSE, ar=True)
-    pdc.ack_of(close_psn, what="the ACK of the CLOSE")
+    pdc.ack_of(close_psn, fields={"flags": lacks_flags(AckFlag.RETX)},
+               what="the ACK of the CLOSE (a first transmission: RETX clear)")
     return pdc, close_psn
 
 
-@case("PDS-CLS-001", "2.7, 3.9",
+@case("PDS-CLS-001", "2.3, 2.7, 3.9",
       "A CLOSE control packet (a new PSN, AR set) is acknowledged by an ACK naming the "
-      "close PSN")
+      "close PSN, with RETX clear (the CLOSE was not a retransmission)")
 def close_acked(peer):
     pdc, close_psn = _closed(peer)
     require(peer, close_psn == pdc.psn(2), "peer bug: CLOSE PSN")
@@ -40,11 +41,12 @@ def late_duplicate_after_close(peer):
 
 
 @case("PDS-CLS-003", "3.9",
-      "A repeated CLOSE (its ACK was lost) is acknowledged again")
+      "A repeated CLOSE (its ACK was lost; RETX set) is acknowledged again, RETX set")
 def close_repeated(peer):
     pdc, close_psn = _closed(peer)
     pdc.control(CtlType.CLOSE, close_psn, ar=True, retx=True)
-    pdc.ack_of(close_psn, what="the ACK of the repeated CLOSE")
+    pdc.ack_of(close_psn, fields={"flags": has_flags(AckFlag.RETX)},
+               what="the ACK of the repeated CLOSE (RETX set)")
 
 
 @case("PDS-CLS-004", "3.9",

@@ -185,6 +185,15 @@ class DutFlow:
                                  what=what or f"retransmission of PSN {psn}")
 
 
+def other_pdcids(real: int) -> tuple[int, int]:
+    """Two non-zero PDC IDs other than ``real``: the one below it and the one above (both
+    above or both below at the ends of the 16-bit range). A check that compares IDs one
+    way only lets one of the two through, so the ID-mismatch cases send both."""
+    below = real - 1 if real > 1 else 0xFFFE
+    above = real + 1 if real < 0xFFFF else real - 2
+    return below, above
+
+
 def first_syn_start(rx: Received) -> int:
     """Start_PSN of a SYN request = PSN - psn_offset."""
     return psn_add(rx.pds.psn, -rx.pds.psn_offset)
@@ -196,5 +205,6 @@ def require(peer: Peer, cond: bool, message: str) -> None:
 
 
 __all__ = ["ANY_ACK", "DutFlow", "MTU", "NextHeader", "OK", "Received", "check_bytes",
-           "first_syn_start", "lacks_flags", "opened", "read_back", "request_ok", "require",
-           "response", "rc_name", "rma_pattern", "unique", "write_ok"]
+           "first_syn_start", "lacks_flags", "opened", "other_pdcids", "read_back",
+           "request_ok", "require", "response", "rc_name", "rma_pattern", "unique",
+           "write_ok"]

@@ -10,7 +10,17 @@ from ..peer import ANY_ACK, has_flags
 from ..registry import case
 from .clear import dut_clear_answer, held
 from .close import dut_idle_close
-from .common import OK, check_bytes, opened, quiet, read_back, require, response, unique
+from .common import (
+    OK,
+    check_bytes,
+    opened,
+    other_pdcids,
+    quiet,
+    read_back,
+    require,
+    response,
+    unique,
+)
 from .reactions import sacked_ack_req
 
 ACK_US = 1000
@@ -125,14 +135,17 @@ def isrod_either(peer):
 
 
 @case("PDS-CP-009", "2.7, 3.2",
-      "A control packet whose SPDCID is not the PDC's is answered NACK PDC_HDR_MISMATCH")
+      "A control packet whose SPDCID is not the PDC's (one below it, one above) is "
+      "answered NACK PDC_HDR_MISMATCH")
 def cp_spdcid_mismatch(peer):
     pdc = opened(peer)
-    pkt = P.control(CtlType.ACK_REQ, pdc.psn(0), pdc.spdcid ^ 0x0202, dpdcid=pdc.dpdcid)
-    peer.send(pkt)
-    peer.expect(PdsNack, timeout_us=ACK_US,
-                fields={"nack_code": NackCode.PDC_HDR_MISMATCH, "nack_psn": pdc.psn(0)},
-                what="NACK PDC_HDR_MISMATCH for the control packet")
+    for foreign in other_pdcids(pdc.spdcid):
+        pkt = P.control(CtlType.ACK_REQ, pdc.psn(0), foreign, dpdcid=pdc.dpdcid)
+        peer.send(pkt)
+        peer.expect(PdsNack, timeout_us=ACK_US,
+                    fields={"nack_code": NackCode.PDC_HDR_MISMATCH, "nack_psn": pdc.psn(0)},
+                    what=f"NACK PDC_HDR_MISMATCH for the control packet from SPDCID "
+                         f"{foreign} (the PDC's is {pdc.spdcid})")
 
 
 @case("PDS-CP-010", "2.7",

@@ -13,6 +13,7 @@ from .common import (
     DutFlow,
     check_bytes,
     opened,
+    other_pdcids,
     read_back,
     require,
     response,
@@ -66,18 +67,20 @@ def unknown_dpdcid(peer):
 
 
 @case("PDS-EST-004", "3.2",
-      "A non-SYN request whose SPDCID is not the PDC's is answered NACK PDC_HDR_MISMATCH "
-      "and not executed")
+      "A non-SYN request whose SPDCID is not the PDC's (one below it, one above) is "
+      "answered NACK PDC_HDR_MISMATCH and not executed")
 def spdcid_mismatch(peer):
     pdc = opened(peer)
     before = read_back(pdc, "rma", peer.scratch, 32)
-    hdr = P.request(pdc.next_psn, pdc.spdcid ^ 0x0101, dpdcid=pdc.dpdcid,
-                    start_psn=pdc.start_psn, clear_psn=pdc.clear_psn)
-    peer.send(hdr / peer.ses.write("rma", peer.scratch, unique(peer, 32))[0])
-    _nack(peer, NackCode.PDC_HDR_MISMATCH, pdc.next_psn, "NACK PDC_HDR_MISMATCH",
-          spdcid=pdc.dpdcid)
+    for foreign in other_pdcids(pdc.spdcid):
+        hdr = P.request(pdc.next_psn, foreign, dpdcid=pdc.dpdcid,
+                        start_psn=pdc.start_psn, clear_psn=pdc.clear_psn)
+        peer.send(hdr / peer.ses.write("rma", peer.scratch, unique(peer, 32))[0])
+        _nack(peer, NackCode.PDC_HDR_MISMATCH, pdc.next_psn,
+              f"NACK PDC_HDR_MISMATCH for SPDCID {foreign} (the PDC's is {pdc.spdcid})",
+              spdcid=pdc.dpdcid)
     check_bytes(peer, read_back(pdc, "rma", peer.scratch, 32), before,
-                "memory after a request with a foreign SPDCID")
+                "memory after requests with a foreign SPDCID")
 
 
 @case("PDS-EST-005", "3.2",

@@ -54,6 +54,23 @@ def trimmed_lasthop(peer):
     _trimmed(peer, True)
 
 
+@case("PDS-NAK-023", "2.6, 6.3",
+      "Only the two trimmed code points mean trimmed: a WRITE at another DSCP (the first "
+      "one above both trimmed code points that is not the control DSCP) is executed and "
+      "answered RESPONSE OK, not NACKed")
+def untrimmed_other_dscp(peer):
+    s = peer.setup
+    dscp = max(s.dscp_trimmed, s.dscp_trimmed_lasthop) + 1
+    if dscp == s.dscp_control:
+        dscp += 1
+    pdc = opened(peer)
+    data = unique(peer, 32)
+    psn = pdc.send(peer.ses.write("rma", peer.scratch, data)[0], dscp=dscp)
+    response(pdc, psn, OK, what=f"the RESPONSE OK of a WRITE sent at DSCP {dscp}")
+    check_bytes(peer, read_back(pdc, "rma", peer.scratch, 32), data,
+                f"the WRITE sent at DSCP {dscp}")
+
+
 @case("PDS-NAK-003", "2.6, 3.8",
       "An ACK_REQ control packet for a PSN the target never received (a gap below PSNs it "
       "did receive) is answered NACK PKT_NOT_RCVD")

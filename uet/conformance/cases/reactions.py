@@ -25,7 +25,7 @@ from uet.wire.records import PdsControl, PdsRequest, psn_add
 
 from .. import packets as P
 from ..registry import case
-from .common import DutFlow, require
+from .common import DutFlow, other_pdcids, require
 
 RETRANSMIT = ("TRIMMED", "TRIMMED_LASTHOP", "TRIMMED_ACK", "PSN_OOR_WINDOW", "ROD_OOO",
               "PKT_NOT_RCVD", "ACK_WITH_DATA", "RCVR_INFER_LOSS", "EXP_NACK_NORMAL",
@@ -38,9 +38,13 @@ IGNORE = (("RCVD_SES_PROCG", NackCode.RCVD_SES_PROCG), ("reserved 0x0C", 0x0C),
           ("reserved 0x1B", 0x1B))
 
 
-def _established_flow(peer, n=3):
-    """A device flow of ``n`` packets whose first packet is acknowledged (ESTABLISHED)."""
+def _established_flow(peer, n=3, my_id=None):
+    """A device flow of ``n`` packets whose first packet is acknowledged (ESTABLISHED).
+    ``my_id``: the peer's PDC ID of an earlier flow (the device may send on the PDC it
+    opened then, which knows the peer by that ID)."""
     flow = DutFlow(peer, n)
+    if my_id is not None:
+        flow.my_id = my_id
     flow.begin()
     flow.ack(flow.psn(0))
     return flow
@@ -176,19 +180,22 @@ def stale_nack(peer):
 
 
 @case(f"PDS-RNK-{_NEXT + 2:03d}", "2.6, 3.2",
-      "A NACK whose SPDCID is not the peer PDC's (once established) is ignored: no "
-      "immediate retransmission")
+      "A NACK whose SPDCID is not the peer PDC's (once established; one below it, one "
+      "above) is ignored: no immediate retransmission")
 def foreign_nack(peer):
     rto = peer.setup.rto_us
-    flow = _established_flow(peer)
-    real = flow.my_id
-    flow.my_id = real ^ 0x0F0F or 1
-    flow.nack(NackCode.TRIMMED, flow.psn(1))
-    flow.my_id = real
-    peer.expect_nothing(PdsRequest, within_us=rto / 2, exact=True,
-                        fields={"psn": flow.psn(1), "spdcid": flow.dut_id},
-                        what="a retransmission triggered by a NACK from a foreign PDC")
-    flow.ack(flow.psn(2))
+    real = None
+    for side in (0, 1):
+        flow = _established_flow(peer, my_id=real)
+        real = flow.my_id
+        flow.my_id = other_pdcids(real)[side]
+        flow.nack(NackCode.TRIMMED, flow.psn(1))
+        flow.my_id = real
+        peer.expect_nothing(PdsRequest, within_us=rto / 2, exact=True,
+                            fields={"psn": flow.psn(1), "spdcid": flow.dut_id},
+                            what="a retransmission triggered by a NACK from a foreign PDC "
+                                 f"(SPDCID {other_pdcids(real)[side]}, the peer's is {real})")
+        flow.ack(flow.psn(2))
 
 
 # ---------------------------------------------------------------------------- RTO (3.8)
@@ -347,3 +354,21 @@ def ack_wrong_source(peer):
     flow.expect_retx(flow.psn(1), timeout_us=rto * 1.5,
                      what="the RTO retransmission despite the ACK from a foreign address")
     flow.ack(flow.psn(1))
+
+
+@case("PDS-RTX-010", "3.2, 3.6",
+      "An ACK whose SPDCID is not the peer PDC's (once established; one below it, one "
+      "above) is ignored: the packet it names is retransmitted by its RTO")
+def ack_foreign_spdcid(peer):
+    rto = peer.setup.rto_us
+    real = None
+    for side in (0, 1):
+        flow = _established_flow(peer, 2, my_id=real)
+        real = flow.my_id
+        flow.my_id = other_pdcids(real)[side]
+        flow.ack(flow.psn(1))
+        flow.my_id = real
+        flow.expect_retx(flow.psn(1), timeout_us=rto * 1.5,
+                         what="the RTO retransmission despite the ACK from a foreign PDC "
+                              f"(SPDCID {other_pdcids(real)[side]}, the peer's is {real})")
+        flow.ack(flow.psn(1))
