@@ -1,8 +1,15 @@
-"""Build hook: compiles the cffi extension ``uet.native._uet_native`` (see docs/native.md).
+"""Build hook: compiles the cffi extension ``uet.native._uet_native`` and the C event core
+``uet.native._event_core`` (see docs/native.md).
 
-All metadata lives in pyproject.toml; this file only adds the cffi module.
+All metadata lives in pyproject.toml; this file only adds the two extensions.
 """
 
-from setuptools import setup
+from setuptools import Extension, setup
 
-setup(cffi_modules=["uet/native/build_native.py:ffibuilder"])
+setup(
+    cffi_modules=["uet/native/build_native.py:ffibuilder"],
+    # the fabric's event core (uet.fabric.scheduler): a CPython extension type, since it
+    # holds the callbacks it runs (cffi cannot keep Python objects)
+    ext_modules=[Extension("uet.native._event_core", ["uet/native/event_core.c"],
+                           optional=True)],
+)

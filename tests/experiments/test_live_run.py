@@ -99,6 +99,13 @@ def test_run_live_flag_and_what_live_mode_refuses(tmp_path: Path,
     code = uet_main(["run", str(exp), "--live", "--set", "live.backend=tcp"])
     _, err = capsys.readouterr()
     assert code != 0 and "live.backend" in err and "udp, veth" in err
+    # an external host: the Python API's, named as such (not "unknown key")
+    code = uet_main(["run", str(exp), "--live", "--set",
+                     "topology.external={3 = 'udp:127.0.0.1:4793'}"])
+    _, err = capsys.readouterr()
+    assert code != 0 and len(err.strip().splitlines()) == 1, err
+    assert "topology.external" in err and "unknown key" not in err
+    assert "audits it at the receiving one" in err and "LiveFabric(topology, externals=" in err
 
 
 def test_virtual_config_has_no_live_table() -> None:

@@ -8,7 +8,12 @@ import heapq
 import random
 from itertools import count
 
-from uet.fabric.scheduler import BUCKET_SHIFT, EventLoop
+import pytest
+
+from uet.fabric.scheduler import BUCKET_SHIFT, NativeEventLoop, PyEventLoop
+
+CORES = [PyEventLoop] + ([NativeEventLoop] if NativeEventLoop is not None else [])
+IDS = ["python", "native"][:len(CORES)]
 
 
 class HeapLoop:
@@ -83,7 +88,8 @@ def scenario(loop, seed: int) -> list:
     return trace
 
 
-def test_bucketed_core_runs_in_heap_order() -> None:
+@pytest.mark.parametrize("EventLoop", CORES, ids=IDS)
+def test_core_runs_in_heap_order(EventLoop) -> None:
     for seed in range(12):
         want = scenario(HeapLoop(), seed)
         got = scenario(EventLoop(), seed)
@@ -91,7 +97,8 @@ def test_bucketed_core_runs_in_heap_order() -> None:
         assert len(want) > 100
 
 
-def test_len_next_time_and_events() -> None:
+@pytest.mark.parametrize("EventLoop", CORES, ids=IDS)
+def test_len_next_time_and_events(EventLoop) -> None:
     loop = EventLoop()
     assert loop.next_time() is None and len(loop) == 0
     seen: list = []
@@ -104,3 +111,62 @@ def test_len_next_time_and_events() -> None:
     loop.at(0, seen.append, "late")  # in the past: runs at now, before "c"
     assert loop.run() == 2 and seen == ["a", "b", "late", "c"] and loop.events == 4
     assert len(loop) == 0
+
+
+def test_the_native_core_is_built_and_used() -> None:
+    """pip install builds it; without UET_PURE_PYTHON the fabric runs on it."""
+    import os
+
+    from uet.fabric import scheduler
+
+    assert NativeEventLoop is not None
+    pure = os.environ.get("UET_PURE_PYTHON", "").strip() not in ("", "0")
+    assert scheduler.EventLoop is (PyEventLoop if pure else NativeEventLoop)
+
+
+@pytest.mark.parametrize("EventLoop", CORES, ids=IDS)
+def test_errors_stop_the_run_and_keep_the_rest(EventLoop) -> None:
+    """A callback that raises ends run() with its exception; the events before it are
+    counted, the ones after it stay queued."""
+    loop = EventLoop()
+    seen: list = []
+
+    def boom(_):
+        raise KeyError("x")
+
+    loop.at(1, seen.append, 1)
+    loop.at(2, boom, None)
+    loop.at(3, seen.append, 3)
+    with pytest.raises(KeyError):
+        loop.run()
+    assert seen == [1] and loop.events == 1 and len(loop) == 1 and loop.now == 2
+    assert loop.run() == 1 and seen == [1, 3]
+    with pytest.raises(RuntimeError, match="advance past"):
+        loop.at(10, seen.append, 10)
+        loop.advance(11)
+    loop.run()
+    loop.advance(20)
+    assert loop.now == 20 and loop.run(until=30) == 0
+
+
+def test_the_native_core_frees_cycles_and_refuses_huge_times() -> None:
+    assert NativeEventLoop is not None
+    import gc
+    import weakref
+
+    class Node:
+        def __init__(self, loop):
+            self.loop = loop
+
+        def tick(self, _):
+            pass
+
+    loop = NativeEventLoop()
+    node = Node(loop)
+    loop.at(5, node.tick, node)  # loop -> event -> node -> loop
+    ref = weakref.ref(node)
+    del loop, node
+    gc.collect()
+    assert ref() is None
+    with pytest.raises(OverflowError, match="64-bit"):
+        NativeEventLoop().at(1 << 70, print)

@@ -344,11 +344,25 @@ def validate(raw: dict[str, Any], source: Source | None = None) -> dict[str, Any
     return out
 
 
+#: keys an experiment file cannot have although a Python API has them: why, and where
+#: to go instead (the one-line error says both)
+NOT_IN_FILES: dict[PathT, tuple[str, str]] = {
+    ("topology", "external"): (
+        "external hosts (another process as a host) are not in experiment files: uet run "
+        "starts every flow from its own end points and audits it at the receiving one",
+        "the Python API: uet.runtime.live.LiveFabric(topology, externals={host: "
+        "'udp:IP:PORT'}) (docs/fabric.md, External hosts)"),
+}
+
+
 def _check_table(table: Table, data: Any, path: PathT, src: Source) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise src.error(path, "must be a table", allowed=f"keys of [{table.name}]")
     extra_fields = _open_fields(table.open) if table.open else {}
     for name in data:
+        if path + (name,) in NOT_IN_FILES:
+            why, instead = NOT_IN_FILES[path + (name,)]
+            raise src.error(path + (name,), why, allowed=instead)
         if name not in table.keys and name not in extra_fields:
             allowed = ", ".join(list(table.keys) + sorted(extra_fields))
             raise src.error(path + (name,), f"unknown key in [{table.name}]",

@@ -4,12 +4,17 @@ NICs, switch ports and links are plain objects whose callbacks the core runs in 
 no Trio here. ``uet.runtime.fabric.Fabric`` drives it from a Trio task (virtual or real time).
 Equal times run in scheduling order (``seq``), so runs are deterministic.
 
-The queue is a calendar of buckets ``BUCKET_PS`` wide (a dict of small heaps, plus a heap
-of the bucket numbers): almost every event of a busy fabric is due within a link delay, so
-the bucket being run holds a few dozen events and its heap stays in the CPU cache, where
-one heap over every pending event (tens of thousands at 1,024 hosts: a frame in flight on
-every busy link) walks ~15 levels of cold memory per event. The order is exactly the one
-heap's: by time, then by ``seq``.
+``EventLoop`` is the C core of ``uet.native._event_core`` when it is built (one binary heap
+of 32-byte event structs ordered by (time, seq), no tuple or Python-level loop per event),
+else :class:`PyEventLoop`; ``UET_PURE_PYTHON=1`` forces the Python one (as for
+``uet.native``). Both run the same events in the same order (tests/fabric/test_scheduler.py).
+
+:class:`PyEventLoop` is a calendar of buckets ``BUCKET_PS`` wide (a dict of small heaps,
+plus a heap of the bucket numbers): almost every event of a busy fabric is due within a link
+delay, so the bucket being run holds a few dozen events and its heap stays in the CPU
+cache, where one heap of tuples over every pending event (tens of thousands at 1,024 hosts:
+a frame in flight on every busy link) walks ~15 levels of cold memory per event. The order
+is exactly the one heap's: by time, then by ``seq``.
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from heapq import heappop, heappush
 from itertools import count
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from uet.native import FORCED_PURE
 
 Callback = Callable[[Any], None]
 
@@ -25,7 +32,7 @@ Callback = Callable[[Any], None]
 BUCKET_SHIFT = 10
 
 
-class EventLoop:
+class PyEventLoop:
     """Integer-picosecond event queue. ``now`` is the time of the event being run."""
 
     __slots__ = ("now", "_buckets", "_order", "_cur", "_cur_b", "_seq", "_stop", "events",
@@ -132,3 +139,18 @@ class EventLoop:
         if nt is not None and nt < t:
             raise RuntimeError("advance past a pending event")
         self.now = max(self.now, t)
+
+
+NativeEventLoop: Any
+try:
+    from uet.native import _event_core  # type: ignore[attr-defined]
+except ImportError:  # the C extension was not built: the Python core
+    NativeEventLoop = None
+else:
+    NativeEventLoop = _event_core.EventLoop
+
+if TYPE_CHECKING:  # both cores have PyEventLoop's interface
+    EventLoop = PyEventLoop
+else:
+    #: the event core in use: the C one unless it is missing or UET_PURE_PYTHON=1
+    EventLoop = PyEventLoop if NativeEventLoop is None or FORCED_PURE else NativeEventLoop

@@ -1,0 +1,356 @@
+/* uet.native._event_core: the fabric's discrete-event core in C.
+ *
+ * EventLoop runs callbacks fn(arg) in (time, scheduling order), exactly as the pure-Python
+ * uet.fabric.scheduler.PyEventLoop does (tests/fabric/test_scheduler.py runs both against
+ * one heap). Events are 32-byte structs {t, seq, fn, arg} in one binary heap ordered by
+ * (t, seq): a push or a pop moves structs within one contiguous array, with no tuple and
+ * no Python-level loop per event. Times are signed 64-bit picoseconds (2**63 ps is about
+ * 107 days); a time beyond that raises OverflowError.
+ *
+ * The loop holds strong references to every pending fn and arg and takes part in the
+ * cyclic garbage collector (ports and NICs hold the loop, its events hold their bound
+ * methods).
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    int64_t t;
+    uint64_t seq;
+    PyObject *fn;
+    PyObject *arg;
+} Event;
+
+typedef struct {
+    PyObject_HEAD
+    Event *heap;
+    Py_ssize_t n;
+    Py_ssize_t cap;
+    uint64_t seq;
+    int64_t now;
+    int64_t events;
+    int stop;
+    PyObject *weakrefs;
+} EventLoop;
+
+static inline int before(const Event *a, const Event *b) {
+    return a->t < b->t || (a->t == b->t && a->seq < b->seq);
+}
+
+static int grow(EventLoop *self) {
+    Py_ssize_t cap = self->cap ? self->cap * 2 : 1024;
+    Event *h = PyMem_Realloc(self->heap, (size_t)cap * sizeof(Event));
+    if (h == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->heap = h;
+    self->cap = cap;
+    return 0;
+}
+
+/* Insert (t, fn, arg) with the next sequence number; takes new references. */
+static int heap_push(EventLoop *self, int64_t t, PyObject *fn, PyObject *arg) {
+    if (self->n == self->cap && grow(self) < 0)
+        return -1;
+    Event e = {t, self->seq++, fn, arg};
+    Py_INCREF(fn);
+    Py_INCREF(arg);
+    Event *h = self->heap;
+    Py_ssize_t i = self->n++;
+    while (i > 0) {
+        Py_ssize_t p = (i - 1) >> 1;
+        if (!before(&e, &h[p]))
+            break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = e;
+    return 0;
+}
+
+/* Remove the earliest event into *out (its references now belong to the caller). */
+static void heap_pop(EventLoop *self, Event *out) {
+    Event *h = self->heap;
+    *out = h[0];
+    Py_ssize_t n = --self->n;
+    if (n == 0)
+        return;
+    Event last = h[n];
+    Py_ssize_t i = 0;
+    for (;;) {
+        Py_ssize_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && before(&h[c + 1], &h[c]))
+            c++;
+        if (!before(&h[c], &last))
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = last;
+}
+
+static int as_time(PyObject *o, int64_t *out) {
+    long long v = PyLong_AsLongLong(o);
+    if (v == -1 && PyErr_Occurred()) {
+        if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_OverflowError,
+                            "event time beyond the 64-bit picosecond range");
+        }
+        return -1;
+    }
+    *out = (int64_t)v;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ type slots */
+
+static int EventLoop_init(EventLoop *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, ":EventLoop", kwlist))
+        return -1;
+    return 0;
+}
+
+static int EventLoop_traverse(EventLoop *self, visitproc visit, void *arg) {
+    for (Py_ssize_t i = 0; i < self->n; i++) {
+        Py_VISIT(self->heap[i].fn);
+        Py_VISIT(self->heap[i].arg);
+    }
+    return 0;
+}
+
+static int EventLoop_clear(EventLoop *self) {
+    Py_ssize_t n = self->n;
+    Event *h = self->heap;
+    self->n = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_CLEAR(h[i].fn);
+        Py_CLEAR(h[i].arg);
+    }
+    return 0;
+}
+
+static void EventLoop_dealloc(EventLoop *self) {
+    PyObject_GC_UnTrack(self);
+    if (self->weakrefs != NULL)
+        PyObject_ClearWeakRefs((PyObject *)self);
+    EventLoop_clear(self);
+    PyMem_Free(self->heap);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static Py_ssize_t EventLoop_len(EventLoop *self) { return self->n; }
+
+/* ------------------------------------------------------------------ methods */
+
+static PyObject *EventLoop_push(EventLoop *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "push(t, fn, arg) takes 3 arguments (%zd given)",
+                     nargs);
+        return NULL;
+    }
+    int64_t t;
+    if (as_time(args[0], &t) < 0 || heap_push(self, t, args[1], args[2]) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *EventLoop_at(EventLoop *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 2 || nargs > 3) {
+        PyErr_SetString(PyExc_TypeError, "at(t, fn, arg=None)");
+        return NULL;
+    }
+    int64_t t;
+    if (as_time(args[0], &t) < 0)
+        return NULL;
+    if (t < self->now)
+        t = self->now;
+    if (heap_push(self, t, args[1], nargs == 3 ? args[2] : Py_None) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *EventLoop_after(EventLoop *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 2 || nargs > 3) {
+        PyErr_SetString(PyExc_TypeError, "after(dt, fn, arg=None)");
+        return NULL;
+    }
+    int64_t dt;
+    if (as_time(args[0], &dt) < 0)
+        return NULL;
+    if (dt < 0)
+        dt = 0;
+    if (heap_push(self, self->now + dt, args[1], nargs == 3 ? args[2] : Py_None) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *EventLoop_pusher(EventLoop *self, PyObject *Py_UNUSED(ignored)) {
+    return PyObject_GetAttrString((PyObject *)self, "push");
+}
+
+static PyObject *EventLoop_next_time(EventLoop *self, PyObject *Py_UNUSED(ignored)) {
+    if (self->n == 0)
+        Py_RETURN_NONE;
+    return PyLong_FromLongLong(self->heap[0].t);
+}
+
+static PyObject *EventLoop_stop(EventLoop *self, PyObject *Py_UNUSED(ignored)) {
+    self->stop = 1;
+    Py_RETURN_NONE;
+}
+
+static PyObject *EventLoop_run(EventLoop *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"until", NULL};
+    PyObject *until = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:run", kwlist, &until))
+        return NULL;
+    int64_t limit = INT64_MAX;
+    if (until != Py_None) {
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(until, &overflow);
+        if (v == -1 && PyErr_Occurred())
+            return NULL;
+        if (overflow > 0)
+            limit = INT64_MAX;
+        else if (overflow < 0)
+            limit = INT64_MIN;
+        else
+            limit = (int64_t)v;
+    }
+    self->stop = 0;
+    int64_t n = 0;
+    Event e;
+    while (self->n > 0 && self->heap[0].t <= limit) {
+        heap_pop(self, &e);
+        self->now = e.t;
+        PyObject *r = PyObject_CallOneArg(e.fn, e.arg);
+        Py_DECREF(e.fn);
+        Py_DECREF(e.arg);
+        if (r == NULL) {
+            self->events += n;
+            return NULL;
+        }
+        Py_DECREF(r);
+        n++;
+        if (self->stop)
+            break;
+    }
+    self->events += n;
+    return PyLong_FromLongLong(n);
+}
+
+static PyObject *EventLoop_advance(EventLoop *self, PyObject *arg) {
+    int64_t t;
+    if (as_time(arg, &t) < 0)
+        return NULL;
+    if (self->n > 0 && self->heap[0].t < t) {
+        PyErr_SetString(PyExc_RuntimeError, "advance past a pending event");
+        return NULL;
+    }
+    if (t > self->now)
+        self->now = t;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef EventLoop_methods[] = {
+    {"push", (PyCFunction)(void (*)(void))EventLoop_push, METH_FASTCALL,
+     "push(t, fn, arg): schedule fn(arg) at t (no past-time clamp: t >= now)."},
+    {"at", (PyCFunction)(void (*)(void))EventLoop_at, METH_FASTCALL,
+     "at(t, fn, arg=None): run fn(arg) at time t (ps); a time in the past runs at now."},
+    {"after", (PyCFunction)(void (*)(void))EventLoop_after, METH_FASTCALL,
+     "after(dt, fn, arg=None): run fn(arg) dt picoseconds from now."},
+    {"pusher", (PyCFunction)EventLoop_pusher, METH_NOARGS,
+     "The fast push(t, fn, arg) for hot paths."},
+    {"next_time", (PyCFunction)EventLoop_next_time, METH_NOARGS,
+     "Time of the earliest pending event, or None."},
+    {"stop", (PyCFunction)EventLoop_stop, METH_NOARGS,
+     "Make the running run() return after the current event."},
+    {"run", (PyCFunction)(void (*)(void))EventLoop_run, METH_VARARGS | METH_KEYWORDS,
+     "run(until=None) -> count: run events with time <= until (all if None) or until "
+     "stop(); now is left at the last event's time."},
+    {"advance", (PyCFunction)EventLoop_advance, METH_O,
+     "advance(t): move now forward to t (no events may be pending before it)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyObject *EventLoop_get_now(EventLoop *self, void *c) {
+    return PyLong_FromLongLong(self->now);
+}
+
+static int EventLoop_set_now(EventLoop *self, PyObject *v, void *c) {
+    if (v == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "now cannot be deleted");
+        return -1;
+    }
+    return as_time(v, &self->now);
+}
+
+static PyObject *EventLoop_get_events(EventLoop *self, void *c) {
+    return PyLong_FromLongLong(self->events);
+}
+
+static int EventLoop_set_events(EventLoop *self, PyObject *v, void *c) {
+    if (v == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "events cannot be deleted");
+        return -1;
+    }
+    return as_time(v, &self->events);
+}
+
+static PyGetSetDef EventLoop_getset[] = {
+    {"now", (getter)EventLoop_get_now, (setter)EventLoop_set_now,
+     "time (ps) of the event being run (of the last one after a run)", NULL},
+    {"events", (getter)EventLoop_get_events, (setter)EventLoop_set_events,
+     "events run so far", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PySequenceMethods EventLoop_as_sequence = {
+    .sq_length = (lenfunc)EventLoop_len,
+};
+
+static PyTypeObject EventLoopType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "uet.native._event_core.EventLoop",
+    .tp_doc = "Integer-picosecond event queue (C). now is the time of the event being run.",
+    .tp_basicsize = sizeof(EventLoop),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)EventLoop_init,
+    .tp_dealloc = (destructor)EventLoop_dealloc,
+    .tp_traverse = (traverseproc)EventLoop_traverse,
+    .tp_clear = (inquiry)EventLoop_clear,
+    .tp_methods = EventLoop_methods,
+    .tp_getset = EventLoop_getset,
+    .tp_as_sequence = &EventLoop_as_sequence,
+    .tp_weaklistoffset = offsetof(EventLoop, weakrefs),
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_event_core",
+    "The fabric's discrete-event core in C (uet.fabric.scheduler).", -1, NULL,
+};
+
+PyMODINIT_FUNC PyInit__event_core(void) {
+    if (PyType_Ready(&EventLoopType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&EventLoopType);
+    if (PyModule_AddObject(m, "EventLoop", (PyObject *)&EventLoopType) < 0) {
+        Py_DECREF(&EventLoopType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
