@@ -128,7 +128,7 @@ MUTANTS: list[Mutant] = [
         "the psn_offset check runs after the target PDC is registered: INVALID_SYN is sent "
         "but the PDC stays", targets=("PDS-EST-008", "PDS-EST-021")),
     _m("pds.noop-consumes-psn", "PDS", "pds/target.py",
-       "        # NOOP, NEGOTIATION: nothing to do (counted by the end point)",
+       "        # NOOP (a keepalive: last_rx above restarts the idle timer): nothing else to do",
        "        elif ctl == CtlType.NOOP:\n            self.tracker.mark(cp.psn)",
        "a NOOP control packet marks the PSN it carries as received (like a CLOSE): the "
        "request later sent at that PSN is taken for a duplicate", targets=("PDS-CP-003",)),
@@ -198,8 +198,10 @@ MUTANTS: list[Mutant] = [
        "                 ev=ev, dscp=cfg.dscp_data, tss=",
        "ACKs leave at the data DSCP"),
     _m("pds.nack-data-dscp", "PDS", "pds/context.py",
-       "            src_ip=self.local_ip, dst_ip=dst_ip, ev=ev, dscp=self.cfg.dscp_control,\n",
-       "            src_ip=self.local_ip, dst_ip=dst_ip, ev=ev, dscp=self.cfg.dscp_data,\n",
+       "        self.ctrl.append(Frame(pds=nack, src_ip=self.local_ip, dst_ip=dst_ip, ev=ev,\n"
+       "                               dscp=self.cfg.dscp_control, tss=",
+       "        self.ctrl.append(Frame(pds=nack, src_ip=self.local_ip, dst_ip=dst_ip, ev=ev,\n"
+       "                               dscp=self.cfg.dscp_data, tss=",
        "NACKs leave at the data DSCP"),
     _m("pds.ack-ev-fixed", "PDS", "pds/ack.py",
        "                 ev=ev, dscp=cfg.dscp_control, tss=",
@@ -244,8 +246,8 @@ MUTANTS: list[Mutant] = [
        "        for old in self.mgr.start_linger(pdc, now):",
        "a closed PDC does not linger for MSL: late packets find nothing"),
     _m("pds.ack-req-unreceived-acked", "PDS", "pds/target.py",
-       "            ctx.nack(now, frame, NackCode.PKT_NOT_RCVD, psn, self.pdc_id, cp.spdcid,\n"
-       "                     why=\"ACK request for a PSN never received\")",
+       "            self._nack(now, frame, NackCode.PKT_NOT_RCVD, psn,\n"
+       "                       why=\"ACK request for a PSN never received\")",
        "            self.acks.explicit_ack(psn, None, b\"\", frame.ev, aflags | ACK_RETX)",
        "an ACK_REQ for a PSN never received is answered by an ACK"),
     _m("pds.close-retx-flag", "PDS", "pds/initiator.py",
@@ -253,8 +255,8 @@ MUTANTS: list[Mutant] = [
        "            self.send_cp(now, CtlType.CLOSE, pkt.psn, CpFlag.AR)",
        "a retransmitted CLOSE does not carry RETX"),
     _m("pds.no-idle-close", "PDS", "pds/initiator.py",
-       "        elif self.cfg.close_idle_ps and self.idle_since is None:",
-       "        elif False:",
+       "        if self.cfg.close_idle_ps and self.idle_since is None:",
+       "        if False:",
        "the initiator never closes an idle PDC"),
     # --- PDS: the initiator's retransmission -----------------------------------------
     _m("pds.rto-no-backoff", "PDS", "pds/retransmit.py",
@@ -282,9 +284,10 @@ MUTANTS: list[Mutant] = [
        "            self._send(frame, pds.pkt_id, cached[0], cached[1], m)",
        "a cached RUDI_RESP re-sent for a duplicate does not carry RETX"),
     _m("rudi.resp-data-dscp", "RUDI/UUD", "pds/rudi.py",
-       "                             ev=ev, dscp=self.cfg.dscp_control, tss=",
-       "                             ev=ev, dscp=self.cfg.dscp_data, tss=",
-       "RUDI responses leave at the data DSCP"),
+       "        dscp = cfg.dscp_data if data and cfg.ack_data_class == \"data\" else "
+       "cfg.dscp_control",
+       "        dscp = cfg.dscp_data",
+       "RUDI responses without data (WRITE, NO_OP) leave at the data DSCP too"),
     _m("rudi.not-idempotent-allowed", "RUDI/UUD", "ses/target.py",
        "        if mode == _RUDI and not mr.idempotent_safe:\n"
        "            return self._error(key, req, Rc.OP_VIOLATION)",
@@ -418,6 +421,126 @@ MUTANTS: list[Mutant] = [
        "        if code in TRIM_NACKS and pkt.ever_retx and not nack.flags & ACK_RETX:",
        "        if code in TRIM_NACKS:",
        "the initiator ignores NACK TRIMMED (waits for the RTO instead of resending)"),
+    # --- issue 20: the packet formats sent when the specification calls for them -----
+    _m("pds.trimmed-ack-ignored", "PDS", "pds/target.py",
+       "        if stored is None or self.state is not ST_ESTABLISHED:\n"
+       "            ctx.counters[\"nack_rx_stale\"] += 1",
+       "        if True:\n            ctx.counters[\"nack_rx_stale\"] += 1",
+       "the target ignores NACK TRIMMED_ACK: the read data of a trimmed ACK comes only "
+       "when the initiator's RTO sends the READ again", targets=("PDS-RNK-003",), udp=True),
+    _m("pds.trimmed-ack-resend-no-retx", "PDS", "pds/target.py",
+       "        aflags = ACK_RETX | (ACK_M if nack.flags & ACK_M else 0)",
+       "        aflags = ACK_M if nack.flags & ACK_M else 0",
+       "the ACK sent again after NACK TRIMMED_ACK does not carry RETX",
+       targets=("PDS-RNK-003",)),
+    _m("pds.trimmed-ack-not-nacked", "PDS", "pds/initiator.py",
+       "                if pkt is not None and pkt.req is not None:\n"
+       "                    self._trimmed_ack(now, frame, ack, ap)",
+       "                if pkt is not None and pkt.req is not None:\n"
+       "                    pass",
+       "the initiator of a READ whose ACK (with the data) arrives trimmed waits for its RTO "
+       "instead of NACKing TRIMMED_ACK", targets=("PDS-NAK-014",)),
+    _m("pds.ack-data-control-class", "PDS", "pds/ack.py",
+       "                     dst_ip=src.peer_ip, ev=ev, dscp=cfg.dscp_data)",
+       "                     dst_ip=src.peer_ip, ev=ev, dscp=cfg.dscp_control)",
+       "ACKs carrying read data leave at the control DSCP (never trimmed: TRIMMED_ACK "
+       "cannot happen, and bulk data jumps the data queues)", targets=("PDS-ACK-015",)),
+    _m("pds.no-ccc-check", "PDS", "pds/endpoint.py",
+       "        if cc and not mgr.ccc_free():",
+       "        if False:",
+       "a congestion-controlled SYN opens a PDC when every CC context is taken",
+       targets=("PDS-NAK-015",)),
+    _m("pds.no-bitmap-check", "PDS", "pds/endpoint.py",
+       "        if not pending and not mgr.bitmap_free():",
+       "        if False:",
+       "a SYN opens a PDC when every PSN-tracking bitmap is taken",
+       targets=("PDS-NAK-016",)),
+    _m("pds.gtd-room-unchecked", "PDS", "pds/target.py",
+       "            if need and not mem.fits(need):",
+       "            if False:",
+       "a request is executed although its guaranteed response cannot be stored",
+       targets=("PDS-NAK-017",)),
+    _m("pds.ack-req-with-data-answered", "PDS", "pds/target.py",
+       "            elif stored[1] and self.cfg.ack_data_class == \"data\":",
+       "            elif False:",
+       "an ACK_REQ for a READ whose ACK carries the data is answered with that ACK (bulk "
+       "data sent as the answer to a control packet) instead of NACK ACK_WITH_DATA",
+       targets=("PDS-NAK-018",)),
+    _m("pds.reused-start-psn-taken", "PDS", "pds/endpoint.py",
+       "        return psn_add(last, START_PSN_DISTANCE)\n    return None",
+       "        return None\n    return None",
+       "a SYN reusing a lingering PDC's key with a Start_PSN that late packets of the old "
+       "PDC could hit is taken", targets=("PDS-NAK-019",)),
+    _m("pds.credit-req-dropped", "PDS", "pds/target.py",
+       "                self._nack(now, frame, NackCode.UNEXP_EVENT, cp.psn,\n"
+       "                           why=\"CREDIT_REQ on a PDC without credit-based congestion "
+       "control\")\n",
+       "",
+       "a CREDIT_REQ to a PDC without credit-based CC is dropped silently",
+       targets=("PDS-NAK-020",)),
+    _m("pds.negotiation-version-unchecked", "PDS", "pds/target.py",
+       "        if caps.version != negotiation.VERSION:",
+       "        if False:",
+       "a NEGOTIATION of an unknown version is read as version 1",
+       targets=("PDS-NAK-021",)),
+    _m("pds.negotiation-unanswered", "PDS", "pds/target.py",
+       "        if self.state is ST_ESTABLISHED:\n"
+       "            self.send_cp(now, CtlType.NEGOTIATION, cp.psn, 0,",
+       "        if False:\n"
+       "            self.send_cp(now, CtlType.NEGOTIATION, cp.psn, 0,",
+       "the target records the initiator's NEGOTIATION but never answers with its own",
+       targets=("PDS-CP-017",), udp=True),
+    _m("pds.negotiation-mpr-unscaled", "PDS", "pds/context.py",
+       "            self.fep_cap, cfg.mp_range // 128, cfg.mtu_payload,",
+       "            self.fep_cap, cfg.mp_range % 256, cfg.mtu_payload,",
+       "the NEGOTIATION answer gives MP_RANGE in PSNs (truncated to 8 bits), not in units "
+       "of 128 as ACK_CC's MPR", targets=("PDS-CP-017",)),
+    _m("pds.noop-not-keepalive", "PDS", "pds/target.py",
+       "        st = self.state\n        self.last_rx = now\n        if st is ST_PENDING:\n"
+       "            self._nack(now, frame, NackCode.NEW_START_PSN, cp.psn,",
+       "        st = self.state\n        if ctl != CtlType.NOOP:\n            self.last_rx = now\n"
+       "        if st is ST_PENDING:\n"
+       "            self._nack(now, frame, NackCode.NEW_START_PSN, cp.psn,",
+       "NOOPs do not count as activity: an idle PDC kept alive by NOOPs is asked to close",
+       targets=("PDS-CP-018",)),
+    _m("pds.no-gap-nack", "PDS", "pds/target.py",
+       "        if not in_order and self.gap_since is None and self.gap_after:",
+       "        if False:",
+       "with plain ACKs the target never NACKs a gap RCVR_INFER_LOSS (the initiator learns "
+       "of the loss only from its RTO)", targets=("PDS-NAK-022",)),
+    _m("pds.gap-renack-always", "PDS", "pds/target.py",
+       "            if last is not None and now - last < renack:",
+       "            if False:",
+       "a missing PSN is NACKed RCVR_INFER_LOSS again at every gap delay, before its "
+       "retransmission could have come", targets=("PDS-NAK-022",)),
+    _m("pds.no-reclaim", "PDS", "pds/endpoint.py",
+       "            self.counters[\"refused.target_pdcs\"] += 1\n"
+       "            self._reclaim(now, None)\n",
+       "            self.counters[\"refused.target_pdcs\"] += 1\n",
+       "a full PDC table stays full: no idle PDC is asked to close (CLOSE_REQ)",
+       targets=("PDS-CLS-012",)),
+    _m("ses.dc-no-early-ack", "SES", "ses/target.py",
+       "        if req.flags & _DC and type(rsp) is SesResponse and rsp.opcode == _RESPONSE \\\n",
+       "        if False and rsp is not None and rsp.opcode == _RESPONSE \\\n",
+       "DC is accepted and ignored: the WRITE is answered at once, before its data is "
+       "visible, and no NO_RESPONSE is sent", targets=("SES-OP-029",), udp=True),
+    _m("ses.fp-exceptions-ignored", "SES", "ses/target.py",
+       "            if trapped is not None:\n                return _AMO_FP[trapped]",
+       "            if False:\n                return _AMO_FP[trapped]",
+       "floating-point exceptions never fail an atomic (no AMO_FP_* code, the result "
+       "stored)", targets=("SES-RC-021", "SES-RC-022", "SES-RC-023", "SES-RC-024")),
+    _m("ses.fp-overflow-as-underflow", "SES", "ses/target.py",
+       "_AMO_FP = {\"NAN\": Rc.AMO_FP_NAN, \"OVERFLOW\": Rc.AMO_FP_OVERFLOW,\n"
+       "           \"UNDERFLOW\": Rc.AMO_FP_UNDERFLOW,",
+       "_AMO_FP = {\"NAN\": Rc.AMO_FP_NAN, \"OVERFLOW\": Rc.AMO_FP_UNDERFLOW,\n"
+       "           \"UNDERFLOW\": Rc.AMO_FP_OVERFLOW,",
+       "overflow and underflow swapped in the return codes",
+       targets=("SES-RC-021", "SES-RC-024")),
+    _m("ses.long-double-as-double", "SES", "ses/ieee.py",
+       "BINARY128 = Fmt(\"binary128\", 15, 112)",
+       "BINARY128 = Fmt(\"binary128\", 15, 52)",
+       "LONG_DOUBLE computed with a binary64 significand (the x86 \"long double\" mistake, "
+       "roughly): 2^100 + 1 rounds to 2^100", targets=("SES-OP-028",)),
     # --- cosmic-ray survivors on lines the catalogue runs (benchmarks/cosmic_ray_sample.py):
     # the meaningful ones, written as bugs, each with the case that now kills it --------
     _m("pds.spdcid-below-accepted", "PDS", "pds/endpoint.py",

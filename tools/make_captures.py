@@ -20,6 +20,8 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import io
+import re
+import struct
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -236,6 +238,157 @@ def pfc_pause() -> bytes:
 
     return _fabric_capture(topo, 6, FabricEndpoint.factory(sink_bytes=64 * KIB), body,
                            ["h0"])
+
+
+def trimmed_ack() -> bytes:
+    """Read data in ACKs, trimmed (HPC profile, a star with 8 KiB queues): h0 READs 4 KiB
+    from each of five hosts at once; their ACKs carry the data in the data class, the
+    switch trims what does not fit towards h0 (the last hop), h0 NACKs TRIMMED_ACK and the
+    targets send those ACKs again (RETX). Then the same over RUDI: a trimmed RUDI response
+    gets the NACK with NT set (its pkt_id, no PDC IDs) and is resent from the cache."""
+    topo = {"kind": "star", "hosts": 6, "queue_bytes": 8 * KIB}
+
+    async def body(fab: Fabric) -> None:
+        for mode in (DeliveryMode.RUD, DeliveryMode.RUDI):
+            ops = [fab.submit(0, lambda ep, now, d=d, m=mode: ep.call(
+                now, "read", ep.target(d, resource_index=SINK_INDEX), SINK_KEY, 0, 4 * KIB,
+                mode=m)) for d in range(1, 6)]
+            await _wait(fab, lambda ops=ops: all(op.done for op in ops), f"{mode.name} reads")
+            if any(op.return_code != ReturnCode.OK for op in ops):
+                raise RuntimeError(f"reads failed: {[op.return_code for op in ops]}")
+
+    def idempotent(ctx: Any) -> FabricEndpoint:
+        ep = FabricEndpoint.factory(profile="hpc", sink_bytes=16 * KIB)(ctx)
+        ep.ses.resources.get(ep.job_id, ep.ses.pid_on_fep, SINK_INDEX).regions[
+            SINK_KEY].idempotent_safe = True  # RUDI may read it
+        return ep
+
+    return _fabric_capture(topo, 3, idempotent, body, ["h0"])
+
+
+def ccx() -> bytes:
+    """Extended congestion state (cms.ccx = "telemetry"): a 3:1 incast of 16 KiB WRITEs on
+    a star with 12 KiB queues, tapped at the receiver. Its ACKs are ACK_CCX (the 8-byte
+    telemetry after the ACK_CC state: CE share, interval, trims, bytes) and its NACKs of
+    the trimmed packets NACK_CCX (the same at the time of the trim)."""
+    topo = {"kind": "star", "hosts": 4, "queue_bytes": 12 * KIB}
+
+    async def body(fab: Fabric) -> None:
+        ops = [fab.submit(s, lambda ep, now: ep.call(
+            now, "write", ep.target(3, resource_index=SINK_INDEX), SINK_KEY, 0,
+            bytes(16 * KIB))) for s in range(3)]
+        await _wait(fab, lambda: all(op.done for op in ops), "incast writes")
+
+    factory = FabricEndpoint.factory(sink_bytes=64 * KIB, cms_overrides={"ccx": "telemetry"})
+    return _fabric_capture(topo, 4, factory, body, ["h3"])
+
+
+def negotiation() -> bytes:
+    """NEGOTIATION at PDC open (pds.negotiation): the initiator's SYN-form NEGOTIATION
+    (its fep_cap, MP_RANGE, payload size) goes before its first request, the target
+    answers with its own; the PDC is kept open (close_idle_ps 0) with NOOP keepalives
+    (pds.keepalive_ps 40 us) past the target's 100 us idle time, so no CLOSE_REQ comes;
+    a second WRITE later uses the same PDC."""
+    async def body(fab: Fabric) -> None:
+        await _write(fab, 0, 1, 8 * KIB)
+        await fab.sleep(150 * US)
+        await _write(fab, 0, 1, 2 * KIB)
+        await fab.sleep(50 * US)
+
+    over = {"negotiation": True, "keepalive_ps": 40 * US, "close_idle_ps": 0,
+            "target_idle_ps": 100 * US}
+    factory = FabricEndpoint.factory(profile="ai-full", sink_bytes=64 * KIB,
+                                     pds_overrides=over)
+    return _fabric_capture(BACK_TO_BACK, 5, factory, body, ["h0"])
+
+
+def native_ip() -> bytes:
+    """UET directly over IP (encap native-ip, protocol 253): the 4-byte entropy header
+    (the EV) right after IPv4, no UDP. A 24 KiB WRITE and a 6 KiB READ through a
+    two-leaf fabric, sprayed over the spines by the EV, and the PDC's close."""
+    topo = {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 1}
+
+    async def body(fab: Fabric) -> None:
+        await _write(fab, 0, 1, 24 * KIB)
+        op = fab.submit(0, lambda ep, now: ep.call(
+            now, "read", ep.target(1, resource_index=SINK_INDEX), SINK_KEY, 0, 6 * KIB))
+        await _wait(fab, lambda: op.done, "READ")
+        await _until_closed(fab, 0, 1)
+
+    factory = FabricEndpoint.factory(sink_bytes=64 * KIB, encap="native-ip")
+    return _fabric_capture(topo, 6, factory, body, ["h0"])
+
+
+def atomics_dc() -> bytes:
+    """HPC semantics the specification defines codes for: a FETCHING_ATOMIC SUM of 2^100 on
+    a LONG_DOUBLE holding 1 (IEEE binary128, 16-byte operand; 1 comes back, 2^100 + 1 is
+    left, exactly), a FLOAT SUM that overflows (answered
+    AMO_FP_OVERFLOW, memory unchanged), and a WRITE with DC (delivery complete) set:
+    acknowledged at once with NO_RESPONSE, answered RESPONSE OK in a second ACK once the
+    data is in host memory (ses.dc_latency_ns, 1 us)."""
+    async def body(fab: Fabric) -> None:
+        region = bytearray(64)  # memory holds values little-endian
+        region[0:16] = bytes.fromhex("3fff" + "00" * 14)[::-1]  # 1.0 in binary128
+        region[16:20] = struct.pack("<f", 3e38)
+
+        def expose(ep: FabricEndpoint, now: int) -> None:
+            ep.ses.resources.add_region(ep.job_id, ep.ses.pid_on_fep, 2, 0xA70, region,
+                                        Perm.ATOMIC | Perm.READ | Perm.WRITE)
+
+        fab.submit(1, expose)
+        tgt = lambda ep: ep.target(1, resource_index=2)  # noqa: E731
+        ops = [fab.submit(0, lambda ep, now: ep.call(
+            now, "atomic", tgt(ep), 0xA70, 0, AtomicOpcode.SUM, AtomicDatatype.LONG_DOUBLE,
+            2 ** 100, fetch=True)),
+            fab.submit(0, lambda ep, now: ep.call(
+                now, "atomic", tgt(ep), 0xA70, 16, AtomicOpcode.SUM, AtomicDatatype.FLOAT,
+                3e38)),
+            fab.submit(0, lambda ep, now: ep.call(
+                now, "write", ep.target(1, resource_index=SINK_INDEX), SINK_KEY, 0,
+                bytes(range(64)), dc=True))]
+        await _wait(fab, lambda: all(op.done for op in ops), "atomics and the DC write")
+        codes = [op.return_code for op in ops]
+        if codes != [ReturnCode.OK, ReturnCode.AMO_FP_OVERFLOW, ReturnCode.OK]:
+            raise RuntimeError(f"capture run: unexpected return codes {codes}")
+
+    return _fabric_capture(BACK_TO_BACK, 8, FabricEndpoint.factory(profile="hpc",
+                                                                   sink_bytes=4 * KIB),
+                           body, ["h0"])
+
+
+def nack_codes() -> bytes:
+    """Every NACK code the end point can detect, each in the exchange that calls for it:
+    the conformance cases that check them (docs/conformance.md), run in process against
+    the built-in end point (virtual clock, deterministic), one capture interface per
+    case."""
+    from uet.conformance.capture import CaseCapture
+    from uet.conformance.registry import catalogue
+    from uet.conformance.targets import InProcessTarget
+
+    codes = {int(c) for c in NackCode} - {0, 0x0C, 0xFD, 0xFE, 0xFF}
+    target = InProcessTarget()
+    picked = []
+    for case in catalogue():
+        want = [c for c in codes if re.search(rf"\b{NackCode(c).name}\b", case.rule)]
+        if want and case.area in ("nacks", "establishment", "window", "close", "control"):
+            picked.append(case)
+            codes -= set(want)
+    buf = io.BytesIO()
+    with PcapngWriter(buf) as w:
+        t0 = 0
+        for i, case in enumerate(picked):
+            cap = CaseCapture(case.id)
+            with target.peer(case, i, cap) as peer:
+                case.fn(peer)
+            if_id = w.add_interface(case.id)
+            last = 0
+            for ts, data in cap.frames():
+                w.write_packet(if_id, t0 + ts, data)
+                last = max(last, ts)
+            t0 += last + 1_000
+    if codes:
+        raise RuntimeError(f"no catalogue case shows NACK {sorted(codes)}")
+    return buf.getvalue()
 
 
 # --------------------------------------------------------------------------- codec
@@ -631,6 +784,12 @@ ALL: dict[str, Callable[[], bytes]] = {
     "uud": uud,
     "trim_nack": trim_nack,
     "pfc_pause": pfc_pause,
+    "trimmed_ack": trimmed_ack,
+    "ccx": ccx,
+    "negotiation": negotiation,
+    "native_ip": native_ip,
+    "atomics_dc": atomics_dc,
+    "nack_codes": nack_codes,
     "broken_rud": broken_rud,
     "sample": sample,
     "tss": tss,

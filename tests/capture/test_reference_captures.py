@@ -16,11 +16,12 @@ import pytest
 
 from uet.capture.pcapng import read_capture
 from uet.wire.codec import decode_frame
-from uet.wire.constants import CtlType, NackCode, PdsType
+from uet.wire.constants import CtlType, NackCode, PdsType, RspOpcode
 from uet.wire.errors import DecodeError
 from uet.wire.records import (
     AtomicExt,
     CasExt,
+    PdsAck,
     PdsAckCc,
     PdsRequest,
     RendezvousExt,
@@ -121,8 +122,11 @@ def test_pdc_open_close():
     closes = [f.pds.psn for f in fr if f.pds.type == PdsType.CP
               and f.pds.ctl_type == CtlType.CLOSE]
     assert len(closes) == 2
-    acked = {f.pds.ack_psn for f in fr if isinstance(f.pds, PdsAckCc)}
+    acked = {f.pds.ack_psn for f in fr if isinstance(f.pds, PdsAckCc | PdsAck)}
     assert set(closes) <= acked
+    # the close ACKs are plain 12-byte ACKs: a closed PDC has no congestion state to send
+    close_acks = [f.pds for f in fr if isinstance(f.pds, PdsAck) and f.pds.ack_psn in closes]
+    assert len(close_acks) == 2
     assert sum(1 for f in fr if f.pds.type == PdsType.CP
                and f.pds.ctl_type == CtlType.CLEAR) == 2
     assert len({f.pds.spdcid for f in fr if isinstance(f.pds, PdsRequest)}) == 2
@@ -212,3 +216,87 @@ def test_broken_rud_is_rud_loss_damaged():
                if g.data != b.data}
     assert damaged == {frame for frame, *_ in expectations}
     assert len(damaged) == 8
+
+
+def test_trimmed_ack():
+    fr = _decoded("trimmed_ack")
+    data_acks = [f for f in fr if isinstance(f.pds, PdsAckCc) and f.ses is not None
+                 and f.ses.opcode == RspOpcode.RESPONSE_W_DATA]
+    assert data_acks and {f.dscp for f in data_acks} <= {10, 14}  # the data class, or trimmed
+    trimmed = [f for f in data_acks if f.dscp == 14]
+    assert trimmed and all(not f.payload for f in trimmed)
+    nacks = [f.pds for f in fr if f.pds.type == PdsType.NACK
+             and f.pds.nack_code == NackCode.TRIMMED_ACK]
+    rud = [n for n in nacks if not n.flags & 0x08]
+    assert {n.nack_psn for n in rud} == {f.pds.ack_psn for f in trimmed}
+    # every trimmed ACK comes again, whole, RETX set
+    for f in trimmed:
+        assert any(g.pds.ack_psn == f.pds.ack_psn and g.payload and g.pds.flags & 0x10
+                   for g in data_acks)
+    rudi = [n for n in nacks if n.flags & 0x08]  # NT: RUDI, by pkt_id, no PDC IDs
+    assert rudi and all(n.spdcid == 0 and n.dpdcid == 0 for n in rudi)
+    trimmed_resps = [f for f in fr if f.pds.type == PdsType.RUDI_RESP and f.dscp == 14]
+    assert {n.nack_psn for n in rudi} == {f.pds.pkt_id for f in trimmed_resps}
+
+
+def test_ccx():
+    fr = _decoded("ccx")
+    from uet.cms.ccx import parse_ack_state
+    acks = [f.pds for f in fr if f.pds.type in (PdsType.ACK, PdsType.ACK_CC, PdsType.ACK_CCX)
+            and f.src_ip == "10.0.0.5"]
+    ccx = [a for a in acks if a.type == PdsType.ACK_CCX]
+    assert ccx and all(a.type == PdsType.ACK_CCX for a in acks if isinstance(a, PdsAckCc))
+    states = [parse_ack_state(a.ccx_state) for a in ccx]
+    assert all(s is not None for s in states) and sum(s[3] for s in states) > 0
+    nccx = [f.pds for f in fr if f.pds.type == PdsType.NACK_CCX]
+    assert nccx and all(n.nccx_type == 1 and n.nack_code == NackCode.TRIMMED_LASTHOP
+                        for n in nccx)
+    assert not [f for f in fr if f.pds.type == PdsType.NACK]  # every NACK carries CCX
+
+
+def test_negotiation():
+    fr = _decoded("negotiation")
+    from uet.pds import negotiation as neg
+    cps = [f.pds for f in fr if f.pds.type == PdsType.CP]
+    nego = [c for c in cps if c.ctl_type == CtlType.NEGOTIATION]
+    assert len(nego) == 2
+    mine, theirs = (neg.decode(c.payload) for c in nego)
+    assert nego[0].syn and not mine.reply and theirs.reply and not nego[1].syn
+    first_req = next(i for i, f in enumerate(fr) if isinstance(f.pds, PdsRequest))
+    assert fr.index(next(f for f in fr if f.pds is nego[0])) < first_req
+    assert len([c for c in cps if c.ctl_type == CtlType.NOOP]) >= 3
+    assert not [c for c in cps if c.ctl_type in (CtlType.CLOSE_REQ, CtlType.CLOSE)]
+    assert len({f.pds.spdcid for f in fr if isinstance(f.pds, PdsRequest)}) == 1
+
+
+def test_native_ip():
+    fr = _decoded("native_ip")
+    assert all(f.encap == "ip" and f.ip_proto == 253 for f in fr)
+    evs = {f.ev for f in fr if isinstance(f.pds, PdsRequest)}
+    assert len(evs) > 2  # sprayed by the entropy value
+    assert any(type(f.pds) is PdsAck for f in fr)  # the close ACK
+
+
+def test_atomics_dc():
+    fr = _decoded("atomics_dc")
+    from uet.wire.constants import AtomicDatatype, ReturnCode
+    ld = [f for f in fr if isinstance(f.ext, AtomicExt)
+          and f.ext.atomic_datatype == AtomicDatatype.LONG_DOUBLE]
+    # 2^100 in binary128: exponent 100 + 16383 = 0x4063, fraction 0; 1.0: 0x3fff
+    assert len(ld) == 1 and ld[0].payload == bytes.fromhex("4063" + "00" * 14)
+    fetched = [f for f in fr if type(f.ses) in (SesResponseData, SesResponseDataSmall)]
+    assert len(fetched) == 1 and fetched[0].payload == bytes.fromhex("3fff" + "00" * 14)
+    codes = [f.ses.return_code for f in fr if type(f.ses) is SesResponse]
+    assert ReturnCode.AMO_FP_OVERFLOW in codes
+    rsp = [(f.pds.ack_psn, f.ses.opcode) for f in fr if type(f.ses) is SesResponse]
+    dc = [p for p, op in rsp if op == RspOpcode.NO_RESPONSE]
+    assert len(dc) == 1 and (dc[0], RspOpcode.RESPONSE) in rsp
+    assert rsp.index((dc[0], RspOpcode.NO_RESPONSE)) < rsp.index((dc[0], RspOpcode.RESPONSE))
+
+
+def test_nack_codes_shows_every_detectable_code():
+    codes = {f.pds.nack_code for f in _decoded("nack_codes") if f.pds.type == PdsType.NACK}
+    want = set(range(0x01, 0x1B)) - {0x0C}
+    assert want <= codes, sorted(want - codes)
+    names = {cf.if_name for cf in _frames("nack_codes")}
+    assert all(n.startswith(("PDS-", "SES-")) for n in names)

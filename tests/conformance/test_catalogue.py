@@ -81,7 +81,8 @@ def test_cli_selection_and_listing(tmp_path):
     assert proc.returncode == 0
     lines = proc.stdout.splitlines()
     assert len(lines) == len(catalogue()) and lines[0].startswith("PDS-EST-001")
-    assert any("in process only: needs a configured end point" in x for x in lines)
+    assert any("over UDP against a device configured with max_target_pdcs=1" in x
+               for x in lines)
 
 
 def test_cli_refuses_bad_options(tmp_path):

@@ -76,8 +76,8 @@ def test_user_cases_with_the_plugin(tmp_path):
 
 def test_user_cases_deselected_when_the_target_cannot_run_them(tmp_path):
     """Against a device over UDP, the case needing a configured end point and the one
-    needing an AI Base device are deselected and reported as not run (no device is
-    contacted for them)."""
+    needing an AI Base device are deselected and reported as not run, each saying which
+    --dut would run it (no device is contacted for them)."""
     proc = _pytest(tmp_path, "--uet-table", "-q", "-k", "ai_base or configured",
                    "--uet-dut", "udp:127.0.0.1:4793@hpc", "--uet-report", "r.json")
     out = proc.stdout
@@ -86,8 +86,8 @@ def test_user_cases_deselected_when_the_target_cannot_run_them(tmp_path):
     why = {r["id"]: r["why"] for r in json.loads((tmp_path / "r.json").read_text())["results"]}
     assert why == {"MY-003": "needs a device with profile ai-base (add --dut "
                              "udp:HOST:PORT@ai-base)",
-                   "MY-004": "in process only: needs a configured end point "
-                             "(max_target_pdcs=1)"}
+                   "MY-004": "needs a device configured with max_target_pdcs=1 (add "
+                             "--dut udp:HOST:PORT+max_target_pdcs=1)"}
 
 
 def test_plugin_import_is_light():

@@ -27,7 +27,8 @@ KEY = 0xA70
 
 
 def _cases(profile_name: str, rng: random.Random) -> list[tuple]:
-    """(opcode, datatype, old, operand, compare, fetch) for every allowed datatype."""
+    """(opcode, datatype, old, operand, compare, fetch) for every allowed datatype
+    (LONG_DOUBLE and its complex form, binary128, included)."""
     p = builtin_profile(profile_name)
     out = []
     for dt in sorted(p.atomic_datatypes):
@@ -36,6 +37,10 @@ def _cases(profile_name: str, rng: random.Random) -> list[tuple]:
             for fetch in (False, True):
                 out.append((op, dt, ref.gen_value(rng, dt), ref.gen_value(rng, dt), None,
                             fetch))
+        if not ref.defined(Op.CSWAP, dt):  # LONG_DOUBLE_COMPLEX: 32 bytes, no CAS
+            out.append((Op.SUM, dt, ref.gen_value(rng, dt), ref.gen_value(rng, dt), None,
+                        False))
+            continue
         old = ref.gen_value(rng, dt)
         out.append((Op.CSWAP, dt, old, ref.gen_value(rng, dt), old, True))  # swaps
         other = ref.gen_value(rng, dt)

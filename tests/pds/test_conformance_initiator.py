@@ -254,11 +254,13 @@ def test_ref_3_8_sack_threshold_is_configurable():
     assert [f.pds.psn for f in s.data()] == [psn_add(p0, 1)]
 
 
+# TRIMMED_ACK travels the other way: the initiator sends it about a trimmed ACK, and the
+# target resends that ACK (tests/pds/test_formats.py)
 RETRANSMIT_NOW = sorted(c for c in NackCode if nack_action(c) == NackAction.RETRANSMIT
                         and c not in (NackCode.NO_PDC_AVAIL, NackCode.NO_CCC_AVAIL,
                                       NackCode.NO_BITMAP, NackCode.NO_PKT_BUFFER,
                                       NackCode.NO_GTD_DEL_AVAIL, NackCode.NO_SES_MSG_AVAIL,
-                                      NackCode.NO_RESOURCE))
+                                      NackCode.NO_RESOURCE, NackCode.TRIMMED_ACK))
 RESOURCE = [NackCode.NO_PDC_AVAIL, NackCode.NO_CCC_AVAIL, NackCode.NO_BITMAP,
             NackCode.NO_PKT_BUFFER, NackCode.NO_GTD_DEL_AVAIL, NackCode.NO_SES_MSG_AVAIL,
             NackCode.NO_RESOURCE]

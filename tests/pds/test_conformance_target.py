@@ -33,7 +33,15 @@ from uet.wire.constants import (
     ReturnCode,
     RspOpcode,
 )
-from uet.wire.records import PdsAck, PdsAckCc, PdsNack, SesResponse, SesResponseData, psn_add
+from uet.wire.records import (
+    PdsAck,
+    PdsAckCc,
+    PdsControl,
+    PdsNack,
+    SesResponse,
+    SesResponseData,
+    psn_add,
+)
 
 GTD = (SesResponse(opcode=RspOpcode.RESPONSE, return_code=ReturnCode.OK, job_id=7), b"")
 
@@ -130,11 +138,18 @@ def test_ref_3_2_request_without_ses_request_header_is_pdc_hdr_mismatch():
 
 
 def test_ref_3_2_no_pdc_avail_when_target_table_full():
-    """ref 3.2 (3) / 3.1: no PDC free -> NO_PDC_AVAIL; the existing PDC is unharmed."""
+    """ref 3.2 (3) / 3.1 / 3.9: no PDC free -> NO_PDC_AVAIL; the existing PDC is unharmed,
+    and being idle it is asked to close (CLOSE_REQ) so that the next SYN finds room, once
+    (a reclaim at a time)."""
     t, tid = established_target(max_target_pdcs=1)
     out = t.feed(req(S, syn=True, spdcid=0x0222))
-    n = only(out, PdsNack).pds
+    n = only([f for f in out if isinstance(f.pds, PdsNack)]).pds
     assert (n.nack_code, n.spdcid, n.dpdcid) == (NackCode.NO_PDC_AVAIL, 0, 0x0222)
+    cr = only([f for f in out if isinstance(f.pds, PdsControl)]).pds
+    assert cr.ctl_type == CtlType.CLOSE_REQ and cr.spdcid == tid
+    assert t.ep.counters["close_req.reclaim"] == 1
+    out = t.feed(req(S, syn=True, spdcid=0x0333))
+    assert nack_codes(out) == [NackCode.NO_PDC_AVAIL]  # no second CLOSE_REQ
     out = t.feed(req(psn_add(S, 1), dpdcid=tid, ar=True))
     assert only(acks(out)).pds.cack_psn == psn_add(S, 1)
 

@@ -31,7 +31,8 @@ CAPTURES = ROOT / "captures"
 #: headers.pcapng's TSS samples carry cleartext after the TSS header and no ICV
 PREFS = {"udp.try_heuristic_first": "TRUE", "uet.tss_icv": "FALSE", "uet.tss_cleartext": "TRUE"}
 VALID = ["headers", "pdc_open_close", "rud_loss", "rod_reorder", "rudi", "uud", "trim_nack",
-         "pfc_pause", "sample"]
+         "pfc_pause", "sample", "trimmed_ack", "ccx", "negotiation", "native_ip", "atomics_dc",
+         "nack_codes"]
 #: Expert infos a valid capture may carry (below Warning): trimmed packets' short payloads.
 ALLOWED_NOTES = {"uet.ses.short_payload"}
 

@@ -24,7 +24,7 @@ PDS drives them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from uet.errors import ConfigError
 from uet.wire.records import PdsAckCc
@@ -62,6 +62,8 @@ class NackFeedback:
     #: ``ev`` is the lost packet's own EV: a loss the sender inferred itself (RACK), not a
     #: NACK echoing another packet's EV; the path gets the NACK penalty
     own_ev: bool = False
+    #: the raw NACK_CCX (its receiver's CCX state, uet.cms.ccx), else None
+    nack: Any = None
 
 
 class CreditSender(Protocol):
@@ -179,6 +181,10 @@ class ReceiverCongestion(Protocol):
     def close(self) -> None:
         """The PDC is gone: release shared state (RCCC scheduler entry)."""
 
+    # ``ccx``: an optional attribute, the receiver's CCX state source
+    # (:class:`uet.cms.ccx.TelemetryReceiver`: ``on_data``, ``on_trim``, ``ack_state``,
+    # ``nack_state``) or None; when set the PDS sends ACK_CCX and NACK_CCX.
+
 
 @dataclass(slots=True)
 class CmsConfig:
@@ -197,6 +203,8 @@ class CmsConfig:
     trimming: bool = True
     max_window_bytes: int | None = None  # None: 1.5 x BDP
     extra: dict = field(default_factory=dict)
+    #: extended congestion state in ACK_CCX / NACK_CCX: 'none' or 'telemetry' (uet.cms.ccx)
+    ccx: str = "none"
     # --- added by the CMS implementation (defaults follow htsim; see docs/cms.md) ---
     pkt_overhead_bytes: int = 64  # per-packet header bytes on the wire (BDP, pacing)
     target_qdelay_ps: int | None = None  # None: 0.75 x base RTT with trimming, else RTT
@@ -265,6 +273,7 @@ class NullReceiverCongestion:
 
     cc_type = 0
     rccc: CreditReceiver | None = None
+    ccx: Any = None
 
     def __init__(self) -> None:
         self.rcvd_bytes = 0

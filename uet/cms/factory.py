@@ -21,6 +21,7 @@ from uet.cms.api import (
     ReceiverCongestion,
     SenderCongestion,
 )
+from uet.cms.ccx import CCX_MODES, TelemetryReceiver, TelemetrySender
 from uet.cms.ev_selection import SELECTORS, EvSelector, FixedEv, make_ev_selector
 from uet.cms.nscc import Nscc, NsccParams, max_window_bytes
 from uet.cms.rccc import CreditScheduler, RcccReceiver, SenderCredit
@@ -40,6 +41,8 @@ def validate_config(config: CmsConfig) -> CmsConfig:
         raise _bad("ev_selector", config.ev_selector, "one of " + ", ".join(SELECTORS))
     if config.algorithm not in ALGORITHMS:
         raise _bad("algorithm", config.algorithm, "one of " + ", ".join(ALGORITHMS))
+    if config.ccx not in CCX_MODES:
+        raise _bad("ccx", config.ccx, "one of " + ", ".join(CCX_MODES))
     n = config.ev_count
     if not isinstance(n, int) or n < 1 or n > 0x10000 or n & (n - 1):
         raise _bad("ev_count", n, "a power of two in [1, 65536]")
@@ -97,7 +100,13 @@ def make_sender(
     if "nscc" in algo:
         nscc = Nscc(NsccParams.from_config(config), receiver_credit=credit is not None)
     window = config.max_window_bytes if config.max_window_bytes is not None else 1 << 30
-    return CmsSender(config, selector, nscc=nscc, credit=credit, window_bytes=window)
+    ccx = None
+    if config.ccx == "telemetry":
+        params = NsccParams.from_config(config)
+        ccx = TelemetrySender(mtu=config.mtu_payload, max_window=max_window_bytes(config),
+                              base_rtt_ps=config.base_rtt_ps,
+                              target_qdelay_ps=params.target_qdelay)
+    return CmsSender(config, selector, nscc=nscc, credit=credit, window_bytes=window, ccx=ccx)
 
 
 def make_credit_scheduler(config: CmsConfig) -> CreditScheduler:
@@ -109,12 +118,18 @@ def make_credit_scheduler(config: CmsConfig) -> CreditScheduler:
 def make_receiver(
     config: CmsConfig, scheduler: CreditScheduler | None = None, *, key: Any = None
 ) -> ReceiverCongestion:
-    """The receiver side of one PDC (cc_type 1 under RCCC, NSCC state otherwise)."""
+    """The receiver side of one PDC (cc_type 1 under RCCC, NSCC state otherwise; with
+    ``ccx = "telemetry"`` its ``ccx`` attribute makes the PDS send ACK_CCX / NACK_CCX)."""
     validate_config(config)
+    receiver: Any
     if "rccc" in config.algorithm:
         if scheduler is None:
             scheduler = CreditScheduler(config)
-        return RcccReceiver(config, scheduler, key)
-    if config.algorithm == "nscc":
-        return NsccReceiver()
-    return NullReceiverCongestion()
+        receiver = RcccReceiver(config, scheduler, key)
+    elif config.algorithm == "nscc":
+        receiver = NsccReceiver()
+    else:
+        receiver = NullReceiverCongestion()
+    if config.ccx == "telemetry":
+        receiver.ccx = TelemetryReceiver()
+    return receiver

@@ -230,6 +230,7 @@ class RcccReceiver:
     ACK_CC state (cumulative credit) and hands CREDIT grants to the shared scheduler."""
 
     cc_type = CcType.CREDIT
+    ccx = None  # the CCX state source, set by the factory with cms.ccx (uet.cms.ccx)
 
     def __init__(self, config: CmsConfig, scheduler: CreditScheduler, key: Any = None) -> None:
         #: the credit interface (uet.cms.api.CreditReceiver): this object

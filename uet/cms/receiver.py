@@ -18,6 +18,7 @@ class NsccReceiver:
 
     cc_type = CcType.NSCC
     rccc = None  # no credit (uet.cms.api.ReceiverCongestion)
+    ccx = None  # the CCX state source, set by the factory with cms.ccx (uet.cms.ccx)
 
     def __init__(self) -> None:
         self.rcvd_bytes = 0

@@ -13,15 +13,18 @@ It implements :class:`uet.cms.api.SenderCongestion` and, under RCCC, the
   NACK penalty, so spraying moves off a path that drops silently. Other codes
   (resources, protocol errors, closing) are not congestion: no reaction.
 * Timeout: EV penalty (TIMEOUT; REPS may freeze), NSCC window cut by the packet.
+* ACK_CCX / NACK_CCX (``cms.ccx = "telemetry"``): the CCX window (:mod:`uet.cms.ccx`)
+  caps every other window.
 """
 
 from __future__ import annotations
 
 from uet.cms.api import AckFeedback, CmsConfig, CreditSender, NackFeedback
+from uet.cms.ccx import TelemetrySender
 from uet.cms.ev_selection import EvSelector, PathFeedback
 from uet.cms.nscc import Nscc
 from uet.cms.rccc import SenderCredit, serial_diff24
-from uet.wire.constants import CcType, NackCode
+from uet.wire.constants import CcType, NackCode, PdsType
 
 TRIM_CODES = frozenset({NackCode.TRIMMED, NackCode.TRIMMED_ACK})
 LOSS_CODES = frozenset({NackCode.PKT_NOT_RCVD, NackCode.RCVR_INFER_LOSS})
@@ -30,6 +33,7 @@ RESYNC_RTTS = 8  # blocked without credit this long: ask again (a CREDIT may be 
 _GOOD = PathFeedback.GOOD
 _ECN = PathFeedback.ECN
 _CREDIT = CcType.CREDIT
+_ACK_CCX = PdsType.ACK_CCX
 
 
 class CmsSender:
@@ -43,6 +47,7 @@ class CmsSender:
         nscc: Nscc | None = None,
         credit: SenderCredit | None = None,
         window_bytes: int = 1 << 30,
+        ccx: TelemetrySender | None = None,
     ) -> None:
         self.config = config
         self.selector = selector
@@ -52,6 +57,8 @@ class CmsSender:
         #: the credit interface (this object) under RCCC, else None (uet.cms.api)
         self.rccc: CreditSender | None = self if credit is not None else None
         self.window_bytes = window_bytes  # fixed window when neither NSCC nor RCCC
+        #: the CCX window from the receiver's ACK_CCX / NACK_CCX reports (cms.ccx), or None
+        self.ccx = ccx
         self.base_rtt = config.base_rtt_ps
         self.last_request_at: int | None = None
         self.refused_for_credit = False
@@ -73,6 +80,9 @@ class CmsSender:
             return False
         self.refused_for_credit = False
         self.credit_wait_since = None
+        ccx = self.ccx
+        if ccx is not None and in_flight and in_flight + nbytes > ccx.cwnd:
+            return False
         if self.nscc is not None:
             return self.nscc.can_send(nbytes, in_flight)
         if self.credit is None:
@@ -83,6 +93,8 @@ class CmsSender:
         """htsim's AR rule: after this packet (counted in ``in_flight``) the credit is
         spent (RCCC) or ``in_flight + packet >= cwnd`` (NSCC, or the fixed window)."""
         if self.credit is not None and self.credit.credit - nbytes <= 0:
+            return True
+        if self.ccx is not None and in_flight + nbytes >= self.ccx.cwnd:
             return True
         if self.nscc is not None:
             return in_flight + nbytes >= self.nscc.cwnd
@@ -110,10 +122,15 @@ class CmsSender:
             self.nscc.on_ack(
                 now, fb.newly_acked_bytes, fb.ecn_echo, fb.rtt_sample, fb.in_flight_bytes, fb.ack_cc
             )
+        ack = fb.ack_cc
+        if self.ccx is not None and ack is not None and ack.type == _ACK_CCX:
+            self.ccx.on_ack_state(now, ack.ccx_state)
 
     def on_nack(self, now: int, *, fb: NackFeedback) -> None:
         self.now = now
         code = fb.code
+        if self.ccx is not None and fb.nack is not None:
+            self.ccx.on_nack_state(now, fb.nack)
         last_hop = code == NackCode.TRIMMED_LASTHOP
         if code in TRIM_CODES:
             self.selector.feedback(now, fb.ev, PathFeedback.NACK)
@@ -221,7 +238,9 @@ class CmsSender:
     @property
     def cwnd(self) -> int:
         if self.nscc is not None:
-            return self.nscc.cwnd
-        if self.credit is not None:
-            return self.credit.max_credit
-        return self.window_bytes
+            w = self.nscc.cwnd
+        elif self.credit is not None:
+            w = self.credit.max_credit
+        else:
+            w = self.window_bytes
+        return w if self.ccx is None else min(w, self.ccx.cwnd)

@@ -23,7 +23,7 @@ from uet.wire.codec import decode_uet, encode_uet
 from uet.wire.constants import UET_UDP_PORT
 from uet.wire.errors import DecodeError, EncodeError
 
-from .setup import DutSetup, pattern
+from .setup import DutSetup, pattern, variant_profile
 
 _PERM = {"read": Perm.READ, "write": Perm.WRITE, "atomic": Perm.ATOMIC}
 
@@ -43,10 +43,14 @@ EndpointFactory = Callable[..., FabricEndpoint]
 
 
 def build_profile(setup: DutSetup, profile: Profile | str | None = None) -> Profile:
-    """The profile object of a setup (or an explicit one: in-process variants)."""
+    """The profile object of a setup (or an explicit one: in-process variants), with the
+    setup's ``profile_extra`` keys changed."""
     if isinstance(profile, Profile):
         return profile
-    return load_profile(profile or setup.profile)
+    name = profile or setup.profile
+    if setup.profile_extra:
+        return variant_profile(name, setup.profile_extra)
+    return load_profile(name)
 
 
 class FepDriver:

@@ -35,6 +35,7 @@ from uet.wire.layers import (
     UETCasExt,
     UETPdsAck,
     UETPdsAckCc,
+    UETPdsCcReq,
     UETPdsCp,
     UETPdsNack,
     UETPdsReq,
@@ -63,10 +64,11 @@ def request(psn: int, spdcid: int, *, dpdcid: int | None = None, start_psn: int 
             syn: bool = False, ar: bool = True, retx: bool = False, rod: bool = False,
             clear_psn: int | None = None, flags: int | None = None,
             next_hdr: int | None = None, use_rsv_pdc: int = 0,
-            pdc_info_rsvd: int = 0) -> Packet:
+            pdc_info_rsvd: int = 0, cc: bool = False, credit_target: int = 0) -> Packet:
     """A RUD (or ROD) request header. With ``syn`` the DPDCID field carries
     ``psn_offset = psn - start_psn``; otherwise ``dpdcid``. ``clear_psn`` defaults to
-    ``start_psn - 1`` (nothing cleared)."""
+    ``start_psn - 1`` (nothing cleared). ``cc``: the congestion-controlled form (RUD_CC /
+    ROD_CC, 16 bytes, with ``credit_target``)."""
     if flags is None:
         flags = ((ReqFlag.SYN if syn else 0) | (ReqFlag.AR if ar else 0)
                  | (ReqFlag.RETX if retx else 0))
@@ -85,6 +87,9 @@ def request(psn: int, spdcid: int, *, dpdcid: int | None = None, start_psn: int 
                   psn_offset=psn_diff(psn, start) & 0xFFF)
     else:
         kw["dpdcid"] = dpdcid or 0
+    if cc:
+        kw["type"] = PdsType.ROD_CC_REQ if rod else PdsType.RUD_CC_REQ
+        return UETPdsCcReq(**kw, ccc_id=0, credit_target=credit_target)
     return UETPdsReq(**kw)
 
 

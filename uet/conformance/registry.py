@@ -10,14 +10,16 @@ Requirements a case may declare (they decide where it can run, docs/conformance.
 
 * ``profile``: the device must speak this profile (profile gating cases);
 * ``config``: extra PDS settings (a table size, a start-PSN mode) or ``profile_changes``:
-  a variant of the profile; the built-in end point can be configured per case in process,
-  a device over UDP cannot, so these run in process only;
+  a variant of the profile; the built-in end point is configured per case in process;
+  over UDP the case runs against a device started with that configuration and named so
+  (``--dut udp:HOST:PORT+key=value``), and is not run when there is none;
 * ``virtual``: the rule is about time at a resolution wall-clock UDP cannot show.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,26 +67,43 @@ class Case:
         return bool(self.config or self.profile_changes or isinstance(self.tss, dict))
 
     @property
+    def extras(self) -> dict[str, Any]:
+        """The configuration the device needs beyond the well-known setup: PdsConfig
+        fields (``config``) and dotted profile keys (``profile_changes``)."""
+        return {**(self.config or {}), **(self.profile_changes or {})}
+
+    @property
     def udp_capable(self) -> bool:
-        return not (self.needs_config or self.virtual)
+        """Runs over UDP (against a device configured with :attr:`extras`, if any; a TSS
+        case that configures its end point runs in process only: ``uet serve --tss``
+        serves the well-known domain as it is)."""
+        return not self.virtual and not (self.tss and self.needs_config)
+
+    def config_text(self) -> str:
+        """The extras as ``key=value`` items (JSON values), as a ``--dut`` spec writes
+        them after ``+``."""
+        return "+".join(f"{k}={json.dumps(v, separators=(',', ':'))}"
+                        for k, v in self.extras.items())
 
     def limits(self) -> str:
         """Where the case cannot run, in words ("" when it runs everywhere)."""
         if self.virtual:
             return "in process only: needs virtual time"
-        if self.needs_config:
+        if self.tss and self.needs_config:
             tss = self.tss if isinstance(self.tss, dict) else {}
-            what = ", ".join(f"{k}={v}" for k, v in {**(self.config or {}),
-                                                     **(self.profile_changes or {}),
-                                                     **{f"tss.{k}": v for k, v in
-                                                        tss.items()}}.items())
+            what = ", ".join(f"{k}={v}" for k, v in {**self.extras, **{
+                f"tss.{k}": v for k, v in tss.items()}}.items())
             return f"in process only: needs a configured end point ({what})"
+        if self.needs_config:
+            return (f"in process, and over UDP against a device configured with "
+                    f"{self.config_text()}")
         return ""
 
 
 def profile_caps(profile: Any) -> set[str]:
     """Capabilities a profile gives the cases: ``rudi``, ``uud``, ``tagging``,
-    ``rendezvous``, ``deferrable``, ``tsend_atomic``, ``opt_non_matching``."""
+    ``rendezvous``, ``deferrable``, ``tsend_atomic``, ``opt_non_matching``,
+    ``float_atomics`` (SUM on FLOAT and DOUBLE), ``long_double`` (SUM on LONG_DOUBLE)."""
     from uet.wire.constants import DeliveryMode, FepCap, SesOpcode
 
     out = set()
@@ -103,6 +122,14 @@ def profile_caps(profile: Any) -> set[str]:
         out.add("tsend_atomic")
     if profile.fep_cap & FepCap.OPT_NON_MATCHING:
         out.add("opt_non_matching")
+    from uet.wire.constants import AtomicDatatype, AtomicOpcode
+
+    dts = profile.atomic_datatypes
+    if AtomicOpcode.SUM in profile.atomic_opcodes and {AtomicDatatype.FLOAT,
+                                                       AtomicDatatype.DOUBLE} <= dts:
+        out.add("float_atomics")
+    if AtomicDatatype.LONG_DOUBLE in dts and AtomicOpcode.SUM in profile.atomic_opcodes:
+        out.add("long_double")
     return out
 
 

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from uet.errors import ConfigError
-from uet.profiles import builtin_profiles
+from uet.profiles import Profile, builtin_profiles, parse_profile
 
 #: Memory region kinds: remote access rights of the region.
 PERMS = ("read", "write", "atomic")
@@ -115,6 +115,8 @@ class DutSetup:
     new_pdc_time_us: int = 100_000
     mp_range: int = 128
     # ---- marking
+    #: the data class: requests, and ACKs that carry read data (trimmable bulk payload)
+    dscp_data: int = 0
     dscp_control: int = 46
     dscp_trimmed: int = 12
     dscp_trimmed_lasthop: int = 14
@@ -123,8 +125,10 @@ class DutSetup:
     #: microseconds) do not turn "retransmit at once" into "retransmit when the CC allows"
     cc: str = "none"
     seed: int = 1
-    #: extra PdsConfig fields (in-process cases that need another configuration)
+    #: extra PdsConfig fields (cases that need another configuration)
     pds_extra: dict[str, Any] = field(default_factory=dict)
+    #: profile keys changed from ``profile``'s (dotted: ``ses.reassembly_max_messages``)
+    profile_extra: dict[str, Any] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ lookups
     def region(self, name: str) -> Region:
@@ -153,7 +157,8 @@ class DutSetup:
             "close_req_time_ps": self.close_req_time_us * us,
             "clear_req_ps": self.clear_req_us * us, "msl_ps": self.msl_us * us,
             "new_pdc_time_ps": self.new_pdc_time_us * us, "mp_range": self.mp_range,
-            "dscp_control": self.dscp_control, "dscp_trimmed": self.dscp_trimmed,
+            "dscp_data": self.dscp_data, "dscp_control": self.dscp_control,
+            "dscp_trimmed": self.dscp_trimmed,
             "dscp_trimmed_lasthop": self.dscp_trimmed_lasthop, "ar_every_packet": False,
         }
         out.update(self.pds_extra)
@@ -219,6 +224,11 @@ class DutSetup:
         if not isinstance(self.pds_extra, dict):
             raise SetupError(f"{source}: pds_extra: must be an object of PdsConfig fields, "
                              f"got {self.pds_extra!r}")
+        if not isinstance(self.profile_extra, dict) or any(
+                not isinstance(k, str) or "." not in k for k in self.profile_extra):
+            raise SetupError(f"{source}: profile_extra: must be an object of dotted profile "
+                             f"keys (e.g. ses.reassembly_max_messages), got "
+                             f"{self.profile_extra!r}")
         if self.profile not in builtin_profiles():
             raise SetupError(f"{source}: profile: must be one of "
                              f"{', '.join(sorted(builtin_profiles()))}, got {self.profile!r}")
@@ -255,6 +265,13 @@ class DutSetup:
             if getattr(self, name) < 0:
                 raise SetupError(f"{source}: {name}: must be >= 0, got {getattr(self, name)}")
         self._check_pds(source)
+        if self.profile_extra:
+            from uet.profiles import ProfileConfigError
+
+            try:
+                variant_profile(self.profile, self.profile_extra)
+            except ProfileConfigError as exc:
+                raise SetupError(f"{source}: profile_extra: {exc}") from None
 
     def _check_pds(self, source: str) -> None:
         """The PDS configuration these values imply must be valid too (``mp_range``, DSCPs,
@@ -302,9 +319,12 @@ class DutSetup:
             f"{self.msl_us} us, New_PDC_Time {self.new_pdc_time_us} us, MP_RANGE "
             f"{self.mp_range}")
         lines.append(f"  congestion control: {self.cc}")
-        lines.append(f"  DSCP: control {self.dscp_control}, trimmed {self.dscp_trimmed}, "
-                     f"trimmed last hop {self.dscp_trimmed_lasthop}; region contents: "
-                     "byte i = (i * 31 + 7) % 251")
+        if self.pds_extra or self.profile_extra:
+            items = {**self.pds_extra, **self.profile_extra}
+            lines.append("  configured: " + ", ".join(f"{k}={v}" for k, v in items.items()))
+        lines.append(f"  DSCP: data {self.dscp_data}, control {self.dscp_control}, "
+                     f"trimmed {self.dscp_trimmed}, trimmed last hop "
+                     f"{self.dscp_trimmed_lasthop}; region contents: byte i = (i * 31 + 7) % 251")
         return "\n".join(lines)
 
 
@@ -315,8 +335,8 @@ _SETUP_KEY_OF_PDS = {
     "close_idle_ps": "close_idle_us", "target_idle_ps": "target_idle_us",
     "close_req_time_ps": "close_req_time_us", "clear_req_ps": "clear_req_us",
     "msl_ps": "msl_us", "new_pdc_time_ps": "new_pdc_time_us", "mp_range": "mp_range",
-    "dscp_control": "dscp_control", "dscp_trimmed": "dscp_trimmed",
-    "dscp_trimmed_lasthop": "dscp_trimmed_lasthop",
+    "dscp_data": "dscp_data", "dscp_control": "dscp_control",
+    "dscp_trimmed": "dscp_trimmed", "dscp_trimmed_lasthop": "dscp_trimmed_lasthop",
 }
 
 WELL_KNOWN = DutSetup()
@@ -333,3 +353,12 @@ def conformance_tss(setup: DutSetup = WELL_KNOWN, **overrides: Any) -> dict[str,
     ``auth_fail_threshold`` for an in-process case)."""
     return {"mode": "direct", "sdi": CONFORMANCE_TSS_SDI, "key": CONFORMANCE_TSS_KEY,
             "job": setup.job_id, **overrides}
+
+
+def variant_profile(name: str, changes: dict[str, Any]) -> Profile:
+    """``name`` with some profile keys changed (``{"ses.reassembly_max_messages": 1}``)."""
+    data: dict[str, dict[str, Any]] = {"profile": {"extends": name, "name": f"{name}-variant"}}
+    for key, value in changes.items():
+        section, sub = key.split(".", 1)
+        data.setdefault(section, {})[sub] = value
+    return parse_profile(data, f"profile {name} with {', '.join(changes)}")

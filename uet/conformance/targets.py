@@ -12,7 +12,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
+import json
 import os
 import time
 import zlib
@@ -21,14 +23,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from uet.profiles import Profile, load_profile, parse_profile
-from uet.wire.constants import UET_UDP_PORT
+from uet.profiles import Profile, load_profile
+from uet.wire.constants import UET_UDP_PORT, CtlType
 
 from .capture import CaseCapture
 from .driver import FepDriver
-from .peer import Peer
+from .peer import ANY_ACK, ConformanceFailure, Peer
 from .registry import Case, profile_caps
-from .setup import WELL_KNOWN, DutSetup, conformance_tss
+from .setup import WELL_KNOWN, DutSetup, conformance_tss, variant_profile
 from .transport import InProcessTransport, UdpTransport
 from .udp_io import parse_hostport
 
@@ -50,28 +52,50 @@ def scratch_for(index: int, setup: DutSetup) -> int:
 
 @dataclass(frozen=True)
 class DutSpec:
-    """A device under test over UDP: ``udp:HOST:PORT[@profile]``."""
+    """A device under test over UDP: ``udp:HOST:PORT[@profile][+key=value...]``.
+
+    ``+key=value`` items say how the device was configured beyond the well-known setup
+    (PdsConfig fields, or dotted profile keys such as ``ses.reassembly_max_messages``;
+    values are JSON, else text): cases needing exactly that configuration run against it,
+    and only they (``uet serve --set pds_extra=... --set profile_extra=...`` starts one)."""
 
     host: str
     port: int
     profile: str | None = None
+    config: tuple[tuple[str, Any], ...] = ()
 
     @classmethod
     def parse(cls, text: str) -> DutSpec:
         spec = text.strip()
         if not spec.startswith("udp:"):
-            raise ValueError(f"--dut {text!r}: expected udp:HOST:PORT[@profile] or inprocess")
-        rest = spec[4:]
+            raise ValueError(f"--dut {text!r}: expected udp:HOST:PORT[@profile][+key=value] "
+                             "or inprocess")
+        rest, *items = spec[4:].split("+")
+        config = []
+        for item in items:
+            key, eq, value = item.partition("=")
+            if not eq or not key.strip():
+                raise ValueError(f"--dut {text!r}: {item!r} is not key=value")
+            try:
+                parsed: Any = json.loads(value)
+            except json.JSONDecodeError:
+                parsed = value
+            config.append((key.strip(), parsed))
         profile = None
         if "@" in rest:
             rest, profile = rest.rsplit("@", 1)
             load_profile(profile)  # a clear error for an unknown profile
         host, port = parse_hostport(rest, UET_UDP_PORT)
-        return cls(host, port, profile)
+        return cls(host, port, profile, tuple(config))
+
+    @property
+    def extras(self) -> dict[str, Any]:
+        return dict(self.config)
 
     def __str__(self) -> str:
         h = f"[{self.host}]" if ":" in self.host else self.host
-        return f"udp:{h}:{self.port}" + (f"@{self.profile}" if self.profile else "")
+        extra = "".join(f"+{k}={json.dumps(v, separators=(',', ':'))}" for k, v in self.config)
+        return f"udp:{h}:{self.port}" + (f"@{self.profile}" if self.profile else "") + extra
 
 
 class InProcessTarget:
@@ -108,12 +132,7 @@ class InProcessTarget:
             setup = setup.with_(pds_extra={**setup.pds_extra, **case.config})
         profile = load_profile(setup.profile)
         if case.profile_changes:
-            data: dict[str, dict[str, Any]] = {"profile": {"extends": setup.profile,
-                                                           "name": f"{setup.profile}-variant"}}
-            for key, value in case.profile_changes.items():
-                section, name = key.split(".", 1)
-                data.setdefault(section, {})[name] = value
-            profile = parse_profile(data, f"case {case.id}")
+            profile = variant_profile(setup.profile, case.profile_changes)
         return setup, profile
 
     @contextmanager
@@ -173,24 +192,30 @@ class UdpTarget:
 
     def _dut_for(self, case: Case) -> DutSpec | None:
         want = case.profile
+        extras = case.extras
         for d in self.duts:
+            if d.extras != extras:  # configured devices serve exactly their cases
+                continue
             prof = d.profile or self.setup.profile
             if want is not None and prof != want:
                 continue
-            if set(case.caps) <= profile_caps(load_profile(prof)):
+            if set(case.caps) <= profile_caps(_profile_of(prof, d)):
                 return d
         return None
 
     def unavailable(self, case: Case) -> str | None:
-        limits = case.limits()
-        if limits:
-            return limits
+        if case.virtual or not case.udp_capable:
+            return case.limits()
         if case.tss and not self.tss:
             return ("needs a device serving the well-known secure domain (uet serve --tss "
                     "well-known, then uet conformance --tss)")
         if self.tss and not case.tss:
             return "the device is secured (--tss): cleartext cases do not apply"
         if self._dut_for(case) is None:
+            if case.needs_config:
+                prof = f"@{case.profile}" if case.profile else ""
+                return (f"needs a device configured with {case.config_text()} (add --dut "
+                        f"udp:HOST:PORT{prof}+{case.config_text()})")
             if case.profile:
                 return (f"needs a device with profile {case.profile} (add --dut "
                         f"udp:HOST:PORT@{case.profile})")
@@ -212,15 +237,19 @@ class UdpTarget:
                             seed=case_seed("probe", self.nonce), capture=CaseCapture("probe"),
                             rule="the device answers", profile=load_profile(setup.profile))
                 tries, start = 3, transport.now_ps
+                pdcs = []
                 for i in range(tries):
-                    peer.pdc().send(peer.ses.no_op()[0])
-                    if transport.next(start + round(timeout_s * 1e12 * (i + 1) / tries)):
+                    pdcs.append(peer.pdc())
+                    pdcs[-1].send(peer.ses.no_op()[0])
+                    dg = transport.next(start + round(timeout_s * 1e12 * (i + 1) / tries))
+                    if dg is not None:
                         break
                 else:
                     raise ValueError(
                         f"{dut}: no answer within {timeout_s:g} s to a UET request (NO_OP "
                         f"from {transport.peer_ips[0]}); is uet serve (or the device) "
                         "listening there? (--probe-timeout S to wait longer, 0 to skip)")
+                _give_back(peer, pdcs, peer._decode(dg))
             finally:
                 transport.close()
 
@@ -239,13 +268,15 @@ class UdpTarget:
         dut = self._dut_for(case)
         if dut is None:
             raise RuntimeError(self.unavailable(case))
-        setup = self.setup.with_(profile=dut.profile or self.setup.profile)
+        setup = self.setup.with_(profile=dut.profile or self.setup.profile,
+                                 pds_extra={**self.setup.pds_extra, **(case.config or {})},
+                                 profile_extra=dict(case.profile_changes or {}))
         transport = UdpTransport(dut.host, dut.port, self._addresses())
         peer = Peer(transport, setup, ips=transport.peer_ips,
                     seed=case_seed(case.id, self.nonce),
                     capture=capture or CaseCapture(case.id), rule=case.rule,
                     grace_us=self.grace_us, quiet_us=self.quiet_us,
-                    scratch=scratch_for(index, setup), profile=load_profile(setup.profile),
+                    scratch=scratch_for(index, setup), profile=_profile_of(setup.profile, dut),
                     # a device keeps replay state across runs: the peer's TSC starts at the
                     # wall clock in 10 us ticks (2^48 of them reach 2059), so a later run
                     # never repeats one
@@ -265,6 +296,28 @@ def peer_tss(setup: DutSetup, ip: str, start_tsc: int = 0) -> Any:
     sub = TssSublayer(TssConfig.from_dict(conformance_tss(setup)), ip)
     sub.domains[conformance_tss(setup)["sdi"]].tsc = start_tsc
     return sub
+
+
+def _give_back(peer: Peer, pdcs: list[Any], first: Any) -> None:
+    """Close the probe's PDCs the device opened (CLOSE with AR, best effort, up to 1 s
+    each), so a device with a small PDC table (``max_target_pdcs = 1``) serves its first
+    case with the slot free instead of reclaiming it from the probe."""
+    answers = [first, *peer.collect(within_us=1000)]
+    for pdc in pdcs:
+        ack = next((rx for rx in answers if isinstance(rx.pds, ANY_ACK)
+                    and rx.pds.dpdcid == pdc.spdcid), None)
+        if ack is None:
+            continue  # NACKed or unanswered: the device holds nothing for it
+        pdc.note_ack(ack)
+        with contextlib.suppress(ConformanceFailure):  # else its target idle timer reaps it
+            pdc.ack_of(pdc.control(CtlType.CLOSE, ar=True), timeout_us=1_000_000,
+                       what="the ACK of the probe's CLOSE")
+
+
+def _profile_of(name: str, dut: DutSpec) -> Profile:
+    """The profile a device speaks: ``name`` with the dotted profile keys of its spec."""
+    changes = {k: v for k, v in dut.config if "." in k}
+    return variant_profile(name, changes) if changes else load_profile(name)
 
 
 def make_target(duts: list[str] | None, setup: DutSetup = WELL_KNOWN, **kw: Any) -> Any:

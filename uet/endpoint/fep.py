@@ -13,6 +13,7 @@ Application-facing operations take ``now`` first and return the SES
 
 from __future__ import annotations
 
+import heapq
 import random
 from collections import Counter, deque
 from collections.abc import Callable
@@ -34,6 +35,7 @@ from uet.pds.events import (
     PacketAcked,
     PdcClosed,
     PdcOpened,
+    PeerNegotiated,
     RequestDelivered,
     ResponseReceived,
     SendMessage,
@@ -48,7 +50,15 @@ from uet.ses.messages import OpCompleted, OutMessage, RecvCompleted, TargetAddr
 from uet.tss.config import TssConfig
 from uet.tss.sublayer import TssSublayer, frame_is_secured, is_secured
 from uet.wire.codec import decode_frame, decode_uet, encode_frame, encode_uet
-from uet.wire.constants import DeliveryMode, NackCode, ReturnCode, SesFlag, SesOpcode, enum_member
+from uet.wire.constants import (
+    UET_DEFAULT_IP_PROTO,
+    DeliveryMode,
+    NackCode,
+    ReturnCode,
+    SesFlag,
+    SesOpcode,
+    enum_member,
+)
 from uet.wire.errors import DecodeError, EncodeError
 from uet.wire.records import Frame, SesResponseData, SesResponseDataSmall, SesStandard
 
@@ -56,6 +66,8 @@ from uet.wire.records import Frame, SesResponseData, SesResponseDataSmall, SesSt
 SINK_INDEX = 0x7FF
 #: Memory key of the sink region.
 SINK_KEY = 0x5155_4E4B  # "QUNK"
+#: encapsulations an end point speaks (ref 1.2, 1.3)
+ENCAPS = ("udp", "native-ip")
 
 _MISMATCH = -1  # _isolate: the packet was NACKed PDC_HDR_MISMATCH, nothing to deliver
 _RSP_DATA_HEADERS = (SesResponseData, SesResponseDataSmall)
@@ -166,9 +178,20 @@ class FabricEndpoint:
                  mode: DeliveryMode | None = None, tc: int = 0,
                  log: Callable[..., None] | None = None,
                  sink_bytes: int = 0, sink_buffer: bytearray | None = None,
-                 keep_completions: int = 0,
+                 keep_completions: int = 0, encap: str = "udp",
+                 ip_proto: int = UET_DEFAULT_IP_PROTO,
                  tss: TssConfig | dict[str, Any] | None = None) -> None:
         self.profile = as_profile(profile)
+        if encap not in ENCAPS:
+            raise ValueError(f"encap={encap!r}: allowed {', '.join(ENCAPS)}")
+        if not 0 <= ip_proto <= 255 or ip_proto in (6, 17):
+            raise ValueError(f"ip_proto={ip_proto!r}: allowed 0..255 except TCP (6) and "
+                             "UDP (17)")
+        #: 'udp' (UDP port 4793, the EV in the source port) or 'native-ip' (the 4-byte
+        #: entropy header right after IP, protocol ``ip_proto``; ref 1.3)
+        self.encap = encap
+        self.ip_proto = ip_proto
+        self._frame_encap = "ip" if encap == "native-ip" else "udp"
         self.ip = ip
         self.mac = mac
         self.gateway_mac = gateway_mac
@@ -192,6 +215,11 @@ class FabricEndpoint:
             sender_cc=lambda m: make_sender(cms_cfg, cms_rng, ordered=m == DeliveryMode.ROD),
             receiver_cc=lambda key: make_receiver(cms_cfg, credit, key=key),
             credit_scheduler=credit, log=log)
+        self.pds.capabilities = int(self.profile.fep_cap)
+        #: guaranteed responses due later (DC requests answered NO_RESPONSE first):
+        #: a heap of (due ps, seq, token, reply); bounded by the PDS's open tokens
+        self._later: list[tuple[int, int, int, Any]] = []
+        self._later_seq = 0
         if initiator_id is None:
             initiator_id = _ip_id(ip)
         self.ses = SesEndpoint(self.profile, address=ip, initiator_id=initiator_id,
@@ -329,16 +357,16 @@ class FabricEndpoint:
         """A frame arrived from the wire: decode it (TSS: authenticate and decrypt first),
         run the PDS, let the SES answer."""
         try:
-            if frame_is_secured(data):
+            if frame_is_secured(data, ip_proto=self.ip_proto):
                 if self.tss is None:
                     self._unsecured_tss(now)
                     return
-                frame = self.tss.open_frame(now, data)
+                frame = self.tss.open_frame(now, data, self.ip_proto)
                 if frame is None:
                     return  # refused by the TSS: counted and logged there
                 self._receive(now, frame)
                 return
-            frame = decode_frame(data, udp_port=None)
+            frame = decode_frame(data, udp_port=None, ip_proto=self.ip_proto)
         except DecodeError as exc:
             self._decode_error(now, exc)
             return
@@ -445,7 +473,11 @@ class FabricEndpoint:
         d = self._pds_deadline()  # the NIC asks after every frame: one bound call
         s = self.ses.deadline
         if s is not None and (d is None or s < d):
-            return s
+            d = s
+        if self._later:
+            t = self._later[0][0]
+            if d is None or t < d:
+                return t
         return d
 
     def handle_timer(self, now: int) -> None:
@@ -453,11 +485,19 @@ class FabricEndpoint:
         s = self.ses.deadline
         if s is not None and s <= now:
             self.ses.handle_timer(now)
+        later = self._later
+        while later and later[0][0] <= now:
+            _, _, token, reply = heapq.heappop(later)
+            self.counters["dc_responses"] += 1
+            self.pds.respond(now, token, reply.response, reply.data)
         self.pump(now)
 
     def _encode(self, now: int, frame: Frame) -> bytes | None:
         frame.src_mac = self.mac
         frame.dst_mac = self.peer_macs.get(frame.dst_ip, self.gateway_mac)
+        if self._frame_encap != "udp":
+            frame.encap = self._frame_encap
+            frame.ip_proto = self.ip_proto
         if frame.tss is None:
             return encode_frame(frame)
         if self.tss is None:  # cannot happen: only a domain marks frames
@@ -490,6 +530,11 @@ class FabricEndpoint:
                     ses.initiator.on_failed(ev.msg_ref, ev.reason, now=now)
                 elif t is PdcOpened:
                     self.counters[f"pdc_opened.{ev.role}"] += 1
+                elif t is PeerNegotiated:
+                    # what the peer's NEGOTIATION says beats the address book
+                    self.counters["peer_negotiated"] += 1
+                    if ev.fep_cap:
+                        ses.initiator.set_peer_cap(ev.peer_ip, ev.fep_cap)
                 elif t is PdcClosed:
                     self.counters[f"pdc_closed.{ev.role}"] += 1
                     if ev.error:
@@ -540,8 +585,12 @@ class FabricEndpoint:
             return
         if reply.nack is not None:
             self.pds.reject(now, ev.token, reply.nack)
-        else:
-            self.pds.respond(now, ev.token, reply.response, reply.data)
+            return
+        self.pds.respond(now, ev.token, reply.response, reply.data)
+        if reply.later is not None:  # NO_RESPONSE now, the real response after a delay
+            self._later_seq += 1
+            heapq.heappush(self._later, (now + reply.delay_ps, self._later_seq, ev.token,
+                                         reply.later))
 
     def _isolate(self, now: int, ev: RequestDelivered) -> int | None:
         """Job isolation (docs/tss.md): the job a request names must be the job of the
@@ -627,17 +676,19 @@ class FabricEndpoint:
         return out
 
     def send_message(self, now: int, dst: int | str, nbytes: int,
-                     payload: bytes | None = None, *, offset: int = 0) -> BulkMessage:
+                     payload: bytes | None = None, *, offset: int = 0,
+                     dc: bool = False) -> BulkMessage:
         """Bulk transfer of ``nbytes`` into the peer's sink region (RMA WRITE) at ``offset``.
 
         This is what experiments move: an RMA write needs no matching at the target, so
         throughput is limited only by the transport. The peer must have called
         :meth:`expose_sink` with at least ``offset + nbytes``; messages whose bytes are
         checked afterwards use distinct offsets so that they do not overwrite each other.
+        ``dc``: delivery complete (the response waits for host memory, docs/ses.md).
         """
         tgt = self.target(dst, resource_index=SINK_INDEX)
         data = payload if payload is not None else bytes(nbytes)
-        op = self.call(now, "write", tgt, SINK_KEY, offset, data, mode=self.mode)
+        op = self.call(now, "write", tgt, SINK_KEY, offset, data, mode=self.mode, dc=dc)
         msg = BulkMessage(op, self.ip, tgt.dst, nbytes, now)
         self.messages.append(msg)
         if op.done:

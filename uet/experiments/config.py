@@ -486,6 +486,22 @@ def _check_value(key: Key, v: Any, path: PathT, src: Source) -> Any:
         return _check_tss(v, path, src)
     if t == "table":
         return _check_table(TABLES[key.table or ""], v, path, src)
+    if t == "weights":
+        if not isinstance(v, dict):
+            raise bad()
+        out_w: dict[str, float] = {}
+        for name, w in v.items():
+            if name not in key.choices:
+                raise src.error(path + (name,), f"unknown operation {name!r}",
+                                allowed=", ".join(key.choices))
+            if isinstance(w, bool) or not isinstance(w, int | float) or not math.isfinite(w) \
+                    or w < 0:
+                raise src.error(path + (name,), f"bad weight {w!r}",
+                                allowed="a number >= 0")
+            out_w[name] = float(w)
+        if out_w and not any(out_w.values()):
+            raise src.error(path, "every weight is 0", allowed="at least one weight > 0")
+        return out_w
     if t == "bool_or_table":
         if isinstance(v, bool):
             return _check_table(TABLES[key.table or ""], {}, path, src) if v else False
@@ -614,6 +630,11 @@ def _check_transport(cfg: dict[str, Any], src: Source) -> None:
     if tr["mode"] not in modes:
         raise src.error(("transport", "mode"), f"{tr['mode']} is not allowed by profile "
                         f"{profile.name}", allowed=", ".join(modes))
+    if tr.get("encap") == "native-ip" and tr.get("ip_proto") in (6, 17):
+        raise src.error(("transport", "ip_proto"), f"{tr['ip_proto']} is "
+                        f"{'TCP' if tr['ip_proto'] == 6 else 'UDP'}",
+                        allowed="an IP protocol number in [0, 255] other than 6 and 17 "
+                        "(253 by default: RFC 3692 experimental)")
     if tr["mode"] == "UUD":
         raise src.error(("transport", "mode"), "UUD carries only single-packet datagrams "
                         "(DATAGRAM_SEND); experiment messages are RMA WRITEs",
@@ -691,8 +712,10 @@ def roce_config(cfg: dict[str, Any], src: Source | None = None) -> Any:
 
 
 def _check_traffic(cfg: dict[str, Any], src: Source) -> None:
+    from uet.experiments import ops
     from uet.experiments.traffic import participants
 
+    ops.check(cfg, src)
     tr = cfg["traffic"]
     n = host_count(cfg["topology"])
     pattern = tr["pattern"]

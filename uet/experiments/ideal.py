@@ -73,15 +73,16 @@ class WireFormat:
 
     @classmethod
     def emulator(cls, payload: int = 4096, *, ipv6: bool = False,
-                 cc_header: bool = False) -> WireFormat:
-        """The emulator's own frames: Ethernet 14 + IPv4 20 (IPv6 40) + UDP 8 + PDS 12
-        (16 for RUD/ROD_CC_REQ) + SES standard 44 = 98 B of headers per data packet (a
-        4096 B payload is a 4194 B frame), 74 B plain ACKs; the last packet carries only
-        the bytes left. The fabric's links count no preamble, IFG or FCS
-        (docs/fabric.md), so neither does this."""
+                 cc_header: bool = False, native_ip: bool = False) -> WireFormat:
+        """The emulator's own frames: Ethernet 14 + IPv4 20 (IPv6 40) + UDP 8 (native IP:
+        the 4-byte entropy header) + PDS 12 (16 for RUD/ROD_CC_REQ) + SES standard 44 =
+        98 B of headers per data packet (a 4096 B payload is a 4194 B frame), 74 B plain
+        ACKs; the last packet carries only the bytes left. The fabric's links count no
+        preamble, IFG or FCS (docs/fabric.md), so neither does this."""
         ip = 40 if ipv6 else 20
-        header = 14 + ip + 8 + (16 if cc_header else 12) + 44
-        return cls(payload=payload, header=header, ack=14 + ip + 8 + 32, pad_last=False)
+        l4 = 4 if native_ip else 8
+        header = 14 + ip + l4 + (16 if cc_header else 12) + 44
+        return cls(payload=payload, header=header, ack=14 + ip + l4 + 32, pad_last=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,6 +56,8 @@ def flow_rows(flows: Iterable[Mapping[str, Any]], ideals: Mapping[int, int]
                "duplicates": f.get("duplicates", 0)}
         if f.get("depends_on"):
             row["depends_on"] = list(f["depends_on"])
+        if f.get("op"):
+            row["op"] = str(f["op"])
         if f.get("error"):
             row["error"] = str(f["error"])
         start, end = row["start_ps"], row["end_ps"]

@@ -48,6 +48,7 @@ FLOW_SPEC: dict[str, F] = {
     "fct_over_ideal": F("num?", "fct_ps / ideal_ps"),
     "error": F("str", "why the message failed (SES return code), if it did",
                required=False),
+    "op": F("str", "the SES operation of the flow (only with traffic.ops)", required=False),
 }
 
 SUMMARY_SPEC: dict[str, F] = {

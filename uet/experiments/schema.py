@@ -21,9 +21,10 @@ from typing import Any
 
 #: key types: int, float, bool, str, enum, size (bytes: int or "2MB"/"1MiB"), int_list,
 #: str_list, pairs ([[src, dst], ...]), intervals ([[t_down_ps, t_up_ps?], ...]),
-#: globs (a string or a list of strings), table (a sub-table), bool_or_table.
+#: globs (a string or a list of strings), table (a sub-table), bool_or_table, weights (a
+#: table of name -> number >= 0, the names in ``choices``).
 TYPES = ("int", "float", "bool", "str", "enum", "size", "int_list", "str_list", "pairs",
-         "intervals", "globs", "table", "bool_or_table")
+         "intervals", "globs", "table", "bool_or_table", "weights")
 
 TOPOLOGY_KINDS = ("back_to_back", "star", "leaf_spine", "fat_tree")
 DELIVERY_MODES = ("RUD", "ROD", "RUDI", "UUD")
@@ -36,6 +37,16 @@ DIRECTIONS = ("both", "up", "down")
 SCHEDULES = ("simultaneous", "pairwise")
 PICKS = ("first", "random")
 STACKS = ("uet", "roce")
+ENCAPS = ("udp", "native-ip")
+#: operations of the operation mix (uet.experiments.ops)
+OPERATIONS = ("write", "read", "send", "tagged_send", "atomic", "fetching_atomic",
+              "tagged_atomic", "tagged_fetching_atomic", "rendezvous_send",
+              "rendezvous_tsend", "deferrable_send", "deferrable_tsend", "datagram", "no_op")
+ATOMIC_OPS = ("MIN", "MAX", "SUM", "DIFF", "PROD", "LOR", "LAND", "BOR", "BAND", "LXOR",
+              "BXOR", "READ", "WRITE")
+ATOMIC_DATATYPES = ("INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32", "INT64", "UINT64",
+                    "INT128", "UINT128", "FLOAT", "DOUBLE", "FLOAT_COMPLEX", "DOUBLE_COMPLEX",
+                    "LONG_DOUBLE", "LONG_DOUBLE_COMPLEX", "BF16", "FP16")
 
 IFACE_RE = r"h\d+|[a-z_]+\d+\.p\d+"
 LINK_RE = rf"(?:{IFACE_RE})(?:<->(?:{IFACE_RE}))?"
@@ -90,6 +101,8 @@ class Key:
             return f"a table (keys in [{self.table}])"
         if t == "bool_or_table":
             return f"false, true or a table (keys in [{self.table}])"
+        if t == "weights":
+            return "a table of weights >= 0 of " + ", ".join(self.choices)
         raise AssertionError(t)  # pragma: no cover - schema bug
 
 
@@ -252,6 +265,11 @@ TRANSPORT = Table("transport", "The end points: UET (profile and delivery mode, 
                   "to a profile TOML file"),
     "mode": _K("enum", "RUD", "PDS delivery mode of the traffic (must be allowed by the "
                "profile)", DELIVERY_MODES),
+    "encap": _K("enum", "udp", "encapsulation: udp (UDP port 4793, the EV in the source "
+                "port) or native-ip (the 4-byte entropy header right after IP, protocol "
+                "ip_proto); switches hash and trim both", ENCAPS),
+    "ip_proto": _K("int", 253, "IP protocol of native-ip (RFC 3692 experimental 253 by "
+                   "default; not 6 or 17)", lo=0, hi=255, when=("encap", ("native-ip",))),
     "cms": _K("table", {}, "congestion management, a table of transport.cms keys",
               table="transport.cms"),
     "pds": _K("table", {}, "PDS overrides, a table of transport.pds keys",
@@ -292,6 +310,7 @@ ROCE = Table("transport.roce", "The RoCEv2 baseline (uet.roce.config.RoceConfig;
 
 _ALLREDUCE = ("allreduce_ring", "allreduce_butterfly", "allreduce_halving_doubling")
 _GENERATED = tuple(p for p in PATTERNS if p != "cm_file")
+_NON_COLLECTIVE = tuple(p for p in PATTERNS if p not in _ALLREDUCE)
 
 TRAFFIC = Table("traffic", "The workload: a generated pattern or an htsim connection-"
                 "matrix file.", {
@@ -325,6 +344,23 @@ TRAFFIC = Table("traffic", "The workload: a generated pattern or an htsim connec
                "file)", when=("pattern", ("cm_file",))),
     "victims": _K("int_list", [], "flow ids reported apart as victim flows "
                   "(summary.victim_*: e.g. a flow sharing a link an incast pauses)", lo=0),
+    "ops": _K("weights", {}, "the operation mix: a table of operation -> weight, each flow "
+              "draws its operation from it (seeded by the traffic seed; see \"Operation "
+              "mix\"); empty: every flow is a WRITE", OPERATIONS,
+              when=("pattern", _NON_COLLECTIVE)),
+    "recv_delay_us": _K("float", 0.0, "two-sided operations: the receiver posts its receive "
+                        "this long after the flow starts (0: before the message leaves), "
+                        "so messages arrive unexpected, deferrable sends are restarted and "
+                        "rendezvous pulls wait", lo=0.0, unit="µs",
+                        when=("pattern", _NON_COLLECTIVE)),
+    "dc": _K("bool", False, "set DC (delivery complete) on WRITE and SEND family "
+             "operations: the target answers NO_RESPONSE at once and its response after "
+             "the profile's ses.dc_latency_ns", when=("pattern", _NON_COLLECTIVE)),
+    "atomic_opcode": _K("enum", "SUM", "atomic operation of the atomic operations of the "
+                        "mix", ATOMIC_OPS, when=("pattern", _NON_COLLECTIVE)),
+    "atomic_datatype": _K("enum", "UINT64", "datatype of the atomic operations of the mix "
+                          "(must be allowed by the profile)", ATOMIC_DATATYPES,
+                          when=("pattern", _NON_COLLECTIVE)),
 })
 
 CAPTURE = Table("capture", "pcapng taps (one file holding every tap).", {

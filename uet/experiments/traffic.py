@@ -14,7 +14,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from uet.experiments import collectives
+from uet.experiments import collectives, ops
 from uet.experiments.validated import host_count, resolve_path
 from uet.experiments.workload import Flow, Workload
 
@@ -117,7 +117,21 @@ def traffic_seed(config: dict[str, Any]) -> int:
 
 
 def build_workload(config: dict[str, Any]) -> Workload:
-    """The workload of a validated experiment config."""
+    """The workload of a validated experiment config, each flow with its operation
+    (``traffic.ops``, :mod:`uet.experiments.ops`)."""
+    wl = _pattern_workload(config)
+    if not config["traffic"].get("ops"):
+        return wl
+    from uet.profiles import BUILTIN_PROFILES, load_profile
+
+    name = config["transport"]["profile"]
+    profile = load_profile(name if name in BUILTIN_PROFILES else str(resolve_path(config,
+                                                                                  name)))
+    return ops.assign(wl, config, traffic_seed(config), profile.ses.mtu_payload)
+
+
+def _pattern_workload(config: dict[str, Any]) -> Workload:
+    """The pattern's flows (every one a WRITE)."""
 
     tr = config["traffic"]
     n = host_count(config["topology"])

@@ -37,6 +37,7 @@ from uet.experiments.collector import quiet_collector
 from uet.experiments.config import error_at, fabric_topology, resolve_path
 from uet.experiments.ideal import TopologyModel, WireFormat
 from uet.experiments.impairments import plan
+from uet.experiments.ops import OpRunner
 from uet.experiments.progress import RunProgress
 from uet.experiments.report import write_outputs
 from uet.experiments.results import build_results, check_results
@@ -50,7 +51,7 @@ from uet.fabric.topology import build
 from uet.runtime import run as run_async
 from uet.runtime.fabric import Fabric
 from uet.ses.messages import OpCompleted
-from uet.wire.constants import DeliveryMode, ReturnCode
+from uet.wire.constants import UET_DEFAULT_IP_PROTO, DeliveryMode, ReturnCode
 
 PS_PER_US = 1_000_000
 #: after this many samples the sampling interval doubles (long runs stay small)
@@ -325,6 +326,8 @@ class Runner:
                                       cms_overrides=cms, sink_bytes=sink,
                                       shared_sink=self.bytes_state is None,
                                       mode=DeliveryMode[tr["mode"]],
+                                      encap=tr.get("encap", "udp"),
+                                      ip_proto=tr.get("ip_proto", UET_DEFAULT_IP_PROTO),
                                       tss=tr.get("tss") or None)
 
     def build(self) -> Fabric:
@@ -346,6 +349,8 @@ class Runner:
             net = build(live_network(seed=seed, log=log), fabric_topology(cfg))
         else:
             net = build(Network(seed=seed, log=log), fabric_topology(cfg))
+        if cfg["transport"].get("encap", "udp") == "native-ip":
+            net.set_ip_proto(cfg["transport"].get("ip_proto", UET_DEFAULT_IP_PROTO))
         self.nominal_bps = {ch.name: ch.rate_bps for link in net.links
                             for ch in (link.ab, link.ba)}
         for item in plan(cfg, net.links):
@@ -384,6 +389,7 @@ class Runner:
                 if res is not None:
                     res.regions[SINK_KEY].idempotent_safe = True
         self.sinks = [SinkSpace(ep, reuse=not rudi) for ep in self.eps]
+        self.op_runner = OpRunner(self) if self.cfg["traffic"].get("ops") else None
 
     def _check_taps(self, net: Network) -> None:
         """Every ``[capture]`` interface and link must exist in this topology (a ``--set
@@ -422,8 +428,18 @@ class Runner:
         self.fab.host(flow.src).poke()
 
     def _submit(self, flow: Flow, ep: Any, payload: Any, offset: int, now: int) -> None:
-        """Hand ``flow`` to its source end point (one RMA WRITE into the sink)."""
-        msg = ep.send_message(now, flow.dst, flow.size, payload, offset=offset)
+        """Hand ``flow`` to its source end point (one RMA WRITE into the sink, or the
+        operation ``traffic.ops`` gave it)."""
+        if flow.op != "write":
+            assert self.op_runner is not None  # the RoCE runner refuses traffic.ops
+            op = self.op_runner.start(flow, ep, now)
+            if op.done:
+                self._finished(flow, op, now)
+            else:
+                self.pending[flow.src, op.op_id] = flow.id
+            return
+        dc = {"dc": True} if self.cfg["traffic"].get("dc") else {}
+        msg = ep.send_message(now, flow.dst, flow.size, payload, offset=offset, **dc)
         audit = self.audits[flow.dst]
         for mid in msg.op.message_ids:
             audit.flow_of[ep.ip, mid] = flow.id
@@ -578,7 +594,8 @@ class Runner:
         ep = self.eps[0]
         cc = bool(ep.pds_config.cc_requests) or "rccc" in ep.cms_config.algorithm
         return WireFormat.emulator(ep.pds_config.mtu_payload,
-                                   ipv6=self.cfg["topology"]["ipv6"], cc_header=cc)
+                                   ipv6=self.cfg["topology"]["ipv6"], cc_header=cc,
+                                   native_ip=ep.encap == "native-ip")
 
     def flow_records(self) -> list[dict[str, Any]]:
         out = []
@@ -587,9 +604,13 @@ class Runner:
             end = self.end_ps.get(f.id)
             audit = self.audits[f.dst]
             got = f.size if end is not None else min(f.size, audit.flow_bytes[f.id])
+            if f.op != "write":  # the audit counts WRITE data at the destination only
+                got = f.size if end is not None else 0
             rec: dict[str, Any] = {"id": f.id, "src": f.src, "dst": f.dst, "size": f.size,
                                    "start_ps": start, "end_ps": end, "bytes_delivered": got,
                                    "duplicates": audit.flow_dups[f.id]}
+            if self.cfg["traffic"].get("ops"):
+                rec["op"] = f.op
             if f.depends_on:
                 rec["depends_on"] = list(f.depends_on)
             if f.id in self.errors:

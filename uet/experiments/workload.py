@@ -60,6 +60,8 @@ class Flow:
     #: collectives: the receiver combines this message's data into its buffer only once its
     #: own flow ``apply_after`` has started (until then it sits in a receive buffer)
     apply_after: int = 0
+    #: the SES operation that carries the flow (``traffic.ops``; uet.experiments.ops)
+    op: str = "write"
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"id": self.id, "src": self.src, "dst": self.dst,
@@ -69,6 +71,8 @@ class Flow:
             d["pieces"] = [p.to_dict() for p in self.pieces]
         if self.apply_after:
             d["apply_after"] = self.apply_after
+        if self.op != "write":
+            d["op"] = self.op
         return d
 
     @classmethod
@@ -76,7 +80,7 @@ class Flow:
         return cls(d["id"], d["src"], d["dst"], d["size"], d.get("start_ps", 0),
                    tuple(d.get("depends_on", ())), d.get("step", 0),
                    tuple(Piece.from_dict(p) for p in d.get("pieces", ())),
-                   d.get("apply_after", 0))
+                   d.get("apply_after", 0), d.get("op", "write"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +135,7 @@ class Workload:
                 raise WorkloadError(f"flow id {f.id} appears twice")
             if not (0 <= f.src < self.hosts and 0 <= f.dst < self.hosts) or f.src == f.dst:
                 raise WorkloadError(f"flow {f.id}: {f.src}->{f.dst} with {self.hosts} hosts")
-            if f.size <= 0:
+            if f.size < 0 or (f.size == 0 and f.op != "no_op"):
                 raise WorkloadError(f"flow {f.id}: size {f.size}")
             ids[f.id] = f
         for f in self.flows:

@@ -111,6 +111,13 @@ class Network:
             b.lasthop = isinstance(a, Nic)
         return link
 
+    def set_ip_proto(self, ip_proto: int) -> None:
+        """The IP protocol of native-IP UET on this fabric (ref 1.3; default 253): switches
+        hash its entropy header for ECMP and trim it like UET over UDP."""
+        for sw in self.switches.values():
+            sw.ip_proto = ip_proto
+            sw.cache.clear()
+
     def renumber_hosts(self, ips: list[str]) -> None:
         """Give host ``i`` the address ``ips[i]`` (same family), switch routes included.
 

@@ -33,6 +33,7 @@ from uet.fabric.pfc import PfcConfig, quanta_ps
 from uet.fabric.port import ET_IPV4, ET_IPV6, ET_MAC_CONTROL, Port
 from uet.fabric.qos import QosConfig
 from uet.wire.codec import mark_ce, peek_flow, trim_frame
+from uet.wire.constants import UET_DEFAULT_IP_PROTO
 from uet.wire.errors import DecodeError
 
 if TYPE_CHECKING:
@@ -93,7 +94,8 @@ class SwitchPort(Port):
             tos = data[15]
             out = sw.direct.get(data[30:34])
             if out is None:
-                key = data[26:38] if data[23] == 17 else None
+                p = data[23]
+                key = data[26:38] if p == 17 or p == sw.ip_proto else None
                 out = sw.cache.get(key) if key is not None else None
                 if out is None:
                     out = sw.route(data, key)
@@ -101,7 +103,8 @@ class SwitchPort(Port):
             tos = (data[14] & 0x0F) << 4 | data[15] >> 4
             out = sw.direct.get(data[38:54])
             if out is None:
-                key = data[22:58] if data[20] == 17 else None
+                p = data[20]
+                key = data[22:58] if p == 17 or p == sw.ip_proto else None
                 out = sw.cache.get(key) if key is not None else None
                 if out is None:
                     out = sw.route(data, key)
@@ -191,7 +194,7 @@ class SwitchPort(Port):
             return
         dscp = sw.qos.dscp_trimmed_lasthop if self.lasthop else sw.qos.dscp_trimmed
         try:
-            cut = trim_frame(data, dscp=dscp)
+            cut = trim_frame(data, dscp=dscp, ip_proto=sw.ip_proto)
         except DecodeError:
             self._drop("untrimmable", data)
             return
@@ -266,6 +269,9 @@ class Switch:
         self.pfc = pfc if pfc is not None else PfcConfig(classes=frozenset())
         self.rng = random.Random(seed)
         self.ecmp_seed = ecmp_seed
+        #: IP protocol of native-IP UET (ref 1.3): hashed on its entropy header like UDP's
+        #: source port, and trimmable
+        self.ip_proto = UET_DEFAULT_IP_PROTO
         self.ports: list[SwitchPort] = []
         self.routes: dict[bytes, list[SwitchPort]] = {}
         #: destinations with a single next hop (no hashing)
@@ -314,13 +320,16 @@ class Switch:
     def route(self, data: bytes, key: bytes | None) -> SwitchPort | None:
         """Egress port for ``data`` (ECMP by 5-tuple hash); caches by ``key``."""
         if key is not None and len(key) == 12 and data[14] == 0x45:
-            # IPv4 without options, UDP: on_frame's key holds the 5-tuple (as peek_flow
-            # would read it) and this runs once per flow, EV and switch
-            src, dst, proto = key[:4], key[4:8], 17
+            # IPv4 without options, UDP or native IP: on_frame's key holds the 5-tuple (as
+            # peek_flow would read it: native IP's entropy header is EV + 0) and this runs
+            # once per flow, EV and switch
+            src, dst, proto = key[:4], key[4:8], data[23]
             sport, dport = key[8] << 8 | key[9], key[10] << 8 | key[11]
+            if proto != 17:
+                dport = 0
         else:
             try:
-                src, dst, proto, sport, dport = peek_flow(data)
+                src, dst, proto, sport, dport = peek_flow(data, ip_proto=self.ip_proto)
             except DecodeError:
                 return None
         cands = self.routes.get(dst)

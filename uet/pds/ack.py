@@ -85,6 +85,7 @@ class AckSource(Protocol):
     tracker: Any  # uet.native.PsnTracker
     rejected: set[int]
     receiver: Any  # uet.cms.api.ReceiverCongestion
+    ccx: Any  # the receiver's CCX state source (ack_state / nack_state), or None
     cack_held: bool
     sdi: int | None  # secure domain of a secured PDC (its ACKs are sealed in it)
     close_psn: int
@@ -267,8 +268,10 @@ class AckScheduler:
 def build_ack(ctx: PdcContext, src: AckSource, now: int, ack_psn: int | None, flags: int,
               ev: int, ses: Any, data: bytes, probe: int | None = None,
               sack_base: int | None = None) -> Frame:
-    """ACK / ACK_CC naming ``ack_psn`` (None: the CACK itself); a probe answer when
-    ``probe`` (the PROBE's opaque) is given, its SACK from ``sack_base``."""
+    """ACK / ACK_CC / ACK_CCX naming ``ack_psn`` (None: the CACK itself); a probe answer
+    when ``probe`` (the PROBE's opaque) is given, its SACK from ``sack_base``. A closed
+    PDC answers with plain ACKs; an ACK carrying read data goes in the data class unless
+    ``ack_data_class`` is 'control'."""
     cfg = ctx.cfg
     tracker = src.tracker
     # one tracker call per ACK: its CACK and the SACK bitmap from sack_base (default
@@ -286,8 +289,10 @@ def build_ack(ctx: PdcContext, src: AckSource, now: int, ack_psn: int | None, fl
     flags |= req
     nh = NEXT_HDR[type(ses)] if ses is not None else 0
     hdr: PdsAck | PdsAckCc
-    if cfg.ack_type == "ack_cc":
-        hdr = cc = PdsAckCc(PdsType.ACK_CC, nh, flags, off, cack, src.pdc_id, src.peer_pdcid)
+    if cfg.ack_type == "ack_cc" and established:
+        ccx = src.ccx
+        hdr = cc = PdsAckCc(PdsType.ACK_CC if ccx is None else PdsType.ACK_CCX, nh, flags,
+                            off, cack, src.pdc_id, src.peer_pdcid)
         base = psn_add(cack, 1) if sack_base is None else sack_base
         soff = psn_diff(base, cack)
         if not -32768 <= soff <= 32767:
@@ -304,7 +309,12 @@ def build_ack(ctx: PdcContext, src: AckSource, now: int, ack_psn: int | None, fl
                 bm &= ~(1 << d)
         cc.sack_bitmap = bm
         src.receiver.fill_ack_cc(now, ack=cc)
+        if ccx is not None:
+            cc.ccx_state = ccx.ack_state(now)
+            ctx.counters["ack_ccx_tx"] += 1
     else:
+        # plain 12-byte ACK: configured, or the PDC is closed (its receiver CC is released:
+        # no congestion state to report, and every PSN up to the close is acknowledged)
         hdr = PdsAck(nh, flags, off, cack, src.pdc_id, src.peer_pdcid)
     epsn = src.close_epsn
     if epsn is not None and closed and probe is None and ack_psn == src.close_psn:
@@ -313,6 +323,11 @@ def build_ack(ctx: PdcContext, src: AckSource, now: int, ack_psn: int | None, fl
         hdr = PdsAck(nh, flags | _EPSN, off, cack, src.pdc_id, src.peer_pdcid, epsn)
     src.cack_held = cack != tcack and established
     ctx.counters["ack_tx"] += 1
+    if data and cfg.ack_data_class == "data":
+        # read data is bulk payload: it travels (and may be trimmed) in the data class
+        ctx.counters["ack_data_tx"] += 1
+        return Frame(pds=hdr, ses=ses, payload=data, src_ip=ctx.local_ip,
+                     dst_ip=src.peer_ip, ev=ev, dscp=cfg.dscp_data)
     return Frame(pds=hdr, ses=ses, payload=data, src_ip=ctx.local_ip, dst_ip=src.peer_ip,
                  ev=ev, dscp=cfg.dscp_control, tss=tss_marker(src.sdi))
 

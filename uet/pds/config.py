@@ -19,6 +19,7 @@ PS_PER_MS = 1_000_000_000
 ACK_TYPES = ("ack", "ack_cc")
 START_PSN_MODES = ("initiator", "target")
 SECURE_START_MODES = ("expected_0rtt", "random_1rtt")
+ACK_DATA_CLASSES = ("data", "control")
 
 
 class PdsConfigError(ConfigError):
@@ -48,6 +49,14 @@ class PdsConfig:
     ack_timer_ps: int = 2 * PS_PER_US
     #: initiator sets AR on every packet (per-packet ACK mode), not only on EOM packets
     ar_every_packet: bool = False
+    #: traffic class of ACKs and RUDI responses that carry read data: 'data' (the data DSCP,
+    #: trimmable like any bulk payload, so a congested switch trims them and the initiator
+    #: NACKs TRIMMED_ACK) or 'control' (the control DSCP, never trimmed)
+    ack_data_class: str = "data"
+    #: receiver gap NACK (RCVR_INFER_LOSS, ref 2.6): a PSN still missing this long after a
+    #: later one arrived is NACKed (0: off; -1: 4 x ack_timer_ps with plain ACKs, off with
+    #: ACK_CC, whose SACK bitmap already shows the initiator every gap)
+    gap_nack_ps: int = -1
     #: initiator also sets AR on a packet after which the CC window / credit has no room for
     #: another full packet, or that empties the PDC's queue (htsim's sender: a blocked
     #: sender asks for the ACK that unblocks it, so window-limited flows get per-packet ACKs)
@@ -102,6 +111,14 @@ class PdsConfig:
     target_idle_ps: int = 100 * PS_PER_MS
     #: target closes in error if no CLOSE arrives this long after its CLOSE_REQ
     close_req_time_ps: int = 1000 * PS_PER_MS
+    #: initiator sends a NOOP control packet after this long without sending anything on an
+    #: open, idle PDC, so the target's idle timer does not ask it to close (0: never; for
+    #: PDCs kept open with close_idle_ps = 0 or longer than the target's target_idle_ps)
+    keepalive_ps: int = 0
+    #: exchange NEGOTIATION control packets when a PDC opens: the initiator's SYN-form
+    #: NEGOTIATION carries its capabilities (fep_cap, MP_RANGE, payload size, CCX), the
+    #: target answers with its own (docs/pds.md, "NEGOTIATION")
+    negotiation: bool = False
     #: target sends CLEAR_REQ when stored responses wait this long without a clear (0: never)
     clear_req_ps: int = 1 * PS_PER_MS
     #: closed PDCs linger this long (answer duplicates, resend the close ACK), IDs not reused
@@ -113,6 +130,13 @@ class PdsConfig:
     #: target PDCs one source address may hold (0: only max_target_pdcs): a single peer
     #: opening PDC after PDC (a SYN flood) cannot take every slot from the others
     max_target_pdcs_per_source: int = 256
+    #: target PDCs opened by congestion-controlled requests (RUD_CC / ROD_CC, CREDIT_REQ)
+    #: hold a congestion-control context; at most this many at once (0: one per target
+    #: PDC, no separate limit); beyond it a new one is NACKed NO_CCC_AVAIL
+    max_cc_contexts: int = 0
+    #: PSN-tracking bitmaps of established target PDCs (PENDING and lingering PDCs hold
+    #: none); at most this many at once (0: one per target PDC); beyond it NO_BITMAP
+    max_rx_bitmaps: int = 0
     #: closed PDCs kept lingering; beyond it the oldest is freed early
     max_lingering_pdcs: int = 1024
     #: bytes of un-acknowledged request packets held by initiator PDCs (and RUDI)
@@ -179,6 +203,12 @@ class PdsConfig:
                 self.secure_psn_range, int) or not 16 <= self.secure_psn_range <= 1 << 31:
             raise PdsConfigError("pds.secure_psn_range: must be an integer in [16, 2**31], "
                                  f"got {self.secure_psn_range!r}")
+        if self.ack_data_class not in ACK_DATA_CLASSES:
+            raise PdsConfigError(f"pds.ack_data_class: must be one of "
+                                 f"{', '.join(ACK_DATA_CLASSES)}, got {self.ack_data_class!r}")
+        if self.gap_nack_ps < -1:
+            raise PdsConfigError("pds.gap_nack_ps: allowed 0 (off), -1 (auto: on with plain "
+                                 f"ACKs) or a time in ps, got {self.gap_nack_ps}")
         if self.start_psn_mode not in START_PSN_MODES:
             raise PdsConfigError(f"pds.start_psn_mode: must be one of "
                                  f"{', '.join(START_PSN_MODES)}, got {self.start_psn_mode!r}")
@@ -195,7 +225,8 @@ class PdsConfig:
                                  f"window) or a packet count, got {self.ooo_loss_threshold}")
         non_negative = ("max_retries", "sack_dupthresh", "rack_reo_wnd_ps", "probe_after_ps",
                         "close_idle_ps", "target_idle_ps", "clear_req_ps",
-                        "rod_buffer_packets", "rod_buffer_bytes", "max_target_pdcs_per_source")
+                        "rod_buffer_packets", "rod_buffer_bytes", "max_target_pdcs_per_source",
+                        "keepalive_ps", "max_cc_contexts", "max_rx_bitmaps")
         for name in non_negative:
             if getattr(self, name) < 0:
                 raise PdsConfigError(f"pds.{name}: must be >= 0, got {getattr(self, name)}")
@@ -223,6 +254,13 @@ class PdsConfig:
                 or not 0 <= self.fixed_start_psn <= 0xFFFFFFFF):
             raise PdsConfigError("pds.fixed_start_psn: must be null or an integer in "
                                  f"[0, 2**32 - 1], got {self.fixed_start_psn!r}")
+
+    @property
+    def gap_nack_after(self) -> int:
+        """The receiver gap NACK delay in effect (0: off), ``gap_nack_ps`` resolved."""
+        if self.gap_nack_ps >= 0:
+            return self.gap_nack_ps
+        return 4 * self.ack_timer_ps if self.ack_type == "ack" else 0
 
     @classmethod
     def from_dict(cls, data: dict) -> PdsConfig:

@@ -32,11 +32,12 @@ from collections import Counter, deque
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from uet.pds import negotiation
 from uet.pds.config import PdsConfig
 from uet.pds.events import PdcClosed, PdcOpened, PdsEvent
 from uet.pds.manager import PdcBase, PdcManager
 from uet.pds.retransmit import nack_name
-from uet.wire.constants import CtlType, NackFlag
+from uet.wire.constants import CtlType, NackFlag, PdsType
 from uet.wire.records import Frame, PdsControl, PdsNack, TssHeader
 
 _CTL_NAMES = {int(c): c.name for c in CtlType}
@@ -121,8 +122,8 @@ class PdcContext:
 
     __slots__ = ("cfg", "local_ip", "rng", "counters", "events", "emit", "tx_memory",
                  "rx_memory", "mgr", "ctrl", "ack_ring", "ring", "heap", "_heap_seq",
-                 "_tokens", "_next_token", "log_hook", "credit_changed", "secure_floor",
-                 "secure_learned")
+                 "_tokens", "_next_token", "log_hook", "credit_changed", "fep_cap",
+                 "secure_floor", "secure_learned")
 
     def __init__(self, cfg: PdsConfig, local_ip: str, mgr: PdcManager[Any, Any], rng: Any,
                  log: Callable[..., None] | None = None) -> None:
@@ -151,6 +152,8 @@ class PdcContext:
         #: per SDI, and what each target's closing ACK told us, per (SDI, target address)
         self.secure_floor: dict[int, int] = {}
         self.secure_learned: dict[tuple[int, str], int] = {}
+        #: the ``fep_cap`` bits of this end point's UET address (NEGOTIATION)
+        self.fep_cap = 0
 
     # ------------------------------------------------------------------ sending
     def send_frame(self, frame: Frame) -> None:
@@ -166,28 +169,40 @@ class PdcContext:
         self.counters["cp_tx." + _CTL_NAMES.get(cp.ctl_type, str(cp.ctl_type))] += 1
 
     def nack(self, now: int, frame: Frame, code: int, psn: int, spdcid: int, dpdcid: int,
-             payload: int = 0, why: str = "", nt: bool = False) -> None:
+             payload: int = 0, why: str = "", nt: bool = False, ccx: Any = None) -> None:
         """Queue a NACK answering ``frame`` (EV echoed, M/RETX copied, ref. 2.6), in the
         secure domain ``frame`` came in."""
         flags = (0x20 if frame.ecn == 3 else 0) | (frame.pds.flags & _RETX)
         self.nack_to(now, frame.src_ip, frame.ev, flags, code, psn, spdcid, dpdcid, payload,
-                     why, nt, frame_sdi(frame))
+                     why, nt, ccx, frame_sdi(frame))
 
     def nack_to(self, now: int, dst_ip: str, ev: int, flags: int, code: int, psn: int,
                 spdcid: int, dpdcid: int, payload: int = 0, why: str = "",
-                nt: bool = False, sdi: int | None = None) -> None:
-        """Queue a NACK to ``dst_ip`` (``flags``: M / RETX of the packet it answers)."""
+                nt: bool = False, ccx: Any = None, sdi: int | None = None) -> None:
+        """Queue a NACK to ``dst_ip`` (``flags``: M / RETX of the packet it answers).
+        ``ccx``: the receiver's CCX state source (``nack_state(now)``): the NACK goes as a
+        NACK_CCX carrying it (ref 2.6)."""
         flags &= 0x30
         if nt:
             flags |= NackFlag.NT
-        self.ctrl.append(Frame(
-            pds=PdsNack(flags=flags, nack_code=code, nack_psn=psn, spdcid=spdcid,
-                        dpdcid=dpdcid, payload=payload),
-            src_ip=self.local_ip, dst_ip=dst_ip, ev=ev, dscp=self.cfg.dscp_control,
-            tss=tss_marker(sdi)))
+        nack = PdsNack(flags=flags, nack_code=code, nack_psn=psn, spdcid=spdcid,
+                       dpdcid=dpdcid, payload=payload)
+        if ccx is not None:
+            nack.type = PdsType.NACK_CCX
+            nack.nccx_type, nack.nccx_state1, nack.nccx_state2 = ccx.nack_state(now)
+            self.counters["nack_ccx_tx"] += 1
+        self.ctrl.append(Frame(pds=nack, src_ip=self.local_ip, dst_ip=dst_ip, ev=ev,
+                               dscp=self.cfg.dscp_control, tss=tss_marker(sdi)))
         name = nack_name(code)
         self.counters["nack_tx." + name] += 1
-        self.log(now, "nack_tx", code=name, why=why, psn=psn, peer=dst_ip)
+        self.log(now, "nack_tx", code=name, why=why, psn=psn, peer=dst_ip,
+                 **({"ccx": True} if ccx is not None else {}))
+
+    def negotiation_payload(self, *, reply: bool, ccx: bool) -> int:
+        """Our capabilities as a NEGOTIATION payload (:mod:`uet.pds.negotiation`)."""
+        cfg = self.cfg
+        return negotiation.encode(negotiation.Capabilities(
+            self.fep_cap, cfg.mp_range // 128, cfg.mtu_payload, ccx=ccx, reply=reply))
 
     # ------------------------------------------------------------------ secured PDCs
     def learn_start(self, sdi: int, peer: str, epsn: int) -> None:

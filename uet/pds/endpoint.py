@@ -45,8 +45,17 @@ from uet.pds.rudi import RudiInitiator, RudiTarget
 from uet.pds.states import TargetState
 from uet.pds.target import TargetPdc
 from uet.pds.uud import UudSender, rx_uud
-from uet.wire.constants import CpFlag, CtlType, DeliveryMode, NackCode, NackFlag, PdsType, SesFlag
-from uet.wire.records import Frame, PdsControl, PdsNack, PdsRequest, SesStandard, psn_diff
+from uet.wire.constants import (
+    CpFlag,
+    CtlType,
+    DeliveryMode,
+    NackCode,
+    NackFlag,
+    PdsType,
+    RspOpcode,
+    SesFlag,
+)
+from uet.wire.records import Frame, PdsControl, PdsNack, PdsRequest, SesStandard, psn_add, psn_diff
 
 _SYN = 0x04
 _SOM = int(SesFlag.SOM)  # a plain int for the per-packet test
@@ -55,8 +64,11 @@ _ROD_TYPES = (PdsType.ROD_REQ, PdsType.ROD_CC_REQ)
 _ROD = DeliveryMode.ROD
 _RUD = DeliveryMode.RUD
 _INITIATOR_CTL = frozenset({CtlType.CLEAR_REQ, CtlType.CLOSE_REQ, CtlType.CREDIT})
+_NEGOTIATION = int(CtlType.NEGOTIATION)
 _CTL_NAMES = {int(c): c.name for c in CtlType}
 _T_ESTABLISHED = TargetState.ESTABLISHED
+_NO_RESPONSE = int(RspOpcode.NO_RESPONSE)
+_TRIMMED_ACK = int(NackCode.TRIMMED_ACK)
 
 
 def _null_sender(mode: DeliveryMode) -> SenderCongestion:
@@ -84,6 +96,21 @@ class _CreditPacer:
 
 class PdcLimitError(LocalError, RuntimeError):
     """No initiator PDC can be opened (``max_initiator_pdcs`` or the ID space is exhausted)."""
+
+
+#: a new incarnation of a PDC starts at least this far from the old one's last PSN (ref 3.2)
+START_PSN_DISTANCE = 1 << 16
+
+
+def _safe_start(old: Any, start: int) -> int | None:
+    """The Start_PSN a new incarnation of the lingering target PDC ``old`` must use instead
+    of ``start``, or None when ``start`` is safe: one within [old Start_PSN - 2^16, last
+    PSN + 2^16) could meet late packets of the old incarnation."""
+    last = old.last_psn()
+    if psn_diff(start, psn_add(old.start_psn, -START_PSN_DISTANCE)) >= 0 \
+            and psn_diff(start, psn_add(last, START_PSN_DISTANCE)) < 0:
+        return psn_add(last, START_PSN_DISTANCE)
+    return None
 
 
 def _start_psn(cfg: PdsConfig, rng: random.Random) -> int:
@@ -219,10 +246,15 @@ class PdsEndpoint:
         RUDI_RESP) and are stored until cleared. Returns False if the token is unknown or its
         response was already final (counted as ``late_response``).
         """
-        entry = self.ctx.take_token(token)
+        ctx = self.ctx
+        entry = ctx.take_token(token)
         if entry is None:
             self.counters["late_response"] += 1
             return False
+        if response is not None and response.opcode == _NO_RESPONSE:
+            # the early ACK placeholder: the token stays valid for the real response
+            ctx._tokens[token] = entry
+            return entry.pdc.on_early(now, entry, response)
         return entry.pdc.on_respond(now, entry, response, data)
 
     def reject(self, now: int, token: int, code: int = NackCode.NO_SES_MSG_AVAIL) -> bool:
@@ -303,6 +335,15 @@ class PdsEndpoint:
             self._seen.append(ev.token)
         return ev
 
+    @property
+    def capabilities(self) -> int:
+        """The ``fep_cap`` bits this end point advertises in NEGOTIATION packets."""
+        return self.ctx.fep_cap
+
+    @capabilities.setter
+    def capabilities(self, fep_cap: int) -> None:
+        self.ctx.fep_cap = int(fep_cap) & 0xFF
+
     # ------------------------------------------------------------------ introspection
     def pdcs(self, role: str | None = None) -> list[PdcBase]:
         """Open (not lingering) PDCs, optionally of one role ('initiator' / 'target')."""
@@ -348,11 +389,18 @@ class PdsEndpoint:
         if pds.flags & _SYN:
             key = (frame.src_ip, frame.dst_ip, pds.spdcid)
             pdc = mgr.tgt_by_key.get(key)
+            start = None
             if pdc is not None and pdc.lingering and pdc.start_psn != pds.start_psn:
-                ctx.free(pdc)  # a new incarnation of the initiator's PDC
+                # a new incarnation of the initiator's PDC; its Start_PSN must lie at
+                # least 2^16 from the last PSN the old one used (ref 3.2), so that late
+                # packets of the old incarnation cannot pass for new ones: if it does not,
+                # this end point picks one that does (NACK NEW_START_PSN)
+                start = _safe_start(pdc, pds.start_psn)
+                ctx.free(pdc)
                 pdc = None
             if pdc is None:
-                pdc = self._open_target(now, frame, pds, mode, key)
+                pdc = self._open_target(now, frame, pds, mode, key, start=start,
+                                        cc=pds.type >= PdsType.RUD_CC_REQ)
                 if pdc is None:
                     return
             elif pdc.sdi != frame_sdi(frame):
@@ -384,8 +432,12 @@ class PdsEndpoint:
         pdc.rx_request(now, frame, pds)
 
     def _open_target(self, now: int, frame: Frame, pds: Any, mode: DeliveryMode,
-                     key: tuple) -> TargetPdc | None:
-        """First SYN of an unknown {sip, dip, spdcid}: a target PDC, or a NACK."""
+                     key: tuple, *, start: int | None = None, cc: bool = False,
+                     credit: bool = False) -> TargetPdc | None:
+        """First SYN of an unknown {sip, dip, spdcid}: a target PDC, or a NACK.
+        ``start``: the Start_PSN this end point requires (NEW_START_PSN unless the SYN has
+        it); ``cc``: opened by a congestion-controlled packet (it takes a CC context);
+        ``credit``: by a CREDIT_REQ (the receiver must speak credit)."""
         cfg = self.cfg
         mgr = self.mgr
         ctx = self.ctx
@@ -395,23 +447,32 @@ class PdsEndpoint:
             return None
         if mgr.source_full(frame.src_ip):
             self.counters["refused.pdcs_per_source"] += 1
+            self._reclaim(now, frame.src_ip)
             ctx.nack(now, frame, NackCode.NO_PDC_AVAIL, pds.psn, 0, pds.spdcid,
                      why="target PDC limit per source reached")
             return None
         pid = mgr.alloc_id() if mgr.can_open(TARGET) else None
         if pid is None:
             self.counters["refused.target_pdcs"] += 1
+            self._reclaim(now, None)
             ctx.nack(now, frame, NackCode.NO_PDC_AVAIL, pds.psn, 0, pds.spdcid,
                      why="target PDC limit reached")
             return None
-        start = pds.start_psn
+        if cc and not mgr.ccc_free():
+            self.counters["refused.cc_contexts"] += 1
+            ctx.nack(now, frame, NackCode.NO_CCC_AVAIL, pds.psn, 0, pds.spdcid,
+                     why="every congestion-control context is taken")
+            return None
+        syn_start = pds.start_psn
         pending = False
         sdi = frame_sdi(frame)
-        why = "target picks the Start_PSN"
+        why = ("Start_PSN within 2^16 of the last PSN of the PDC's previous incarnation"
+               if start is not None else "target picks the Start_PSN")
         if sdi is not None:
             # secured PDC (ref. 3.2): RANDOM_1RTT_START always picks its own Start_PSN;
-            # EXPECTED_0RTT_START takes the initiator's unless it is below this SDI's
-            # Expected-PSN floor (a replayed or stale SYN), and then asks for the floor
+            # EXPECTED_0RTT_START takes the initiator's (or the safe one above) unless it
+            # is below this SDI's Expected-PSN floor (a replayed or stale SYN), and then
+            # asks for the floor
             if cfg.secure_start_psn == "random_1rtt":
                 start = _start_psn(cfg, self.rng) if cfg.fixed_start_psn is None \
                     else self.rng.randrange(1 << 16, 1 << 31)
@@ -419,32 +480,58 @@ class PdsEndpoint:
                 why = "RANDOM_1RTT_START: target picks the Start_PSN"
             else:
                 floor = ctx.secure_floor.get(sdi, 0)
+                start = syn_start if start is None else start
                 if psn_diff(start, floor) < 0:
                     start = floor
-                    pending = True
                     why = f"Start_PSN {pds.start_psn} below SDI {sdi}'s Expected PSN {floor}"
                     self.counters["secure_start_below_floor"] += 1
+                pending = start != syn_start
+        elif start is not None:
+            pending = start != syn_start
         elif cfg.start_psn_mode == "target":
-            mine = _start_psn(cfg, self.rng)
-            pending = mine != start
-            start = mine
-        pdc = TargetPdc(ctx, pid, frame.src_ip, mode, key, pds.spdcid, start,
-                        self._receiver_cc(pid), now,
+            start = _start_psn(cfg, self.rng)
+            pending = start != syn_start
+        else:
+            start = syn_start
+        if not pending and not mgr.bitmap_free():
+            self.counters["refused.rx_bitmaps"] += 1
+            ctx.nack(now, frame, NackCode.NO_BITMAP, pds.psn, 0, pds.spdcid,
+                     why="every PSN-tracking bitmap is taken")
+            return None
+        receiver = self._receiver_cc(pid)
+        if credit and receiver.rccc is None:
+            receiver.close()
+            ctx.nack(now, frame, NackCode.UNEXP_EVENT, pds.psn, 0, pds.spdcid,
+                     why="CREDIT_REQ to an end point without credit-based congestion control")
+            return None
+        pdc = TargetPdc(ctx, pid, frame.src_ip, mode, key, pds.spdcid, start, receiver, now,
                         TargetState.PENDING if pending else _T_ESTABLISHED)
         pdc.sdi = sdi
         mgr.register_target(pdc)
+        if cc:
+            mgr.take_ccc(pdc)
         if pending:
             pdc.pending_until = now + cfg.new_pdc_time_ps
             ctx.arm(pdc, pdc.pending_until)
             ctx.nack(now, frame, NackCode.NEW_START_PSN, pds.psn, pid, pds.spdcid,
                      payload=start, why=why)
             return None
+        mgr.take_bitmap(pdc)
         ctx.opened(now, pdc)
         if cfg.target_idle_ps:
             ctx.arm(pdc, now + cfg.target_idle_ps)
         return pdc
 
-    def _open_initiator(self, now: int, key: tuple, req: SendRequest | SendMessage) -> InitiatorPdc:
+    def _reclaim(self, now: int, src: str | None) -> None:
+        """A new PDC found the table (or its source's share) full: ask the idle target PDC
+        heard from least recently to close (CLOSE_REQ, ref 3.9), so the next attempt
+        finds room. One reclaim at a time."""
+        victim = self.mgr.reclaim_candidate(src)
+        if victim is not None:
+            victim.request_close(now, "reclaim: the PDC table is full", reclaim=True)
+
+    def _open_initiator(self, now: int, key: tuple,
+                        req: SendRequest | SendMessage) -> InitiatorPdc:
         mgr = self.mgr
         pid = mgr.alloc_id() if mgr.can_open(INITIATOR) else None
         if pid is None:
@@ -464,6 +551,8 @@ class PdsEndpoint:
         pdc.job = req.job_id
         mgr.register_initiator(pdc)
         self.ctx.opened(now, pdc)
+        if self.cfg.negotiation:
+            pdc.send_negotiation(now)
         return pdc
 
     def _rx_ack(self, now: int, frame: Frame, ack: Any) -> None:
@@ -483,6 +572,16 @@ class PdsEndpoint:
         self.counters["nack_rx." + name] += 1
         self.ctx.log(now, "nack_rx", code=name, psn=nack.nack_psn, pdc_id=nack.dpdcid,
                      peer=frame.src_ip)
+        if nack.nack_code == _TRIMMED_ACK:  # from an initiator, about our ACK: a target's
+            if nack.flags & NackFlag.NT:
+                self.rudi_target.rx_trimmed_ack(now, frame, nack)
+                return
+            tpdc = self.mgr.by_id.get(nack.dpdcid)
+            if type(tpdc) is TargetPdc:
+                tpdc.rx_nack(now, frame, nack)
+            else:
+                self.counters["dropped.nack_unknown_pdc"] += 1
+            return
         if nack.flags & NackFlag.NT:
             if self._rudi_ini is not None:
                 self._rudi_ini.rx_nack(now, frame, nack)
@@ -502,7 +601,8 @@ class PdsEndpoint:
         mgr = self.mgr
         ctx = self.ctx
         pdc: Any
-        if ctl in _INITIATOR_CTL:
+        if ctl in _INITIATOR_CTL or (ctl == _NEGOTIATION and not cp.flags & CpFlag.SYN
+                                     and type(mgr.by_id.get(cp.dpdcid)) is InitiatorPdc):
             pdc = mgr.by_id.get(cp.dpdcid)
             if pdc is None or pdc.role != INITIATOR:
                 self.counters["dropped.cp_unknown_pdc"] += 1
@@ -515,11 +615,13 @@ class PdsEndpoint:
         if cp.flags & CpFlag.SYN:
             key = (frame.src_ip, frame.dst_ip, cp.spdcid)
             pdc = mgr.tgt_by_key.get(key)
-            if pdc is None and ctl == CtlType.CREDIT_REQ:
+            if pdc is None and (ctl == CtlType.CREDIT_REQ or ctl == _NEGOTIATION):
                 # RCCC: a sender whose first packets were lost may only be able to ask for
-                # credit; the SYN CP carries what opening the PDC needs
+                # credit; NEGOTIATION may arrive before the first request. The SYN CP
+                # carries what opening the PDC needs.
                 mode = DeliveryMode.ROD if cp.flags & CpFlag.ISROD else DeliveryMode.RUD
-                pdc = self._open_target(now, frame, cp, mode, key)
+                credit = ctl == CtlType.CREDIT_REQ
+                pdc = self._open_target(now, frame, cp, mode, key, cc=credit, credit=credit)
                 if pdc is None:
                     return
             elif pdc is None:
@@ -562,10 +664,11 @@ class PdsEndpoint:
 
     # ================================================================== end point services
     def _finalize_seen(self, now: int) -> None:
-        take = self._tokens.pop
+        tokens = self._tokens
         for token in self._seen:
-            entry = take(token, None)
-            if entry is not None:
+            entry = tokens.get(token)
+            if entry is not None and not entry.deferred:  # NO_RESPONSE: answered later
+                del tokens[token]
                 entry.pdc.finalize(now, entry)
         self._seen.clear()
 

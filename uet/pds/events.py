@@ -157,6 +157,20 @@ class PdcClosed(PdsEvent):
     reason: str = ""
 
 
+@dataclass(slots=True)
+class PeerNegotiated(PdsEvent):
+    """A NEGOTIATION control packet told us a peer's capabilities (uet.pds.negotiation):
+    its ``fep_cap`` (for the SES's profile checks), receive window, largest payload and
+    whether it sends CCX state. ``role`` is ours on that PDC."""
+
+    peer_ip: str
+    role: str
+    fep_cap: int
+    mp_range: int
+    max_payload: int
+    ccx: bool = False
+
+
 __all__ = [
     "MessageFailed",
     "PacketAcked",
@@ -164,6 +178,7 @@ __all__ = [
     "PdcOpened",
     "PdcState",
     "PdsEvent",
+    "PeerNegotiated",
     "RequestDelivered",
     "ResponseReceived",
     "SendMessage",

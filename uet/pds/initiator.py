@@ -19,11 +19,13 @@ from collections import deque
 from typing import Any
 
 from uet.cms.api import AckFeedback, NackFeedback, SenderCongestion
+from uet.pds import negotiation
 from uet.pds.ack import NEXT_HDR
 from uet.pds.context import PdcContext, tss_marker
 from uet.pds.events import (
     MessageFailed,
     PacketAcked,
+    PeerNegotiated,
     ResponseReceived,
     SendMessage,
     SendRequest,
@@ -43,6 +45,7 @@ from uet.wire.constants import (
     DeliveryMode,
     NackAction,
     NackCode,
+    NextHeader,
     PdsType,
     ReqFlag,
     RspOpcode,
@@ -68,8 +71,16 @@ ST_ERROR = InitiatorState.ERROR
 ST_FREED = InitiatorState.FREED
 EV_ESTABLISH = InitiatorEvent.ESTABLISH
 RUD_CC_REQ = PdsType.RUD_CC_REQ
+NACK_CCX = PdsType.NACK_CCX
 TX_OVERHEAD = 64  # bytes charged per retained packet besides its payload
 DEFAULT_RESPONSE = int(RspOpcode.DEFAULT_RESPONSE)
+NO_RESPONSE = int(RspOpcode.NO_RESPONSE)
+_RSP = int(NextHeader.RSP)
+
+
+def nh_is_rsp(ack: Any) -> bool:
+    """The ACK's SES header is the 12-byte RSP (the only one NO_RESPONSE may use)."""
+    return ack.next_hdr == _RSP
 TRIM_NACKS = frozenset({NackCode.TRIMMED, NackCode.TRIMMED_LASTHOP, NackCode.TRIMMED_ACK})
 
 #: the packet record, under the name it had before loss recovery got its own module
@@ -89,7 +100,7 @@ class InitiatorPdc(PdcBase):
                  "queue", "rec", "cc", "credit", "fixed_ev", "ptype", "in_ring",
                  "last_progress", "next_probe", "probe_opaque", "idle_since",
                  "close_requested", "last_clear_sent", "clear_kick_at", "backlog",
-                 "blocked_kind", "blocked_tries", "blocked_at")
+                 "blocked_kind", "blocked_tries", "blocked_at", "keepalive_at")
 
     def __init__(self, ctx: PdcContext, pdc_id: int, peer_ip: str, mode: DeliveryMode,
                  key: tuple, job_id: int, tc: int, start_psn: int, cc: SenderCongestion,
@@ -132,6 +143,7 @@ class InitiatorPdc(PdcBase):
         self.blocked_kind = ""
         self.blocked_tries = 0
         self.blocked_at: int | None = None
+        self.keepalive_at: int | None = None  # next NOOP of an idle PDC (keepalive_ps)
 
     def free_event(self) -> InitiatorEvent:
         return InitiatorEvent.FREE
@@ -245,7 +257,7 @@ class InitiatorPdc(PdcBase):
 
     def _blocked_timer(self, now: int) -> None:
         """The blocked probe expired. Still blocked on the peer window: send CLEAR (so
-        the target can release the responses that hold its CACK) and ACK_REQ for the PSN
+        the target can release the responses that hold its CACK) and a PROBE from the PSN
         above our CACK (so it tells us the new CACK: the ACK answering an earlier CLEAR may
         have been lost), and poll again. Still refused by the CC: count it, unless the
         credit scheduler was heard within ``max_rto_ps`` (it decides when we send). After
@@ -276,7 +288,12 @@ class InitiatorPdc(PdcBase):
             clear = psn_add(self.una(), -1)
             self.last_clear_sent = clear
             self.send_cp(now, CtlType.CLEAR, 0, 0, clear)
-            self.send_cp(now, CtlType.ACK_REQ, psn_add(self.rec.max_cack, 1))
+            # a PROBE (ref 2.7) asks for the target's state: its answer, an ACK with P=1,
+            # carries the CACK and SACK from the PSN above ours
+            above = psn_add(self.rec.max_cack, 1)
+            self.probe_opaque = (self.probe_opaque + 1) & 0xFFFF
+            self.send_cp(now, CtlType.PROBE, above, 0, above, self.probe_opaque)
+            self.ctx.counters["probe_tx"] += 1
             self.ctx.counters["retx.peer_window"] += 1
             self.ctx.log(now, "retransmit", pdc_id=self.pdc_id, psn=clear, cause="peer_window")
             self.ctx.wake(self)
@@ -402,6 +419,31 @@ class InitiatorPdc(PdcBase):
                      src_ip=self.ctx.local_ip, dst_ip=self.peer_ip, ev=ev, dscp=cfg.dscp_data,
                      ecn=2 if cfg.ecn_capable else 0, tss=tss_marker(self.sdi))
 
+    def send_negotiation(self, now: int) -> None:
+        """The NEGOTIATION control packet of a new PDC (SYN form, before its first
+        request; :mod:`uet.pds.negotiation`)."""
+        self.send_cp(now, CtlType.NEGOTIATION, self.next_psn, 0,
+                     self.ctx.negotiation_payload(reply=False, ccx=False))
+
+    def _rx_negotiation(self, now: int, frame: Frame, cp: PdsControl) -> None:
+        """The target's answer: its MP_RANGE is our peer window until an ACK_CC says
+        otherwise; its fep_cap goes to the SES."""
+        caps = negotiation.decode(cp.payload)
+        ctx = self.ctx
+        if caps.version != negotiation.VERSION or not caps.reply:
+            ctx.counters["dropped.negotiation"] += 1
+            return
+        if caps.mpr:
+            self.peer_range = caps.mp_range
+        ctx.emit(PeerNegotiated(self.peer_ip, INITIATOR, caps.fep_cap, caps.mp_range,
+                                caps.max_payload, caps.ccx))
+        ctx.log(now, "negotiated", pdc_id=self.pdc_id, role=INITIATOR, peer=self.peer_ip,
+                fep_cap=caps.fep_cap, mp_range=caps.mp_range, max_payload=caps.max_payload)
+        if caps.max_payload < self.cfg.mtu_payload:
+            ctx.counters["negotiation.payload_mismatch"] += 1
+            ctx.log(now, "negotiation_mismatch", pdc_id=self.pdc_id, peer=self.peer_ip,
+                    peer_max_payload=caps.max_payload, mtu_payload=self.cfg.mtu_payload)
+
     def send_cp(self, now: int, ctl: int, psn: int, flags: int = 0, payload: int = 0,
                 probe_opaque: int = 0) -> None:
         """A control packet of this PDC (ACK_REQ, CLEAR, CLOSE, PROBE, CREDIT_REQ)."""
@@ -445,12 +487,26 @@ class InitiatorPdc(PdcBase):
         rec = self.rec
         flags = ack.flags
         ap = None
+        early = False  # the ACK names its packet but holds no final response for it
         if not flags & ACK_P:
             ap = (cack + ack.ack_psn_offset) & 0xFFFFFFFF
             pkt = rec.outstanding.get(ap)
-            if pkt is not None:
-                ses = frame.ses
-                if ses is not None and pkt.req is not None and ses.opcode != DEFAULT_RESPONSE:
+            ses = frame.ses
+            dscp = frame.dscp
+            cfg = self.cfg
+            if dscp == cfg.dscp_trimmed or dscp == cfg.dscp_trimmed_lasthop:
+                # a switch trimmed this ACK: its read data is gone (ref 2.6, 6.3)
+                early = True
+                if pkt is not None and pkt.req is not None:
+                    self._trimmed_ack(now, frame, ack, ap)
+                else:
+                    counters["trimmed_ack_rx_stale"] += 1
+            elif ses is not None and pkt is not None and pkt.req is not None:
+                op = ses.opcode
+                if op == NO_RESPONSE and nh_is_rsp(ack):
+                    early = True  # the early ACK: the guaranteed response follows
+                    counters["no_response_rx"] += 1
+                elif op != DEFAULT_RESPONSE:
                     ctx.emit(ResponseReceived(pkt.req.msg_ref, ses, frame.payload, ap))
         if flags & ACK_EPSN and self.sdi is not None:
             # the target's closing ACK of a secured PDC: its Expected PSN for this SDI is
@@ -459,7 +515,7 @@ class InitiatorPdc(PdcBase):
             counters["epsn_rx"] += 1
         fresh = (cack - rec.max_cack) & 0xFFFFFFFF < 0x80000000  # psn_diff(...) >= 0
         newly = [0, 0]  # bytes, packets
-        rtt = rec.on_ack(now, ack, ap, bool(flags & ACK_RETX), newly)
+        rtt = rec.on_ack(now, ack, ap, bool(flags & ACK_RETX), newly, early)
         is_cc = type(ack) is PdsAckCc
         if fresh and is_cc and ack.mpr:
             self.peer_range = ack.mpr * 128
@@ -480,6 +536,17 @@ class InitiatorPdc(PdcBase):
             self.close_request(now)
         self._after_progress(now)
 
+    def _trimmed_ack(self, now: int, frame: Frame, ack: Any, ap: int) -> None:
+        """An ACK of ours arrived trimmed (its DSCP is a trimmed code point): the read data
+        it carried is lost, the packet it names arrived. NACK TRIMMED_ACK so the target
+        sends that ACK again (its response is stored until we clear it)."""
+        ctx = self.ctx
+        ctx.counters["trimmed_ack_rx"] += 1
+        flags = (0x20 if frame.ecn == 3 else 0) | (ack.flags & ACK_RETX)
+        ctx.nack_to(now, frame.src_ip, frame.ev, flags, NackCode.TRIMMED_ACK, ap,
+                    self.pdc_id, ack.spdcid, why="an ACK carrying read data was trimmed",
+                    sdi=self.sdi)
+
     def _after_progress(self, now: int) -> None:
         rec = self.rec
         if rec.outstanding or self.queue:
@@ -491,7 +558,11 @@ class InitiatorPdc(PdcBase):
             return
         if self.close_requested:
             self.start_close(now)
-        elif self.cfg.close_idle_ps and self.idle_since is None:
+            return
+        if self.cfg.keepalive_ps and self.keepalive_at is None:
+            self.keepalive_at = now + self.cfg.keepalive_ps
+            self.ctx.arm(self, self.keepalive_at)
+        if self.cfg.close_idle_ps and self.idle_since is None:
             self.idle_since = now
             self.ctx.arm(self, now + self.cfg.close_idle_ps)
 
@@ -531,12 +602,16 @@ class InitiatorPdc(PdcBase):
             self.cc.on_nack(now, fb=NackFeedback(frame.ev, code, pkt.nbytes,
                                                  bool(nack.flags & ACK_M), now - pkt.send_time,
                                                  rec.cc_inflight(),
-                                                 bool(nack.flags & ACK_RETX)))
+                                                 bool(nack.flags & ACK_RETX),
+                                                 nack=nack if nack.type == NACK_CCX else None))
             if code in RESOURCE_NACKS:
                 ctx.counters["nack_rx_deferred"] += 1  # resent when its RTO expires
                 return
-            if code == NackCode.PKT_NOT_RCVD and pkt.arrived:
-                pkt.arrived = False  # the target says the data never arrived after all
+            if (code == NackCode.PKT_NOT_RCVD or code == NackCode.ACK_WITH_DATA) \
+                    and pkt.arrived:
+                # PKT_NOT_RCVD: the data never arrived after all; ACK_WITH_DATA: its ACK
+                # carries read data and comes as the answer to the request itself
+                pkt.arrived = False
             if pkt.is_close or not pkt.arrived:
                 rec.retransmit(now, pkt, "nack." + name)
         elif action == NackAction.CLOSE_PDC:
@@ -564,7 +639,7 @@ class InitiatorPdc(PdcBase):
             self.rec.retransmit(now, pkt, "nack.NEW_START_PSN")
 
     def rx_cp(self, now: int, frame: Frame, cp: PdsControl) -> None:
-        """CLEAR_REQ, CLOSE_REQ or CREDIT from the target."""
+        """CLEAR_REQ, CLOSE_REQ, CREDIT or NEGOTIATION from the target."""
         st = self.state
         if not (st is ST_ESTABLISHED or st is ST_SYN or st is ST_CLOSING) \
                 or frame.src_ip != self.peer_ip:
@@ -585,6 +660,8 @@ class InitiatorPdc(PdcBase):
                 self.credit.on_credit(now, credit=cp.payload)
             if self.has_data_work():
                 self.ctx.wake(self)
+        elif ctl == CtlType.NEGOTIATION:
+            self._rx_negotiation(now, frame, cp)
 
     def clear_requested(self, now: int, from_cp: bool) -> None:
         """The target holds stored responses: tell it how far we hold the ACKs (CLEAR)."""
@@ -736,6 +813,17 @@ class InitiatorPdc(PdcBase):
                 ctx.counters["probe_tx"] += 1
                 self.next_probe = t = now + cfg.probe_after_ps
             nxt = t if nxt is None else min(nxt, t)
+        ka = self.keepalive_at
+        if ka is not None and st is ST_ESTABLISHED:
+            if rec.outstanding or self.queue:
+                self.keepalive_at = None  # traffic again: re-armed when idle
+            else:
+                if now >= ka:
+                    # keepalive (ref 2.7 NOOP): the target's idle timer restarts
+                    self.send_cp(now, CtlType.NOOP, self.next_psn)
+                    ctx.counters["keepalive_tx"] += 1
+                    self.keepalive_at = ka = now + cfg.keepalive_ps
+                nxt = ka if nxt is None else min(nxt, ka)
         if self.idle_since is not None and st is ST_ESTABLISHED:
             if rec.outstanding or self.queue:
                 self.idle_since = None

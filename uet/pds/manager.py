@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from collections import deque
 from enum import Enum, IntEnum
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 from uet.pds.config import PdsConfig
 from uet.pds.states import LINGERING, PdcStateError
@@ -95,12 +95,22 @@ InitiatorT = TypeVar("InitiatorT", bound=PdcBase)
 TargetT = TypeVar("TargetT", bound=PdcBase)
 
 
+class Reclaimable(Protocol):
+    """What the reclaim scan reads of a target PDC (``uet.pds.target.TargetPdc``)."""
+
+    peer_ip: str
+    last_rx: int
+    tracker: Any  # its received_count orders the candidates
+
+    def idle_for_reclaim(self) -> bool: ...
+
+
 class PdcManager(Generic[InitiatorT, TargetT]):
     """PDC tables and resource accounting of one end point (``PdcManager[InitiatorPdc,
     TargetPdc]`` in :class:`~uet.pds.endpoint.PdsEndpoint`)."""
 
     __slots__ = ("cfg", "rng", "by_id", "ini_by_key", "tgt_by_key", "lingering",
-                 "n_initiator", "n_target", "per_source")
+                 "n_initiator", "n_target", "per_source", "n_bitmaps", "n_ccc", "reclaiming")
 
     def __init__(self, cfg: PdsConfig, rng: random.Random) -> None:
         self.cfg = cfg
@@ -112,6 +122,9 @@ class PdcManager(Generic[InitiatorT, TargetT]):
         self.n_initiator = 0  # open (not lingering) initiator PDCs
         self.n_target = 0  # open (including PENDING) target PDCs
         self.per_source: dict[str, int] = {}  # open target PDCs per source address
+        self.n_bitmaps = 0  # PSN-tracking bitmaps held (established target PDCs)
+        self.n_ccc = 0  # congestion-control contexts held (PDCs opened by CC packets)
+        self.reclaiming = 0  # idle target PDCs asked to close to make room (CLOSE_REQ)
 
     # ------------------------------------------------------------------ IDs and limits
     def can_open(self, role: str) -> bool:
@@ -123,6 +136,70 @@ class PdcManager(Generic[InitiatorT, TargetT]):
         """``src`` already holds ``max_target_pdcs_per_source`` open target PDCs."""
         limit = self.cfg.max_target_pdcs_per_source
         return bool(limit) and self.per_source.get(src, 0) >= limit
+
+    def bitmap_free(self) -> bool:
+        limit = self.cfg.max_rx_bitmaps
+        return not limit or self.n_bitmaps < limit
+
+    def ccc_free(self) -> bool:
+        limit = self.cfg.max_cc_contexts
+        return not limit or self.n_ccc < limit
+
+    def take_bitmap(self, pdc: Any) -> bool:
+        """Give an established target PDC its PSN-tracking bitmap (``max_rx_bitmaps``);
+        False when every bitmap is taken."""
+        if pdc.holds_bitmap:
+            return True
+        limit = self.cfg.max_rx_bitmaps
+        if limit and self.n_bitmaps >= limit:
+            return False
+        pdc.holds_bitmap = True
+        self.n_bitmaps += 1
+        return True
+
+    def take_ccc(self, pdc: Any) -> bool:
+        """Give a target PDC opened by a congestion-controlled packet its CC context
+        (``max_cc_contexts``); False when every context is taken."""
+        limit = self.cfg.max_cc_contexts
+        if limit and self.n_ccc >= limit:
+            return False
+        pdc.holds_ccc = True
+        self.n_ccc += 1
+        return True
+
+    def release_resources(self, pdc: Any) -> None:
+        """A target PDC closed (or was reaped): its bitmap and CC context are free."""
+        if pdc.holds_bitmap:
+            pdc.holds_bitmap = False
+            self.n_bitmaps -= 1
+        if pdc.holds_ccc:
+            pdc.holds_ccc = False
+            self.n_ccc -= 1
+        if pdc.reclaim:
+            pdc.reclaim = False
+            self.reclaiming -= 1
+
+    def reclaim_candidate(self, src: str | None) -> Any:
+        """The idle target PDC (nothing pending at the SES or owed, no close
+        asked yet) that received the fewest packets, the one heard from least recently
+        among those, of source ``src`` when given: the one to ask to close when a new PDC
+        finds the table full. Fewest packets first, so that a burst of SYNs (one packet
+        each) cannot push out an established peer that merely went quiet. None when a
+        reclaim is already under way or nothing is idle (one scan per reclaim, so a SYN
+        flood against a full table costs one scan per Close_REQ_Time, not one per SYN)."""
+        if self.reclaiming:
+            return None
+        best = None
+        best_key: tuple[int, int] = (0, 0)
+        for pdc in cast("list[Reclaimable]", list(self.tgt_by_key.values())):
+            if src is not None and pdc.peer_ip != src:
+                continue
+            if not pdc.idle_for_reclaim():
+                continue
+            key = (pdc.tracker.received_count, pdc.last_rx)
+            if best is None or key < best_key:
+                best, best_key = pdc, key
+        return best
 
     def _target_gone(self, pdc: PdcBase) -> None:
         n = self.per_source.get(pdc.peer_ip, 0) - 1

@@ -284,12 +284,14 @@ class LossRecovery:
                 self.arm(d)
 
     def on_ack(self, now: int, ack: Any, ack_psn: int | None, retx_flag: bool,
-               newly: list[int]) -> int | None:
+               newly: list[int], early: bool = False) -> int | None:
         """Apply one ACK / ACK_CC (``ack_psn``: the packet it names, None for a probe
         answer): release what it names and covers, mark what it SACKs. ``newly`` gets
-        [bytes, packets] newly acknowledged or known arrived. Returns the RTT sample of
-        the named packet if it was sent once, else None (SACKed ones feed only the RTO
-        estimator)."""
+        [bytes, packets] newly acknowledged or known arrived. ``early``: the ACK names
+        its packet without its final response (NO_RESPONSE, or the ACK was trimmed): the
+        packet has arrived but stays outstanding for the ACK that completes it. Returns
+        the RTT sample of the named packet if it was sent once, else None (SACKed ones
+        feed only the RTO estimator)."""
         outstanding = self.outstanding
         cack = ack.cack_psn
         rtt = None
@@ -298,8 +300,12 @@ class LossRecovery:
             if pkt is not None:
                 if not pkt.ever_retx:
                     rtt = now - pkt.send_time
-                # named without RETX: the copy that arrived is not a retransmission
-                self._release(now, pkt, newly, original=not retx_flag)
+                if early:
+                    if not pkt.arrived and psn_diff(ack_psn, cack) > 0:
+                        self._arrived(now, pkt, newly)
+                else:
+                    # named without RETX: the copy that arrived is not a retransmission
+                    self._release(now, pkt, newly, original=not retx_flag)
         is_cc = type(ack) is PdsAckCc
         d = (cack - self.max_cack) & 0xFFFFFFFF
         if d and d < 0x80000000:  # psn_diff(cack, max_cack) > 0, without a call
@@ -370,6 +376,18 @@ class LossRecovery:
                         pkt.suspect and not pkt.retx_queued):
                     self.counters["retx_spurious"] += 1
         return sample
+
+    def _arrived(self, now: int, pkt: SentPacket, newly: list[int]) -> None:
+        """``pkt`` reached the target (an ACK named it early): it leaves the flight and is
+        never resent as data; its RTO asks for its ACK instead (ACK_REQ)."""
+        pkt.arrived = True
+        self._leave_flight(pkt)
+        newly[0] += pkt.nbytes
+        newly[1] += 1
+        self.detector.delivered(pkt.seq)
+        if self.rack is not None:
+            self.rack.delivered(now, pkt.seq, pkt.send_time, pkt.prev_send,
+                                pkt.suspect and not pkt.retx_queued)
 
     def release(self, now: int, pkt: SentPacket) -> None:
         """Release ``pkt`` outside an ACK (a close-class NACK answering the CLOSE)."""

@@ -142,6 +142,15 @@ class RudiInitiator:
         if tx.req.sdi != frame_sdi(frame):
             ctx.counters["dropped.domain_mismatch"] += 1
             return
+        cfg = self.cfg
+        if frame.dscp == cfg.dscp_trimmed or frame.dscp == cfg.dscp_trimmed_lasthop:
+            # a switch trimmed the response (its read data): ask for it again (NT NACK)
+            ctx.counters["trimmed_ack_rx"] += 1
+            ctx.nack_to(now, frame.src_ip, frame.ev, frame.pds.flags & RUDI_RETX,
+                        NackCode.TRIMMED_ACK, pds.pkt_id, 0, 0,
+                        why="a RUDI response carrying read data was trimmed", nt=True,
+                        sdi=frame_sdi(frame))
+            return
         ctx.counters["rudi_resp_rx"] += 1
         if tx.retries == 0:
             self.rto.sample(now - tx.send_time)
@@ -281,12 +290,36 @@ class RudiTarget:
                       entry.sdi)
         return True
 
+    def on_early(self, now: int, entry: Pending, response: Any) -> bool:
+        """NO_RESPONSE: RUDI has one response per request, so nothing goes now; the real
+        response follows (a retransmission meanwhile is a duplicate, ignored)."""
+        if (entry.src_ip, entry.psn, entry.sdi) not in self.pending:
+            return False
+        entry.deferred = True
+        return True
+
+    def rx_trimmed_ack(self, now: int, frame: Frame, nack: Any) -> None:
+        """NACK TRIMMED_ACK with NT: our RUDI response to ``nack_pkt_id`` lost its read
+        data to a switch; send it again from the response cache (if it is still there,
+        else the initiator's retransmission is answered afresh)."""
+        key = (frame.src_ip, nack.nack_psn, frame_sdi(frame))
+        cached = self.cache.get(key)
+        ctx = self.ctx
+        if cached is None:
+            ctx.counters["nack_rx_stale"] += 1
+            return
+        self.cache.move_to_end(key)
+        ctx.counters["retx.trimmed_ack"] += 1
+        ctx.log(now, "retransmit", pdc_id=0, psn=nack.nack_psn, cause="trimmed_ack")
+        self._send(frame, nack.nack_psn, cached[0], cached[1], RUDI_RETX)
+
     def on_reject(self, now: int, entry: Pending, code: int) -> bool:
         """The SES refused the request: NACK it (NT); a retransmission is delivered again."""
         if self.pending.pop((entry.src_ip, entry.psn, entry.sdi), None) is None:
             return False
         self.ctx.nack_to(now, entry.src_ip, entry.ev, entry.flags, code,
-                         entry.psn, 0, 0, why="refused by the SES", nt=True, sdi=entry.sdi)
+                         entry.psn, 0, 0, why="refused by the SES", nt=True,
+                         sdi=entry.sdi)
         return True
 
     def finalize(self, now: int, entry: Pending) -> None:
@@ -298,8 +331,11 @@ class RudiTarget:
     def _send_to(self, dst: str, ev: int, pkt_id: int, ses: Any, data: bytes,
                  flags: int, sdi: int | None = None) -> None:
         ctx = self.ctx
+        cfg = self.cfg
         pds = PdsRudi(PdsType.RUDI_RESP, NEXT_HDR[type(ses)], flags, pkt_id)
+        # read data is bulk payload: the data class (trimmable), as ACKs with data
+        dscp = cfg.dscp_data if data and cfg.ack_data_class == "data" else cfg.dscp_control
         ctx.send_frame(Frame(pds=pds, ses=ses, payload=data, src_ip=ctx.local_ip, dst_ip=dst,
-                             ev=ev, dscp=self.cfg.dscp_control, tss=tss_marker(sdi)))
+                             ev=ev, dscp=dscp, tss=tss_marker(sdi)))
         ctx.counters["rudi_resp_tx"] += 1
 

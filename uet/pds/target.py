@@ -23,6 +23,7 @@ from typing import Any
 
 from uet.cms.api import ReceiverCongestion
 from uet.native import InsertResult, MarkResult, PsnTracker, ReorderBuffer
+from uet.pds import negotiation
 from uet.pds.ack import (
     ACK_M,
     ACK_RETX,
@@ -33,11 +34,30 @@ from uet.pds.ack import (
     default_response,
 )
 from uet.pds.context import PdcContext
-from uet.pds.events import RequestDelivered
+from uet.pds.events import PeerNegotiated, RequestDelivered
 from uet.pds.manager import TARGET, PdcBase
 from uet.pds.states import TARGET_TRANSITIONS, TargetEvent, TargetState
-from uet.wire.constants import CpFlag, CtlType, DeliveryMode, NackCode, PdsType, ReqFlag, SesFlag
-from uet.wire.records import Frame, PdsControl, PdsRequest, psn_add, psn_diff
+from uet.wire.constants import (
+    CpFlag,
+    CtlType,
+    DeliveryMode,
+    NackCode,
+    PdsType,
+    ReqFlag,
+    SesFlag,
+    SesOpcode,
+)
+from uet.wire.records import (
+    Frame,
+    PdsControl,
+    PdsNack,
+    PdsRequest,
+    SesMedium,
+    SesSmall,
+    SesStandard,
+    psn_add,
+    psn_diff,
+)
 
 NEW = MarkResult.NEW
 DUPLICATE = MarkResult.DUPLICATE
@@ -47,6 +67,11 @@ AR = int(ReqFlag.AR)
 RETX = int(ReqFlag.RETX)
 IMMEDIATE = SYN | AR | RETX
 EOM = int(SesFlag.EOM)  # a plain int: testing an IntFlag costs ~1 us per packet
+SOM = int(SesFlag.SOM)
+READ_OP = int(SesOpcode.READ)
+#: a gap NACKed RCVR_INFER_LOSS is NACKed again after this many gap delays if still missing
+GAP_RENACK = 8
+GAP_NACK_MAX = 16  # missing PSNs NACKed per gap check
 _MISSING = object()
 # per-packet names for enum members (an Enum class attribute lookup costs ~70 ns)
 ST_PENDING = TargetState.PENDING
@@ -61,7 +86,7 @@ BUFFER_OVERHEAD = 64  # bytes charged per buffered ROD packet besides its payloa
 class Pending:
     """A packet handed to the SES whose response is not final yet (``respond`` token)."""
 
-    __slots__ = ("pdc", "psn", "ev", "flags", "ses", "src_ip", "seen", "sdi")
+    __slots__ = ("pdc", "psn", "ev", "flags", "ses", "src_ip", "seen", "deferred", "sdi")
 
     def __init__(self, pdc: Any, psn: int, ev: int, flags: int, ses: Any, src_ip: str,
                  sdi: int | None = None) -> None:
@@ -73,6 +98,7 @@ class Pending:
         self.ses = ses
         self.src_ip = src_ip
         self.seen = False  # the RequestDelivered event was taken by next_event
+        self.deferred = False  # answered NO_RESPONSE: the real response follows later
 
 
 class TargetPdc(PdcBase):
@@ -85,7 +111,9 @@ class TargetPdc(PdcBase):
                  "gtd", "pending", "clear_psn", "acks", "cack_held", "in_ack_ring",
                  "last_rx", "close_requested", "close_req_deadline", "close_req_next",
                  "close_req_count", "clear_req_at", "clear_req_count", "close_psn",
-                 "pending_until", "mpr", "rx_closed", "rejected", "max_eom", "close_epsn")
+                 "pending_until", "mpr", "rx_closed", "rejected", "max_eom", "ccx",
+                 "gtd_room", "gap_after", "gap_since", "gap_nacked", "holds_bitmap",
+                 "holds_ccc", "reclaim", "close_epsn")
 
     def __init__(self, ctx: PdcContext, pdc_id: int, peer_ip: str, mode: DeliveryMode,
                  key: tuple, peer_pdcid: int, start_psn: int, receiver: ReceiverCongestion,
@@ -122,6 +150,23 @@ class TargetPdc(PdcBase):
         self.max_eom = True  # the highest PSN received ends a message (EOM)
         #: a secured PDC's closing ACK carries this Expected PSN (EPSN flag); None: plain
         self.close_epsn: int | None = None
+        #: the receiver's CCX state source (ACK_CCX / NACK_CCX), or None
+        self.ccx = getattr(receiver, "ccx", None)
+        #: receive memory below which no packet needs the guaranteed-response check
+        self.gtd_room = STORED_OVERHEAD + cfg.mtu_payload
+        self.gap_after = cfg.gap_nack_after  # receiver gap NACK delay (0: off)
+        self.gap_since: int | None = None  # when the oldest unreported gap appeared
+        self.gap_nacked: dict[int, int] = {}  # PSN -> when it was NACKed RCVR_INFER_LOSS
+        self.holds_bitmap = False  # holds one of max_rx_bitmaps (established)
+        self.holds_ccc = False  # holds one of max_cc_contexts (opened by a CC packet)
+        self.reclaim = False  # asked to close to make room for another PDC
+
+    def last_psn(self) -> int:
+        """The highest PSN this PDC used: its close PSN once closed, else the highest
+        received."""
+        if self.state is ST_CLOSED:
+            return self.close_psn
+        return self.tracker.max_psn
 
     def free_event(self) -> TargetEvent:
         return TargetEvent.REAP if self.state is ST_PENDING else TargetEvent.FREE
@@ -142,8 +187,8 @@ class TargetPdc(PdcBase):
             return
         self.last_rx = now
         if flags & SYN and psn_add(psn, -pds.psn_offset) != self.start_psn:
-            ctx.nack(now, frame, NackCode.INVALID_SYN, psn, self.pdc_id, pds.spdcid,
-                     why="SYN start PSN differs from the PDC's")
+            self._nack(now, frame, NackCode.INVALID_SYN, psn,
+                       why="SYN start PSN differs from the PDC's")
             return
         cl = (psn + pds.clear_psn_offset) & 0xFFFFFFFF  # psn_add, inline: per packet
         if cl != self.clear_psn:
@@ -155,11 +200,17 @@ class TargetPdc(PdcBase):
             return
         tracker = self.tracker
         mem = ctx.rx_memory
-        if mem.used >= mem.limit and self._is_new(psn):  # MemoryAccount.full, inline
-            code = NackCode.NO_PKT_BUFFER if self.rob is not None else NackCode.NO_RESOURCE
-            ctx.nack(now, frame, code, psn, self.pdc_id, pds.spdcid,
-                     why="receive memory limit reached")
-            return
+        if mem.used + self.gtd_room > mem.limit and self._is_new(psn):
+            # memory nearly full (one comparison per packet otherwise)
+            if mem.full():
+                code = NackCode.NO_PKT_BUFFER if self.rob is not None else NackCode.NO_RESOURCE
+                self._nack(now, frame, code, psn, why="receive memory limit reached")
+                return
+            need = self._gtd_need(frame)
+            if need and not mem.fits(need):
+                self._nack(now, frame, NackCode.NO_GTD_DEL_AVAIL, psn,
+                           why=f"no room to store its guaranteed response ({need} bytes)")
+                return
         if self.rob is None:  # RUD: each packet to the SES on arrival
             r, in_order, ooo = tracker.on_packet(psn)  # one tracker call per packet
             if r is NEW:
@@ -180,19 +231,42 @@ class TargetPdc(PdcBase):
         else:
             ctx.counters["out_of_window"] += 1
             if flags & SYN:
-                ctx.nack(now, frame, NackCode.INVALID_SYN, psn, self.pdc_id, pds.spdcid,
-                         why="SYN PSN beyond the receive window")
+                self._nack(now, frame, NackCode.INVALID_SYN, psn,
+                           why="SYN PSN beyond the receive window")
             else:
-                ctx.nack(now, frame, NackCode.PSN_OOR_WINDOW, psn, self.pdc_id, pds.spdcid,
-                         why="PSN beyond the receive window")
+                self._nack(now, frame, NackCode.PSN_OOR_WINDOW, psn,
+                           why="PSN beyond the receive window")
+
+    def _nack(self, now: int, frame: Frame, code: int, psn: int, payload: int = 0,
+              why: str = "") -> None:
+        """NACK a packet of this PDC (a NACK_CCX when the receiver sends CCX state)."""
+        pds = frame.pds
+        assert type(pds) is PdsRequest or type(pds) is PdsControl  # RUD / ROD only
+        self.ctx.nack(now, frame, code, psn, self.pdc_id, pds.spdcid, payload, why,
+                      ccx=self.ccx)
+
+    def _gtd_need(self, frame: Frame) -> int:
+        """Bytes of receive memory the guaranteed response to this request will take: a
+        READ's data (at most a packet), a message's last packet its RESPONSE; 0 for
+        packets answered by no stored response (mid-message packets, read data)."""
+        ses: Any = frame.ses
+        if not isinstance(ses, SesStandard | SesMedium | SesSmall):
+            return 0
+        if ses.opcode == READ_OP:
+            off = ses.message_offset if type(ses) is SesStandard and not ses.flags & SOM \
+                else 0
+            return STORED_OVERHEAD + max(0, min(self.cfg.mtu_payload, ses.request_length - off))
+        return STORED_OVERHEAD if ses.flags & EOM else 0
 
     def _trimmed(self, now: int, frame: Frame, pds: PdsRequest) -> None:
         """A switch cut the payload: NACK it for a fast retransmission (ref. 6.3)."""
         ctx = self.ctx
         lasthop = frame.dscp == self.cfg.dscp_trimmed_lasthop
         ctx.counters["trimmed_rx"] += 1
-        ctx.nack(now, frame, NackCode.TRIMMED_LASTHOP if lasthop else NackCode.TRIMMED,
-                 pds.psn, self.pdc_id, pds.spdcid, why="trimmed by a switch")
+        if self.ccx is not None:
+            self.ccx.on_trim(now)
+        self._nack(now, frame, NackCode.TRIMMED_LASTHOP if lasthop else NackCode.TRIMMED,
+                   pds.psn, why="trimmed by a switch")
         rccc = self.receiver.rccc
         if pds.type >= PdsType.RUD_CC_REQ and rccc is not None:
             rccc.on_credit_request(now, credit_target=pds.credit_target)
@@ -212,8 +286,8 @@ class TargetPdc(PdcBase):
         before = rob.bytes
         res = rob.insert(psn, frame, len(frame.payload) + BUFFER_OVERHEAD)
         if res is not InsertResult.OK:
-            self.ctx.nack(now, frame, NackCode.ROD_OOO, psn, self.pdc_id, pds.spdcid,
-                          why=f"ROD reorder buffer {res.name.lower()}")
+            self._nack(now, frame, NackCode.ROD_OOO, psn,
+                       why=f"ROD reorder buffer {res.name.lower()}")
             return None
         _, in_order, ooo = tracker.on_packet(psn)
         self._arrival(now, frame, in_order, ooo)
@@ -235,6 +309,12 @@ class TargetPdc(PdcBase):
         self.receiver.on_data(now, nbytes=nbytes, ecn_ce=frame.ecn == 3,
                               credit_target=pds.credit_target, in_order=in_order,
                               ooo_count=ooo_count)
+        if self.ccx is not None:
+            self.ccx.on_data(now, nbytes=nbytes, ecn_ce=frame.ecn == 3)
+        if not in_order and self.gap_since is None and self.gap_after:
+            # a PSN below this one is missing: NACK it if it stays missing (RCVR_INFER_LOSS)
+            self.gap_since = now
+            self.ctx.arm(self, now + self.gap_after)
         counters = self.ctx.counters
         counters["rx_packets"] += 1
         counters["rx_bytes"] += nbytes
@@ -272,20 +352,20 @@ class TargetPdc(PdcBase):
         stored: Any = self.gtd.get(psn, _MISSING)
         if stored is not _MISSING:
             if stored is None:
-                ctx.nack(now, frame, NackCode.GTD_RESP_UNAVAIL, psn, self.pdc_id, pds.spdcid,
-                         why="duplicate of a packet whose guaranteed response was not stored")
+                self._nack(now, frame, NackCode.GTD_RESP_UNAVAIL, psn,
+                           why="duplicate of a packet whose guaranteed response was not stored")
             else:
                 self.acks.explicit_ack(psn, stored[0], stored[1], frame.ev, aflags)
             return
         if psn in self.pending:
-            ctx.nack(now, frame, NackCode.RCVD_SES_PROCG, psn, self.pdc_id, pds.spdcid,
-                     why="duplicate while the SES is still processing the packet")
+            self._nack(now, frame, NackCode.RCVD_SES_PROCG, psn,
+                       why="duplicate while the SES is still processing the packet")
             return
         if r is STALE:
             if psn_diff(self.tracker.base, psn) > self.cfg.mp_range:
                 ctx.counters["out_of_window"] += 1
-                ctx.nack(now, frame, NackCode.PSN_OOR_WINDOW, psn, self.pdc_id, pds.spdcid,
-                         why="PSN below the previous MP_RANGE")
+                self._nack(now, frame, NackCode.PSN_OOR_WINDOW, psn,
+                           why="PSN below the previous MP_RANGE")
                 return
             self.acks.explicit_ack(psn, default_response(frame.ses), b"", frame.ev, aflags)
         elif self.rob is not None and psn in self.rob:
@@ -302,32 +382,49 @@ class TargetPdc(PdcBase):
         if st is ST_PENDING:
             if pds.flags & SYN and psn_add(psn, -pds.psn_offset) == self.start_psn:
                 if psn_diff(psn, self.start_psn) >= self.cfg.mp_range:
-                    ctx.nack(now, frame, NackCode.INVALID_SYN, psn, self.pdc_id, pds.spdcid,
-                             why="SYN psn_offset beyond the receive window")
+                    self._nack(now, frame, NackCode.INVALID_SYN, psn,
+                               why="SYN psn_offset beyond the receive window")
+                    return
+                if not ctx.mgr.take_bitmap(self):
+                    ctx.counters["refused.rx_bitmaps"] += 1
+                    self._nack(now, frame, NackCode.NO_BITMAP, psn,
+                               why="every PSN-tracking bitmap is taken")
                     return
                 self.transition(TargetEvent.START_PSN_MATCHED)
                 ctx.opened(now, self)
                 self.rx_request(now, frame, pds)
             else:
-                ctx.nack(now, frame, NackCode.NEW_START_PSN, psn, self.pdc_id, pds.spdcid,
-                         payload=self.start_psn, why="target picks the Start_PSN")
+                self._nack(now, frame, NackCode.NEW_START_PSN, psn,
+                           payload=self.start_psn, why="target picks the Start_PSN")
             return
         if st is ST_ERROR:
-            ctx.nack(now, frame, NackCode.CLOSING_IN_ERR, psn, self.pdc_id, pds.spdcid,
-                     why="PDC closed in error")
+            self._nack(now, frame, NackCode.CLOSING_IN_ERR, psn,
+                       why="PDC closed in error")
             return
         if st is not ST_CLOSED:
             return  # FREED: a stale reference (the end point no longer routes to it)
         # CLOSED (lingering): answer duplicates, refuse anything after the close PSN
         if psn_diff(psn, self.close_psn) > 0:
-            ctx.nack(now, frame, NackCode.CLOSING, psn, self.pdc_id, pds.spdcid,
-                     why="request after the close PSN")
+            self._nack(now, frame, NackCode.CLOSING, psn,
+                       why="request after the close PSN")
             return
         ctx.counters["duplicates"] += 1
         aflags = ACK_RETX if pds.flags & RETX else 0
         self.acks.explicit_ack(psn, default_response(frame.ses), b"", frame.ev, aflags)
 
     # ================================================================== SES responses
+    def on_early(self, now: int, entry: Pending, response: Any) -> bool:
+        """The SES answered NO_RESPONSE (ref 4.5): its result follows later. ACK the packet
+        now with that placeholder (the initiator stops retransmitting it) and keep it
+        pending: the CACK stays below it until the guaranteed response comes with
+        ``on_respond`` and is stored until cleared."""
+        if entry.psn not in self.pending:
+            return False
+        entry.deferred = True
+        self.ctx.counters["no_response_tx"] += 1
+        self.acks.explicit_ack(entry.psn, response, b"", entry.ev, entry.flags)
+        return True
+
     def on_respond(self, now: int, entry: Pending, response: Any, data: bytes) -> bool:
         """The SES answered the packet of ``entry``; queue its ACK (and store it if needed)."""
         psn = entry.psn
@@ -445,13 +542,16 @@ class TargetPdc(PdcBase):
         st = self.state
         self.last_rx = now
         if st is ST_PENDING:
-            ctx.nack(now, frame, NackCode.NEW_START_PSN, cp.psn, self.pdc_id, cp.spdcid,
-                     payload=self.start_psn, why="target picks the Start_PSN")
+            self._nack(now, frame, NackCode.NEW_START_PSN, cp.psn,
+                       payload=self.start_psn, why="target picks the Start_PSN")
+            return
+        if ctl == CtlType.NEGOTIATION:
+            self._rx_negotiation(now, frame, cp)
             return
         if cp.flags & CpFlag.SYN and psn_add(cp.psn, -cp.psn_offset) != self.start_psn \
                 and ctl not in (CtlType.CLEAR, CtlType.NOOP):
-            ctx.nack(now, frame, NackCode.INVALID_SYN, cp.psn, self.pdc_id, cp.spdcid,
-                     why="SYN start PSN differs from the PDC's")
+            self._nack(now, frame, NackCode.INVALID_SYN, cp.psn,
+                       why="SYN start PSN differs from the PDC's")
             return
         aflags = (ACK_M if frame.ecn == 3 else 0) | (ACK_RETX if cp.flags & CpFlag.RETX else 0)
         if ctl == CtlType.ACK_REQ:
@@ -462,44 +562,79 @@ class TargetPdc(PdcBase):
         elif ctl == CtlType.CLOSE:
             self._rx_close(now, frame, cp, aflags)
         elif ctl == CtlType.PROBE:
+            if st is ST_ERROR:
+                self._nack(now, frame, NackCode.CLOSING_IN_ERR, cp.psn,
+                           why="PDC closed in error")
+                return
             self.acks.explicit_ack(self.held_cack(), None, b"", frame.ev, aflags,
                                    probe=cp.probe_opaque, sack_base=cp.payload)
-        elif ctl == CtlType.CREDIT_REQ and st is ST_ESTABLISHED \
-                and self.receiver.rccc is not None:
-            self.receiver.rccc.on_credit_request(now, credit_target=cp.payload & 0xFFFFFF)
+        elif ctl == CtlType.CREDIT_REQ and st is ST_ESTABLISHED:
+            rccc = self.receiver.rccc
+            if rccc is None:
+                self._nack(now, frame, NackCode.UNEXP_EVENT, cp.psn,
+                           why="CREDIT_REQ on a PDC without credit-based congestion control")
+                return
+            rccc.on_credit_request(now, credit_target=cp.payload & 0xFFFFFF)
             ctx.credit_changed(now, self)
-        # NOOP, NEGOTIATION: nothing to do (counted by the end point)
+        # NOOP (a keepalive: last_rx above restarts the idle timer): nothing else to do
+
+    def _rx_negotiation(self, now: int, frame: Frame, cp: PdsControl) -> None:
+        """The initiator's capabilities: record them, answer with ours (reply bit set)."""
+        caps = negotiation.decode(cp.payload)
+        if caps.version == 0:  # no content (a sender without a format): nothing to do
+            self.ctx.counters["negotiation_empty"] += 1
+            return
+        if caps.version != negotiation.VERSION:
+            self._nack(now, frame, NackCode.UNEXP_EVENT, cp.psn,
+                       why=f"NEGOTIATION version {caps.version} (this end point speaks "
+                       f"{negotiation.VERSION})")
+            return
+        if caps.reply:  # an answer sent to a target PDC: nothing asked it
+            self.ctx.counters["dropped.negotiation_reply"] += 1
+            return
+        ctx = self.ctx
+        ctx.emit(PeerNegotiated(self.peer_ip, TARGET, caps.fep_cap, caps.mp_range,
+                                caps.max_payload, caps.ccx))
+        ctx.log(now, "negotiated", pdc_id=self.pdc_id, role=TARGET, peer=self.peer_ip,
+                fep_cap=caps.fep_cap, mp_range=caps.mp_range, max_payload=caps.max_payload)
+        if self.state is ST_ESTABLISHED:
+            self.send_cp(now, CtlType.NEGOTIATION, cp.psn, 0,
+                         ctx.negotiation_payload(reply=True, ccx=self.ccx is not None))
 
     def _rx_ack_req(self, now: int, frame: Frame, cp: PdsControl, aflags: int) -> None:
-        ctx = self.ctx
         psn = cp.psn
         st = self.state
         if st is ST_ERROR:
-            ctx.nack(now, frame, NackCode.CLOSING_IN_ERR, psn, self.pdc_id, cp.spdcid,
-                     why="PDC closed in error")
+            self._nack(now, frame, NackCode.CLOSING_IN_ERR, psn,
+                       why="PDC closed in error")
             return
         if st is ST_CLOSED:
             if psn_diff(psn, self.close_psn) > 0:
-                ctx.nack(now, frame, NackCode.PKT_NOT_RCVD, psn, self.pdc_id, cp.spdcid,
-                         why="ACK request after the close PSN")
+                self._nack(now, frame, NackCode.PKT_NOT_RCVD, psn,
+                           why="ACK request after the close PSN")
             else:
                 self.acks.explicit_ack(psn, None, b"", frame.ev, aflags | ACK_RETX)
             return
         stored: Any = self.gtd.get(psn, _MISSING)
         if stored is not _MISSING:
             if stored is None:
-                ctx.nack(now, frame, NackCode.GTD_RESP_UNAVAIL, psn, self.pdc_id, cp.spdcid,
-                         why="guaranteed response was not stored")
+                self._nack(now, frame, NackCode.GTD_RESP_UNAVAIL, psn,
+                           why="guaranteed response was not stored")
+            elif stored[1] and self.cfg.ack_data_class == "data":
+                # the ACK carries read data, which travels in the data class, not as the
+                # answer to a control packet: the initiator resends the request instead
+                self._nack(now, frame, NackCode.ACK_WITH_DATA, psn,
+                           why="its ACK carries read data")
             else:
                 self.acks.explicit_ack(psn, stored[0], stored[1], frame.ev, aflags | ACK_RETX)
             return
         tracker = self.tracker
         if psn in self.rejected:
-            ctx.nack(now, frame, NackCode.PKT_NOT_RCVD, psn, self.pdc_id, cp.spdcid,
-                     why="ACK request for a packet the SES refused")
+            self._nack(now, frame, NackCode.PKT_NOT_RCVD, psn,
+                       why="ACK request for a packet the SES refused")
         elif psn in self.pending or (self.rob is not None and psn in self.rob):
-            ctx.nack(now, frame, NackCode.RCVD_SES_PROCG, psn, self.pdc_id, cp.spdcid,
-                     why="received, SES processing not done")
+            self._nack(now, frame, NackCode.RCVD_SES_PROCG, psn,
+                       why="received, SES processing not done")
         elif psn_diff(psn, tracker.base) < 0:
             ses = None
             if psn_diff(tracker.base, psn) <= self.cfg.mp_range:
@@ -508,29 +643,29 @@ class TargetPdc(PdcBase):
         elif psn_diff(psn, tracker.base) < tracker.window and tracker.is_received(psn):
             self.acks.explicit_ack(psn, None, b"", frame.ev, aflags | ACK_RETX)
         else:
-            ctx.nack(now, frame, NackCode.PKT_NOT_RCVD, psn, self.pdc_id, cp.spdcid,
-                     why="ACK request for a PSN never received")
+            self._nack(now, frame, NackCode.PKT_NOT_RCVD, psn,
+                       why="ACK request for a PSN never received")
 
     def _rx_close(self, now: int, frame: Frame, cp: PdsControl, aflags: int) -> None:
         ctx = self.ctx
         psn = cp.psn
         st = self.state
         if st is ST_ERROR:
-            ctx.nack(now, frame, NackCode.CLOSING_IN_ERR, psn, self.pdc_id, cp.spdcid,
-                     why="PDC closed in error")
+            self._nack(now, frame, NackCode.CLOSING_IN_ERR, psn,
+                       why="PDC closed in error")
             return
         if st is ST_CLOSED:
             if psn == self.close_psn:  # the close ACK was lost: send it again
                 self.acks.explicit_ack(psn, None, b"", frame.ev, aflags | ACK_RETX)
             return
         if self.pending:
-            ctx.nack(now, frame, NackCode.RCVD_SES_PROCG, psn, self.pdc_id, cp.spdcid,
-                     why="CLOSE while the SES is still processing packets")
+            self._nack(now, frame, NackCode.RCVD_SES_PROCG, psn,
+                       why="CLOSE while the SES is still processing packets")
             return
         tracker = self.tracker
         if psn_diff(psn, tracker.base) >= tracker.window:
-            ctx.nack(now, frame, NackCode.PSN_OOR_WINDOW, psn, self.pdc_id, cp.spdcid,
-                     why="CLOSE PSN beyond the receive window")
+            self._nack(now, frame, NackCode.PSN_OOR_WINDOW, psn,
+                       why="CLOSE PSN beyond the receive window")
             return
         if psn_diff(psn, tracker.base) < 0 or tracker.is_received(psn):
             ctx.counters["duplicates"] += 1
@@ -555,8 +690,27 @@ class TargetPdc(PdcBase):
         ctx.closed(now, self, error=False, reason="CLOSE received")
         self.acks.explicit_ack(psn, None, b"", frame.ev, aflags)
 
+    def rx_nack(self, now: int, frame: Frame, nack: PdsNack) -> None:
+        """A NACK from the initiator: TRIMMED_ACK (a switch trimmed an ACK of ours that
+        carried read data, ref 2.6, 6.3): send that ACK again, response and data as
+        stored. Anything else an initiator has no reason to send a target is counted."""
+        ctx = self.ctx
+        if nack.nack_code != NackCode.TRIMMED_ACK or frame.src_ip != self.peer_ip \
+                or nack.spdcid != self.peer_pdcid:
+            ctx.counters["dropped.nack_to_target"] += 1
+            return
+        psn = nack.nack_psn
+        stored = self.gtd.get(psn)
+        if stored is None or self.state is not ST_ESTABLISHED:
+            ctx.counters["nack_rx_stale"] += 1  # cleared since, or never stored
+            return
+        ctx.counters["retx.trimmed_ack"] += 1
+        ctx.log(now, "retransmit", pdc_id=self.pdc_id, psn=psn, cause="trimmed_ack")
+        aflags = ACK_RETX | (ACK_M if nack.flags & ACK_M else 0)
+        self.acks.explicit_ack(psn, stored[0], stored[1], frame.ev, aflags)
+
     def send_cp(self, now: int, ctl: int, psn: int, flags: int, payload: int) -> None:
-        """A control packet from the target (CLOSE_REQ, CLEAR_REQ, CREDIT)."""
+        """A control packet from the target (CLOSE_REQ, CLEAR_REQ, CREDIT, NEGOTIATION)."""
         if self.mode == DeliveryMode.ROD:
             flags |= CpFlag.ISROD
         cp = PdsControl(ctl_type=ctl, flags=flags, psn=psn, spdcid=self.pdc_id,
@@ -584,6 +738,10 @@ class TargetPdc(PdcBase):
         if st is ST_FREED:
             return None
         nxt = self.acks.on_timer(now)
+        if self.gap_since is not None:
+            t = self._gap_timer(now)
+            if t is not None:
+                nxt = t if nxt is None else min(nxt, t)
         if self.close_requested:
             if now >= self.close_req_deadline:
                 self.close_in_error(now, "no CLOSE within Close_REQ_Time")
@@ -627,6 +785,39 @@ class TargetPdc(PdcBase):
                 nxt = self.clear_req_at if nxt is None else min(nxt, self.clear_req_at)
         return nxt
 
+    def _gap_timer(self, now: int) -> int | None:
+        """The receiver gap NACK (RCVR_INFER_LOSS, ref 2.6): while PSNs below the highest
+        received are missing, NACK them every ``gap_nack_ps`` (each PSN again only after
+        GAP_RENACK of those delays, so a slow retransmission is not asked for twice)."""
+        tracker = self.tracker
+        nacked = self.gap_nacked
+        if tracker.max_psn == tracker.cack_psn:  # the gap closed
+            self.gap_since = None
+            nacked.clear()
+            return None
+        due = self.gap_since + self.gap_after  # type: ignore[operator]
+        if now < due:
+            return due
+        base = tracker.base
+        for p in [p for p in nacked if psn_diff(p, base) < 0]:
+            del nacked[p]
+        renack = self.gap_after * GAP_RENACK
+        ctx = self.ctx
+        for psn in tracker.missing(GAP_NACK_MAX):
+            if psn in self.rejected:
+                continue  # refused by the SES: its retransmission is on its way
+            last = nacked.get(psn)
+            if last is not None and now - last < renack:
+                continue
+            nacked[psn] = now
+            ctx.counters["gap_nack"] += 1
+            ctx.nack_to(now, self.peer_ip, self.cfg.control_ev, 0, NackCode.RCVR_INFER_LOSS,
+                        psn, self.pdc_id, self.peer_pdcid,
+                        why=f"still missing {self.gap_after} ps after a later PSN arrived",
+                        ccx=self.ccx, sdi=self.sdi)
+        self.gap_since = now
+        return now + self.gap_after
+
     def awaiting_initiator(self) -> bool:
         """Packets are known to be missing: a gap below the highest PSN received, ROD
         packets waiting for it, or a message whose last packet has not arrived."""
@@ -635,12 +826,25 @@ class TargetPdc(PdcBase):
             return True
         return self.rob is not None and self.rob.items > 0
 
-    def request_close(self, now: int, why: str) -> None:
-        """Ask the initiator to close (CLOSE_REQ CP and REQ=2 in later ACKs)."""
+    def idle_for_reclaim(self) -> bool:
+        """Established with nothing pending at the SES or owed, no close asked yet: what
+        the end point may ask to close to make room. (A CLOSE_REQ only asks: an initiator
+        with packets still outstanding finishes them first, and its CLOSE clears what
+        this PDC stores, ref 3.9.)"""
+        return (self.state is ST_ESTABLISHED and not self.close_requested
+                and not self.pending and not self.acks.pending)
+
+    def request_close(self, now: int, why: str, reclaim: bool = False) -> None:
+        """Ask the initiator to close (CLOSE_REQ CP and REQ=2 in later ACKs); ``reclaim``:
+        to make room for another PDC (counted until this one closes)."""
         if self.close_requested or self.state is not ST_ESTABLISHED:
             return
         cfg = self.cfg
         self.close_requested = True
+        if reclaim:
+            self.reclaim = True
+            self.ctx.mgr.reclaiming += 1
+            self.ctx.counters["close_req.reclaim"] += 1
         self.close_req_deadline = now + cfg.close_req_time_ps
         self.close_req_count = 0
         self.send_cp(now, CtlType.CLOSE_REQ, self.tracker.cack_psn, CpFlag.AR, 0)
@@ -654,10 +858,12 @@ class TargetPdc(PdcBase):
         self.ctx.closed(now, self, error=True, reason=reason)
 
     def release_cc(self) -> None:
-        """Tell the receiver CC the PDC is gone (once)."""
+        """Tell the receiver CC the PDC is gone (once); give back its bitmap and CC
+        context."""
         if not self.rx_closed:
             self.rx_closed = True
             self.receiver.close()
+            self.ctx.mgr.release_resources(self)
 
     def _discard(self) -> None:
         """Drop stored responses, buffered packets and pending tokens (closing)."""
@@ -676,6 +882,8 @@ class TargetPdc(PdcBase):
         self.rejected.clear()
         self.acks.discard()
         self.clear_req_at = None
+        self.gap_since = None
+        self.gap_nacked.clear()
 
 
 __all__ = ["Pending", "TargetPdc"]

@@ -40,6 +40,10 @@ PROFILE_BITS: dict[FepCap, str] = {
     FepCap.HPC: "hpc",
 }
 TAG_MATCHING = ("none", "exact", "wildcard")
+#: floating-point exceptions an atomic can report (ref 4.6: the AMO_FP_* return codes)
+FP_EXCEPTIONS = ("NAN", "OVERFLOW", "UNDERFLOW", "INEXACT")
+#: our default when a profile file omits atomics.fp_exceptions (docs/profiles.md)
+DEFAULT_FP_EXCEPTIONS = ("NAN", "OVERFLOW")
 CC_ALGORITHMS = ("nscc", "rccc")
 CC_DEFAULTS = ("none", "nscc", "rccc", "nscc+rccc")
 EV_SELECTORS = ("fixed", "oblivious", "bitmap", "reps", "mixed")
@@ -109,6 +113,10 @@ SCHEMA: dict[str, Key] = {
                            empty_ok=True),
     "atomics.datatypes": Key("enumlist", "atomic datatypes allowed", _names(AtomicDatatype),
                              empty_ok=True),
+    "atomics.fp_exceptions": Key("enumlist", "floating-point exceptions that fail an atomic "
+                                 "with AMO_FP_NAN / _OVERFLOW / _UNDERFLOW / _INEXACT, memory "
+                                 "unchanged (the others keep IEEE's default result)",
+                                 FP_EXCEPTIONS, empty_ok=True, required=False),
     "ses.mtu_payload": Key("int", "SES payload bytes per packet (fabric-wide)", lo=256,
                            hi=16383),
     "ses.max_message_size": Key("int", "largest message (bytes)", lo=1, hi=0xFFFFFFFF),
@@ -127,6 +135,10 @@ SCHEMA: dict[str, Key] = {
     "ses.reassembly_timeout_ms": Key("int", "a message whose packets stop arriving this long "
                                      "is abandoned (and read data awaited this long)", lo=1,
                                      hi=3_600_000, required=False),
+    "ses.dc_latency_ns": Key("int", "delivery complete (DC): a request with DC set is "
+                             "answered NO_RESPONSE at once and with its response this long "
+                             "later, when its data is visible in host memory (0: at once)",
+                             lo=0, hi=1_000_000_000, required=False),
     "ses.unexpected_timeout_ms": Key("int", "unexpected messages, rendezvous exposures and "
                                      "deferred sends wait at most this long", lo=1,
                                      hi=86_400_000, required=False),
@@ -181,6 +193,8 @@ class SesParams:
     #: unexpected messages, rendezvous exposures, deferred sends and reserved receives wait
     #: at most this long
     unexpected_timeout_ms: int = 60_000
+    #: DC (delivery complete) requests: NO_RESPONSE at once, the response this much later
+    dc_latency_ns: int = 1_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +218,8 @@ class Profile:
     trimming: bool
     pds: dict[str, int]
     values: dict[str, Any] = field(repr=False)
+    #: exceptions that fail a floating-point atomic (atomics.fp_exceptions)
+    fp_exceptions: frozenset[str] = frozenset(DEFAULT_FP_EXCEPTIONS)
 
     # ---- capability checks
 
@@ -471,6 +487,7 @@ def _build(v: dict[str, Any], source: str) -> Profile:
         trimming=v["cms.trimming"],
         pds={k.split(".", 1)[1]: v[k] for k in SCHEMA if k.startswith("pds.")},
         values=dict(v),
+        fp_exceptions=frozenset(v.get("atomics.fp_exceptions", DEFAULT_FP_EXCEPTIONS)),
     )
 
 
@@ -505,5 +522,5 @@ def feature_matrix(profiles: list[Profile]) -> list[tuple[str, list[str]]]:
     row("trimming", lambda p: _yes(p.trimming))
     for key in SCHEMA:
         if key.startswith(("ses.", "pds.")):
-            row(key, lambda p, k=key: str(p.values[k]).lower())
+            row(key, lambda p, k=key: str(p.values.get(k, "-")).lower())
     return rows

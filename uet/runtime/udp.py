@@ -48,7 +48,7 @@ from uet.wire.codec import (
     opens_state,
     peek_flow,
 )
-from uet.wire.constants import UET_UDP_PORT
+from uet.wire.constants import UET_DEFAULT_IP_PROTO, UET_UDP_PORT
 from uet.wire.errors import DecodeError, EncodeError
 
 __all__ = ["DatagramLoop", "LIVE_ENDPOINT_OPTIONS", "LiveHost", "UdpNode", "udp_payload"]
@@ -131,14 +131,16 @@ class DatagramLoop:
     def __init__(self, driver: DatagramDriver, ip: str, port: int = UET_UDP_PORT, *,
                  max_ev_sockets: int = 256, counters: Counter[str] | None = None,
                  batch: int = 4096, open_budget: int = 64,
-                 backlog_limit: int = 8192) -> None:
+                 backlog_limit: int = 8192, pool: Any = None) -> None:
         if batch < 1 or open_budget < 1 or backlog_limit < 0:
             raise ValueError("DatagramLoop: batch and open_budget must be >= 1, "
                              "backlog_limit >= 0")
         self.driver = driver
         self.counters: Counter[str] = counters if counters is not None else Counter()
-        self.pool = EvSocketPool(ip, port, max_ev_sockets=max_ev_sockets,
-                                 counters=self.counters)
+        #: the sockets: UDP with one socket per EV (:class:`EvSocketPool`), or ``pool``
+        #: (native IP: :class:`uet.runtime.rawip.RawIpPool`)
+        self.pool = pool if pool is not None else EvSocketPool(
+            ip, port, max_ev_sockets=max_ev_sockets, counters=self.counters)
         self.batch = batch
         self.open_budget = open_budget
         self.backlog_limit = backlog_limit
@@ -380,11 +382,14 @@ class UdpNode:
                  peers: Mapping[int, str] | None = None, index: int = 0,
                  max_ev_sockets: int = 256, eventlog: EventLog | None = None,
                  seed: int | None = None, rate_bps: int = 100 * 10**9,
-                 linger_ps: int = 1 * S) -> None:
+                 linger_ps: int = 1 * S, encap: str = "udp",
+                 ip_proto: int = UET_DEFAULT_IP_PROTO) -> None:
         try:
             _socket.inet_pton(_socket.AF_INET6 if ":" in ip else _socket.AF_INET, ip)
         except OSError:
             raise ValueError(f"ip={ip!r}: not an IPv4 or IPv6 address") from None
+        if encap not in ("udp", "native-ip"):
+            raise ValueError(f"encap={encap!r}: allowed udp, native-ip")
         if endpoint_factory is not None and (profile is not None or endpoint_options):
             raise ValueError("UdpNode: give either endpoint_factory or profile / "
                              "endpoint_options, not both")
@@ -418,8 +423,16 @@ class UdpNode:
         self.ep: FrameEndpoint = endpoint_factory(ctx)
         self.counters: Counter[str] = Counter()
         self.driver = EndpointDatagrams(self.ep, ip, mac, port, self.counters)
+        #: 'udp' (UDP port ``port``, the EV in the source port) or 'native-ip' (a raw IP
+        #: socket of protocol ``ip_proto``, the EV in the entropy header; needs root)
+        self.encap = encap
+        pool = None
+        if encap == "native-ip":
+            from uet.runtime.rawip import RawIpPool
+
+            pool = RawIpPool(ip, ip_proto, counters=self.counters)
         self.loop = DatagramLoop(self.driver, ip, port, max_ev_sockets=max_ev_sockets,
-                                 counters=self.counters)
+                                 counters=self.counters, pool=pool)
         self.host = LiveHost(self)
 
     # ---------------------------------------------------------------- lifecycle
@@ -553,9 +566,13 @@ async def _run(args: argparse.Namespace) -> int:
     if args.tss:
         opts["tss"] = {"key_file": args.tss}
     async with UdpNode(ip=args.ip, port=args.port, profile=args.profile,
-                       endpoint_options=opts, seed=args.seed) as node:
-        print(f"ready udp:{args.ip}:{args.port}" if ":" not in args.ip
-              else f"ready udp:[{args.ip}]:{args.port}", flush=True)
+                       endpoint_options=opts, seed=args.seed, encap=args.encap,
+                       ip_proto=args.ip_proto) as node:
+        if args.encap == "native-ip":
+            print(f"ready ip:{args.ip} proto {args.ip_proto}", flush=True)
+        else:
+            print(f"ready udp:{args.ip}:{args.port}" if ":" not in args.ip
+                  else f"ready udp:[{args.ip}]:{args.port}", flush=True)
         rc = 0
         if args.write:
             host = node.host
@@ -614,7 +631,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="secure the node's job with the secure domains of this key file "
                          "(docs/tss.md); peers without the key get nothing through")
     ap.add_argument("--json", action="store_true", help="results and counters as JSON")
+    ap.add_argument("--encap", choices=("udp", "native-ip"), default="udp",
+                    help="udp (default) or native-ip: UET right after the IP header, the "
+                         "EV in the 4-byte entropy header, from a raw IP socket (needs root)")
+    ap.add_argument("--ip-proto", type=int, default=UET_DEFAULT_IP_PROTO, metavar="N",
+                    help=f"IP protocol of native-ip (default {UET_DEFAULT_IP_PROTO})")
     args = ap.parse_args(argv)
+    if not 0 <= args.ip_proto <= 255 or args.ip_proto in (6, 17):
+        ap.error(f"--ip-proto {args.ip_proto}: allowed 0..255 except 6 (TCP) and 17 (UDP)")
     from uet.ses.errors import SesError
 
     try:

@@ -10,22 +10,35 @@ Conventions (ref. 4.4, docs/ses.md):
   ignored); MSWAP carries the swap value then the mask; the CSWAP family carries its
   compare and swap values in the 36-byte extension, ``request_length`` 32, each value
   right-aligned in its 16-byte field.
-* Floating point follows IEEE 754 default (non-trapping) handling; MIN and MAX propagate
-  NaN; the AMO_FP_* return codes are never produced. Complex PROD is
-  ``(ac - bd) + (ad + bc)i`` with every product and sum rounded to the component type.
-  BF16 arithmetic is done in binary32 and rounded to nearest-even, FP16 in numpy's
-  binary16.
-* LONG_DOUBLE and LONG_DOUBLE_COMPLEX (no portable encoding) get AMO_UNSUPPORTED_DT.
+* Floating point results are IEEE 754's default results (MIN and MAX propagate NaN).
+  Complex PROD is ``(ac - bd) + (ad + bc)i`` with every product and sum rounded to the
+  component type. BF16 arithmetic is done in binary32 and rounded to nearest-even, FP16 in
+  numpy's binary16.
+* The floating-point exceptions of each arithmetic result (SUM, DIFF, PROD, MIN, MAX) are
+  found exactly (:mod:`uet.ses.ieee`: the exact result against the one delivered, per
+  component): NAN, OVERFLOW, UNDERFLOW, INEXACT. :func:`apply_checked` returns them; the
+  target refuses the operation with AMO_FP_NAN / AMO_FP_OVERFLOW / AMO_FP_UNDERFLOW /
+  AMO_FP_INEXACT (in that precedence) for the exceptions its profile's
+  ``atomics.fp_exceptions`` lists, leaving memory unchanged; the others keep IEEE's
+  default result.
+* LONG_DOUBLE is IEEE 754 binary128 (16 bytes; the one portable "long double"), computed
+  exactly and rounded to nearest-even here (numpy's longdouble is the 80-bit x87 format on
+  x86 and binary64 elsewhere). LONG_DOUBLE_COMPLEX is two of them (32 bytes): SUM, DIFF,
+  PROD, READ and WRITE (its value does not fit the 16-byte compare-and-swap fields).
+  Python values: a :class:`fractions.Fraction` (exact) or a float (zeros, infinities,
+  NaN); complex ones a pair of those.
 * CSWAP variants swap when ``compare <op> current`` holds (``CSWAP_LT``: compare < current).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from uet.ses import ieee
 from uet.wire.constants import AtomicDatatype as Dt
 from uet.wire.constants import AtomicOpcode as Op
 from uet.wire.constants import ReturnCode as Rc
@@ -53,6 +66,14 @@ DATATYPES: dict[int, DtInfo] = {
     Dt.BF16: DtInfo(2, "bf16", 2, np.float32),
     Dt.FLOAT_COMPLEX: DtInfo(8, "complex", 4, np.complex64),
     Dt.DOUBLE_COMPLEX: DtInfo(16, "complex", 8, np.complex128),
+    Dt.LONG_DOUBLE: DtInfo(16, "quad", 16),
+    Dt.LONG_DOUBLE_COMPLEX: DtInfo(32, "quad_complex", 16),
+}
+#: the IEEE format of each floating-point datatype (of each component for complex ones)
+FORMATS: dict[int, ieee.Fmt] = {
+    Dt.FLOAT: ieee.BINARY32, Dt.DOUBLE: ieee.BINARY64, Dt.FP16: ieee.BINARY16,
+    Dt.BF16: ieee.BFLOAT16, Dt.FLOAT_COMPLEX: ieee.BINARY32, Dt.DOUBLE_COMPLEX: ieee.BINARY64,
+    Dt.LONG_DOUBLE: ieee.BINARY128, Dt.LONG_DOUBLE_COMPLEX: ieee.BINARY128,
 }
 
 CAS_OPS = frozenset({Op.CSWAP, Op.CSWAP_NE, Op.CSWAP_LE, Op.CSWAP_LT, Op.CSWAP_GE,
@@ -69,7 +90,10 @@ _SUPPORTED_BY_KIND = {
     "bf16": _ARITH | {Op.READ, Op.WRITE} | CAS_OPS,
     "complex": frozenset({Op.SUM, Op.DIFF, Op.PROD, Op.READ, Op.WRITE, Op.CSWAP,
                           Op.CSWAP_NE}),
+    "quad": _ARITH | {Op.READ, Op.WRITE} | CAS_OPS,
+    "quad_complex": frozenset({Op.SUM, Op.DIFF, Op.PROD, Op.READ, Op.WRITE}),
 }
+_FLOATISH = ("float", "bf16", "complex", "quad", "quad_complex")
 
 
 def datatype_info(datatype: int) -> DtInfo | None:
@@ -139,13 +163,32 @@ def bf16_value(bits: int) -> np.float32:
     return np.array([bits << 16], dtype=np.uint32).view(np.float32)[0]
 
 
+def _quad_bytes(value: Any) -> bytes:
+    bits, _ = ieee.round_value(ieee.BINARY128, ieee.from_number(value))
+    return bits.to_bytes(16, "big")
+
+
+def _quad_value(data: bytes) -> Fraction | float:
+    return ieee.to_number(ieee.unpack(ieee.BINARY128, int.from_bytes(data[:16], "big")))
+
+
 def encode(datatype: int, value) -> bytes:
-    """A Python value (int, float, complex) as the big-endian wire operand."""
+    """A Python value (int, float, complex, Fraction) as the big-endian wire operand."""
     info = DATATYPES[datatype]
     if info.kind in ("int", "uint"):
         return (int(value) & ((1 << (8 * info.size)) - 1)).to_bytes(info.size, "big")
     if info.kind == "bf16":
         return bf16_bits(value).to_bytes(2, "big")
+    if info.kind == "quad":
+        return _quad_bytes(value)
+    if info.kind == "quad_complex":
+        if isinstance(value, complex):
+            re, im = value.real, value.imag
+        elif isinstance(value, tuple | list):
+            re, im = value
+        else:
+            re, im = value, 0
+        return _quad_bytes(re) + _quad_bytes(im)
     with np.errstate(all="ignore"):
         return np.array([value], dtype=np.dtype(info.np_type).newbyteorder(">")).tobytes()
 
@@ -157,6 +200,10 @@ def decode(datatype: int, data: bytes):
         return int.from_bytes(data[:info.size], "big", signed=info.kind == "int")
     if info.kind == "bf16":
         return float(bf16_value(int.from_bytes(data[:2], "big")))
+    if info.kind == "quad":
+        return _quad_value(data)
+    if info.kind == "quad_complex":
+        return (_quad_value(data[:16]), _quad_value(data[16:32]))
     v = np.frombuffer(data[:info.size], dtype=np.dtype(info.np_type).newbyteorder(">"))[0]
     return complex(v) if info.kind == "complex" else float(v)
 
@@ -216,6 +263,103 @@ def apply(opcode: int, datatype: int, current_host: bytes, operand: bytes,
     content and the previous value as the big-endian bytes a fetching atomic returns.
     The caller has already checked :func:`validate`.
     """
+    new, old, _ = apply_checked(opcode, datatype, current_host, operand, compare)
+    return new, old
+
+
+_ARITH_OPS = frozenset({Op.MIN, Op.MAX, Op.SUM, Op.DIFF, Op.PROD})
+_CAS_TEST: dict[int, str] = {Op.CSWAP: "==", Op.CSWAP_NE: "!=", Op.CSWAP_LE: "<=", Op.CSWAP_LT: "<",
+             Op.CSWAP_GE: ">=", Op.CSWAP_GT: ">"}
+
+
+def _components(fmt: ieee.Fmt, wire: bytes) -> list[tuple]:
+    """The exact values of the components of a big-endian element."""
+    n = fmt.nbits // 8
+    return [ieee.unpack(fmt, int.from_bytes(wire[i:i + n], "big"))
+            for i in range(0, len(wire), n)]
+
+
+def _exact(opcode: int, a: list[tuple], b: list[tuple]) -> list[tuple]:
+    """The exact result of an arithmetic atomic, component by component (complex PROD:
+    the exact complex product)."""
+    if opcode == Op.SUM:
+        return [ieee.add(x, y) for x, y in zip(a, b, strict=True)]
+    if opcode == Op.DIFF:
+        return [ieee.sub(x, y) for x, y in zip(a, b, strict=True)]
+    if opcode == Op.MIN:
+        return [ieee.minimum(a[0], b[0])]
+    if opcode == Op.MAX:
+        return [ieee.maximum(a[0], b[0])]
+    if len(a) == 1:  # PROD
+        return [ieee.mul(a[0], b[0])]
+    ar, ai = a
+    br, bi = b
+    return [ieee.sub(ieee.mul(ar, br), ieee.mul(ai, bi)),
+            ieee.add(ieee.mul(ar, bi), ieee.mul(ai, br))]
+
+
+def _quad_apply(opcode: int, a: list[tuple], b: list[tuple], cmp: list[tuple] | None
+                ) -> tuple[list[int], set[str]]:
+    """LONG_DOUBLE(_COMPLEX): the result encodings (binary128) and the exceptions."""
+    fmt = ieee.BINARY128
+    flags: set[str] = set()
+
+    def rnd(v: tuple) -> tuple:
+        bits, f = ieee.round_value(fmt, v)
+        flags.update(f)
+        return ieee.unpack(fmt, bits)
+
+    if opcode == Op.READ:
+        out = a
+    elif opcode == Op.WRITE:
+        out = b
+    elif opcode in _CAS_TEST:
+        assert cmp is not None
+        out = b if ieee.compare(_CAS_TEST[opcode], cmp[0], a[0]) else a
+    elif opcode == Op.PROD and len(a) == 2:  # textbook formula, each step rounded
+        ar, ai = a
+        br, bi = b
+        re = rnd(ieee.sub(rnd(ieee.mul(ar, br)), rnd(ieee.mul(ai, bi))))
+        im = rnd(ieee.add(rnd(ieee.mul(ar, bi)), rnd(ieee.mul(ai, br))))
+        out = [re, im]
+    else:
+        out = [rnd(v) for v in _exact(opcode, a, b)]
+    return [ieee.round_value(fmt, v)[0] for v in out], flags
+
+
+def apply_checked(opcode: int, datatype: int, current_host: bytes, operand: bytes,
+                  compare: bytes | None = None) -> tuple[bytes, bytes, set[str]]:
+    """:func:`apply`, plus the floating-point exceptions of the result (a set of
+    :data:`uet.ses.ieee.FLAGS` names; empty for integers and for READ, WRITE, MSWAP and the
+    CSWAPs, which compute nothing)."""
+    info = DATATYPES[datatype]
+    if info.kind in ("quad", "quad_complex"):
+        fmt = ieee.BINARY128
+        old_wire = swap_order(datatype, current_host)
+        a = _components(fmt, old_wire)
+        b = _components(fmt, operand[:info.size])
+        cmp = _components(fmt, compare[:info.size]) if compare is not None else None
+        bits, quad_flags = _quad_apply(opcode, a, b, cmp)
+        new_wire = b"".join(x.to_bytes(16, "big") for x in bits)
+        return swap_order(datatype, new_wire), old_wire, quad_flags
+    new_host, old_wire = _apply(opcode, datatype, current_host, operand, compare)
+    if info.kind not in _FLOATISH or opcode not in _ARITH_OPS:
+        return new_host, old_wire, set()
+    fmt = FORMATS[datatype]
+    a = _components(fmt, old_wire)
+    b = _components(fmt, operand[:info.size])
+    finite = all(v[0] == "n" for v in a + b)
+    exact = _exact(opcode, a, b)
+    n = fmt.nbits // 8
+    got = swap_order(datatype, new_host)
+    flags: set[str] = set()
+    for i, v in enumerate(exact):
+        flags |= ieee.check(fmt, v, int.from_bytes(got[i * n:(i + 1) * n], "big"), finite)
+    return new_host, old_wire, flags
+
+
+def _apply(opcode: int, datatype: int, current_host: bytes, operand: bytes,
+           compare: bytes | None = None) -> tuple[bytes, bytes]:
     info = DATATYPES[datatype]
     size = info.size
     old_wire = swap_order(datatype, current_host)

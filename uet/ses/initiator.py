@@ -504,6 +504,10 @@ class Initiator:
             return atomics.encode(datatype, 0 if value is None else value)
 
         if opcode in atomics.CAS_OPS:
+            if info is not None and info.size > 16:
+                raise SesError(Rc.AMO_UNSUPPORTED_SIZE,
+                               f"{AtomicOpcode(opcode).name} of a {info.size}-byte datatype: "
+                               "the compare and swap fields hold 16 bytes")
             ext = CasExt(atomic_opcode=opcode, atomic_datatype=datatype,
                          compare_value=atomics.to_cas_field(enc(compare)),
                          swap_value=atomics.to_cas_field(enc(operand)))

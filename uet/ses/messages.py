@@ -111,11 +111,17 @@ class TargetReply:
     (or nothing for UUD). ``data`` is the payload after an RSP_DATA / RSP_DATA_SMALL header.
     ``nack`` set means the SES could not take the packet (e.g. NO_SES_MSG_AVAIL when the
     reassembly table is full): the PDS should NACK it with that code so it is retransmitted.
+    ``later`` set means ``response`` is the NO_RESPONSE placeholder (ref 4.5): the driver
+    gives the PDS ``later`` (the guaranteed response) ``delay_ps`` afterwards.
     """
 
     response: SesResponseHeader | None = None
     data: bytes = b""
     nack: NackCode | None = None
+    #: a NO_RESPONSE ``response`` (the early ACK) is replaced by this reply ``delay_ps``
+    #: later (a DC request: its data must reach host memory first, docs/ses.md)
+    later: TargetReply | None = None
+    delay_ps: int = 0
 
 
 @dataclass(frozen=True, slots=True)

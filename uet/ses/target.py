@@ -36,7 +36,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from uet.profiles import RUDI_OPCODES, ProfileError
-from uet.ses import atomics
+from uet.ses import atomics, ieee
 from uet.ses.deferrable import Reserved, TokenAllocator, join_token, split_token
 from uet.ses.headers import Req, view
 from uet.ses.matching import Receive, Unexpected
@@ -88,6 +88,10 @@ _PERM_WRITE = int(Perm.WRITE)
 _REL = int(SesFlag.REL)
 _IE = int(SesFlag.IE)
 _OK_RCS = (Rc.OK, Rc.NULL)
+_DC = int(SesFlag.DC)
+_RESPONSE = int(RspOpcode.RESPONSE)
+_AMO_FP = {"NAN": Rc.AMO_FP_NAN, "OVERFLOW": Rc.AMO_FP_OVERFLOW,
+           "UNDERFLOW": Rc.AMO_FP_UNDERFLOW, "INEXACT": Rc.AMO_FP_INEXACT}
 
 
 class Target:
@@ -106,6 +110,8 @@ class Target:
         #: every listed unexpected entry, oldest first (their timeout)
         self._unexpected: dict[int, Unexpected] = {}
         self._next_recv = 1
+        #: DC requests answer this long after NO_RESPONSE (ses.dc_latency_ns; 0: at once)
+        self.dc_latency_ps = ses.dc_latency_ns * 1000
         self._conn = 0  # connection of the packet being handled (see handle())
         self._mode = DeliveryMode.RUD  # its delivery mode
         self._now = 0  # time of the packet being handled (timeouts count from it)
@@ -200,10 +206,21 @@ class Target:
             reply = self._error(self._key(src, req), req, Rc(refuse))
         else:
             reply = self._dispatch(src, req, ext, bytes(payload), mode, psn)
-        if reply.response is not None and reply.response.return_code not in _OK_RCS:
-            self.counters[f"rc.{Rc(reply.response.return_code).name}"] += 1
+        rsp = reply.response
+        if rsp is not None and rsp.return_code not in _OK_RCS:
+            self.counters[f"rc.{Rc(rsp.return_code).name}"] += 1
         if mode == _UUD:
             return _NONE  # UUD has no responses
+        if req.flags & _DC and type(rsp) is SesResponse and rsp.opcode == _RESPONSE \
+                and rsp.return_code == Rc.OK and self.dc_latency_ps \
+                and (mode == DeliveryMode.RUD or mode == DeliveryMode.ROD):
+            # delivery complete: the data is placed, but visible in host memory only after
+            # dc_latency_ns; acknowledge at once with NO_RESPONSE, answer then
+            self.counters["dc_deferred"] += 1
+            early = SesResponse(opcode=RspOpcode.NO_RESPONSE, return_code=Rc.NULL,
+                                message_id=rsp.message_id, ri_generation=rsp.ri_generation,
+                                job_id=rsp.job_id)
+            return TargetReply(early, later=reply, delay_ps=self.dc_latency_ps)
         return reply
 
     def _dispatch(self, src: str, req: Req, ext: Any, payload: bytes, mode: DeliveryMode,
@@ -339,6 +356,8 @@ class Target:
         if (start + mr.base_va) % atomics.alignment(dt):
             return self._error(key, req, Rc.AMO_UNALIGNED)
         old = self._apply_atomic(ext, mr.buffer, start, payload)
+        if isinstance(old, Rc):  # a floating-point exception the profile fails on
+            return self._error(key, req, old)
         self.reassembly.finish(key)
         if req.opcode == SesOpcode.FETCHING_ATOMIC:
             return self._rsp_data(req, old, psn, 0)
@@ -361,8 +380,10 @@ class Target:
             return Rc.AMO_UNSUPPORTED_SIZE
         return None
 
-    @staticmethod
-    def _apply_atomic(ext: Any, buffer: bytearray, start: int, payload: bytes) -> bytes:
+    def _apply_atomic(self, ext: Any, buffer: bytearray, start: int,
+                      payload: bytes) -> bytes | Rc:
+        """Apply the atomic and return the old value (big-endian), or the AMO_FP_* code of
+        a floating-point exception the profile fails on (memory left unchanged)."""
         dt = ext.atomic_datatype
         size = atomics.DATATYPES[dt].size
         if isinstance(ext, CasExt):
@@ -370,8 +391,14 @@ class Target:
             compare = atomics.from_cas_field(ext.compare_value, dt)
         else:
             operand, compare = payload, None
-        new, old = atomics.apply(ext.atomic_opcode, dt, bytes(buffer[start:start + size]),
-                                 operand, compare)
+        new, old, flags = atomics.apply_checked(ext.atomic_opcode, dt,
+                                                bytes(buffer[start:start + size]), operand,
+                                                compare)
+        if flags:
+            self.counters.update(f"amo_fp.{f.lower()}" for f in flags)
+            trapped = ieee.first(flags, self.ep.profile.fp_exceptions)
+            if trapped is not None:
+                return _AMO_FP[trapped]
         buffer[start:start + size] = new
         return old
 
@@ -515,8 +542,10 @@ class Target:
             return self._error(key, req, Rc.BAD_ADDR)
         if start % atomics.alignment(dt):
             return self._error(key, req, Rc.AMO_UNALIGNED)
-        res.queue.posted.remove(recv)
         old = self._apply_atomic(ext, recv.buffer, start, payload)
+        if isinstance(old, Rc):  # a floating-point exception the profile fails on
+            return self._error(key, req, old)
+        res.queue.posted.remove(recv)
         self.reassembly.finish(key)
         recv.bind(src, req.initiator, req.opcode, size, req.match_bits)
         self._recv_done(recv, Rc.OK)

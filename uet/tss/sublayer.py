@@ -34,6 +34,7 @@ from uet.wire.codec import (
     encode_uet,
     split_frame,
 )
+from uet.wire.constants import UET_DEFAULT_IP_PROTO
 from uet.wire.errors import DecodeError
 from uet.wire.records import Frame
 
@@ -157,11 +158,13 @@ class TssSublayer:
         return dom
 
     # ------------------------------------------------------------------ receive
-    def open_frame(self, now: int, data: bytes | bytearray | memoryview) -> Frame | None:
-        """A whole received Ethernet frame whose UET bytes start with a TSS header:
-        authenticated, decrypted and decoded, or None (refused: counted and logged).
-        Raises :class:`~uet.wire.errors.DecodeError` when the envelope itself is bad."""
-        env, off, end = split_frame(data, udp_port=None)
+    def open_frame(self, now: int, data: bytes | bytearray | memoryview,
+                   ip_proto: int = UET_DEFAULT_IP_PROTO) -> Frame | None:
+        """A whole received Ethernet frame whose UET bytes start with a TSS header (over
+        UDP, or native IP protocol ``ip_proto``): authenticated, decrypted and decoded, or
+        None (refused: counted and logged). Raises :class:`~uet.wire.errors.DecodeError`
+        when the envelope itself is bad."""
+        env, off, end = split_frame(data, udp_port=None, ip_proto=ip_proto)
         entropy = bytes(data[off - 4:off]) if env.encap == "ip" else None
         return self._open(now, memoryview(data)[off:end], env.src_ip, env.dst_ip, env.ev,
                           env.dscp, env.encap, entropy, env)

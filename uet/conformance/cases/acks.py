@@ -52,6 +52,23 @@ def ack_dscp(peer):
     pdc.ack_of(psn, fields={"dscp": peer.setup.dscp_control})
 
 
+@case("PDS-ACK-015", "1.4, 2.6, 4.7, 6.3",
+      "An ACK carrying read data (RESPONSE_W_DATA) travels in the data class (the data "
+      "DSCP: bulk payload a congested switch may trim, which is what NACK TRIMMED_ACK is "
+      "for); an ACK without data in the same PDC keeps the control DSCP")
+def ack_data_dscp(peer):
+    pdc = opened(peer)
+    psn = pdc.send_msg(peer.ses.read("readonly", 0, 64))[-1]
+    rx = pdc.ack_of(psn, fields={"ses.opcode": RspOpcode.RESPONSE_W_DATA,
+                                 "ses.return_code": OK},
+                    what="the READ response of 64 bytes")
+    require(peer, rx.dscp == peer.setup.dscp_data,
+            f"the ACK with 64 bytes of read data came at DSCP {rx.dscp}, not the data "
+            f"class's {peer.setup.dscp_data}: {rx.describe()}")
+    pdc.ack_of(pdc.send(peer.ses.no_op()[0]), fields={"dscp": peer.setup.dscp_control},
+               what="the ACK of a NO_OP (no data) at the control DSCP")
+
+
 @case("PDS-ACK-004", "2.3",
       "The ACK of a retransmitted packet (RETX) has RETX set; the ACK of a first "
       "transmission has it clear")

@@ -7,7 +7,7 @@ from uet.wire.records import PdsControl, PdsNack, PdsRequest, psn_add
 
 from ..peer import has_flags, lacks_flags
 from ..registry import case
-from .common import OK, DutFlow, opened, require, response
+from .common import OK, DutFlow, close_pdc, opened, require, response
 
 ACK_US = 1000
 
@@ -182,3 +182,27 @@ def dut_closed_quiet(peer):
                         and isinstance(r.pds, (PdsControl, PdsRequest)),
                         what="any packet on the closed PDC")
 
+
+
+@case("PDS-CLS-012", "3.1, 3.9",
+      "When a SYN finds the PDC table full, the target NACKs it NO_PDC_AVAIL and asks an "
+      "idle PDC to close (CLOSE_REQ, AR), once per reclaim; after that PDC's CLOSE the SYN "
+      "is taken", config={"max_target_pdcs": 1})
+def reclaim_close_req(peer):
+    idle = opened(peer)
+    newcomer = peer.pdc()
+    psn = newcomer.send(peer.ses.no_op()[0])
+    peer.expect(PdsNack, timeout_us=peer.ack_bound_us,
+                fields={"nack_code": NackCode.NO_PDC_AVAIL, "nack_psn": psn},
+                what="NACK NO_PDC_AVAIL for the SYN")
+    rx = peer.expect(PdsControl, timeout_us=peer.ack_bound_us,
+                     fields={"ctl_type": CtlType.CLOSE_REQ, "dpdcid": idle.spdcid,
+                             "flags": has_flags(CpFlag.AR)},
+                     what="the CLOSE_REQ asking the idle PDC to make room")
+    require(peer, rx.pds.spdcid == idle.dpdcid, f"the CLOSE_REQ names PDC {rx.pds.spdcid}, "
+            f"not the idle one ({idle.dpdcid})")
+    close = idle.control(CtlType.CLOSE, ar=True)
+    idle.ack_of(close, what="the ACK of the CLOSE the CLOSE_REQ asked for")
+    response(newcomer, newcomer.send(peer.ses.no_op()[0], psn=psn, retx=True), OK,
+             what="the SYN taken now that the table has room")
+    close_pdc(newcomer)

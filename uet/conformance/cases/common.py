@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from uet.wire.constants import NextHeader, ReturnCode, RspOpcode
+from uet.wire.constants import CtlType, NextHeader, ReturnCode, RspOpcode
 from uet.wire.records import PdsRequest, SesResponseData, psn_add, psn_diff
 
 from .. import packets as P
@@ -49,11 +49,17 @@ def opened(peer: Peer, *, rod: bool = False, start_psn: int | None = None) -> Pe
     return pdc
 
 
+def close_pdc(pdc: PeerPdc) -> None:
+    """Close ``pdc`` (CLOSE with AR, its ACK): what a case holds at the device (a PDC,
+    its stored responses, a table slot) is given back, so a device serving many cases
+    (over UDP) starts the next one clean."""
+    psn = pdc.control(CtlType.CLOSE, ar=True)
+    pdc.ack_of(psn, what="the ACK of the CLOSE ending the case")
+
+
 def quiet(peer: Peer) -> PeerPdc:
     """An opened PDC with nothing stored at the target (no CLEAR_REQ due soon), and
     whatever the CLEAR itself caused claimed: ready for "nothing comes back" checks."""
-    from uet.wire.constants import CtlType
-
     pdc = opened(peer)
     pdc.control(CtlType.CLEAR, 0, payload=pdc.psn(0))
     peer.collect(within_us=1000)

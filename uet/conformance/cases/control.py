@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from uet.pds import negotiation as neg
 from uet.wire.constants import AckFlag, CpFlag, CtlType, NackCode
 from uet.wire.records import PdsControl, PdsNack, psn_add
 
@@ -227,3 +228,45 @@ def ack_req_dscp(peer):
       "DSCP")
 def clear_dscp(peer):
     _dscp(peer, dut_clear_answer(peer, lambda flow: {}, what="the CLEAR answering CLEAR_REQ"))
+
+
+@case("PDS-CP-017", "2.7, 4.8",
+      "A NEGOTIATION (version 1) opening a PDC in its SYN form is answered with the "
+      "device's own NEGOTIATION: the reply bit, version 1, the fep_cap of its profile, its "
+      "MP_RANGE / 128 and its largest payload / 64; the PDC it opened then takes requests",
+      note="our NEGOTIATION format (the reference is silent; docs/pds.md)")
+def negotiation_answered(peer):
+    pdc = peer.pdc()
+    mine = neg.Capabilities(0x04, 1, 4096)
+    pdc.control(CtlType.NEGOTIATION, pdc.psn(0), payload=neg.encode(mine), syn=True)
+    rx = peer.expect(PdsControl, timeout_us=ACK_US,
+                     fields={"ctl_type": CtlType.NEGOTIATION, "dpdcid": pdc.spdcid},
+                     what="the device's NEGOTIATION answering ours")
+    got = neg.decode(rx.pds.payload)
+    want = (True, 1, int(peer.profile.fep_cap) & 0xFF, peer.setup.mp_range // 128,
+            peer.profile.ses.mtu_payload // 64 * 64)
+    have = (got.reply, got.version, got.fep_cap, got.mpr, got.max_payload)
+    require(peer, have == want, f"NEGOTIATION (reply, version, fep_cap, mpr, max payload) "
+            f"{have}, expected {want}: {rx.describe()}")
+    pdc.dpdcid = rx.pds.spdcid  # the PDC is open: its ID came with the answer
+    response(pdc, pdc.send(peer.ses.no_op()[0], syn=False), OK,
+             what="a request on the PDC the NEGOTIATION opened")
+
+
+@case("PDS-CP-018", "2.7, 3.9",
+      "NOOP control packets keep an idle PDC open: while they come more often than the "
+      "target's idle time no CLOSE_REQ is sent; once they stop, it is")
+def noop_keepalive(peer):
+    s = peer.setup
+    if not s.target_idle_us:
+        peer.fail("the setup disables the target idle close (target_idle_us = 0)")
+    pdc = opened(peer)
+    every = s.target_idle_us / 3
+    for _ in range(4):
+        peer.expect_nothing(PdsControl, within_us=every,
+                            fields={"ctl_type": CtlType.CLOSE_REQ, "dpdcid": pdc.spdcid},
+                            what="a CLOSE_REQ while NOOPs keep coming")
+        pdc.control(CtlType.NOOP, pdc.psn(0))
+    peer.expect(PdsControl, timeout_us=s.target_idle_us * 1.5,
+                fields={"ctl_type": CtlType.CLOSE_REQ, "dpdcid": pdc.spdcid},
+                what="the CLOSE_REQ once the NOOPs stopped")

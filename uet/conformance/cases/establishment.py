@@ -12,6 +12,7 @@ from .common import (
     OK,
     DutFlow,
     check_bytes,
+    close_pdc,
     opened,
     other_pdcids,
     read_back,
@@ -236,6 +237,7 @@ def no_pdc_avail(peer):
     _nack(peer, NackCode.NO_PDC_AVAIL, psn, "NACK NO_PDC_AVAIL", dpdcid=other.spdcid)
     psn = pdc.send(peer.ses.no_op()[0])
     response(pdc, psn, OK, what="the open PDC answering after the refusal")
+    close_pdc(pdc)
 
 
 @case("PDS-EST-015", "3.2",

@@ -3,21 +3,38 @@
 
 from __future__ import annotations
 
-from uet.wire.constants import CtlType, NackCode, NackFlag
-from uet.wire.records import PdsControl, PdsNack
+from uet.pds import negotiation as neg
+from uet.wire.constants import CtlType, NackCode, NackFlag, RspOpcode, SesOpcode
+from uet.wire.records import (
+    PdsControl,
+    PdsNack,
+    PdsRequest,
+    SesMedium,
+    SesStandard,
+    psn_add,
+)
 
 from .. import packets as P
 from ..peer import ANY_ACK, has_flags, lacks_flags
 from ..registry import case
-from .common import OK, check_bytes, opened, read_back, response, unique
+from .common import (
+    OK,
+    check_bytes,
+    close_pdc,
+    opened,
+    read_back,
+    require,
+    response,
+    unique,
+)
 
 ACK_US = 1000
 
 
-def _nack(peer, code, psn, what="", **fields):
+def _nack(peer, code, psn, what="", timeout_us=ACK_US, **fields):
     f = {"nack_code": code, "nack_psn": psn}
     f.update(fields)
-    return peer.expect(PdsNack, timeout_us=ACK_US, fields=f,
+    return peer.expect(PdsNack, timeout_us=timeout_us, fields=f,
                        what=what or f"NACK {NackCode(code).name}")
 
 
@@ -140,6 +157,7 @@ def no_resource(peer):
     response(pdc, pdc.send(peer.ses.no_op()[0]), OK)
     psn = pdc.send(peer.ses.no_op()[0])
     _nack(peer, NackCode.NO_RESOURCE, psn)
+    close_pdc(pdc)  # gives the stored response's memory back
 
 
 @case("PDS-NAK-009", "2.6",
@@ -151,6 +169,7 @@ def no_pkt_buffer(peer):
     response(pdc, pdc.send(peer.ses.no_op()[0]), OK)
     psn = pdc.send(peer.ses.no_op()[0])
     _nack(peer, NackCode.NO_PKT_BUFFER, psn)
+    close_pdc(pdc)
 
 
 @case("PDS-NAK-010", "2.6, 3.10",
@@ -209,3 +228,171 @@ def rudi_nack(peer):
     w = peer.ses.write("idempotent", 0, unique(peer, 16))
     peer.send(P.rudi(pkt_id) / w[0], dscp=peer.setup.dscp_trimmed)
     _nack(peer, NackCode.TRIMMED, pkt_id, flags=has_flags(NackFlag.NT), spdcid=0, dpdcid=0)
+
+
+@case("PDS-NAK-014", "2.6, 4.7, 6.3",
+      "An ACK carrying read data that arrives trimmed (the trimmed DSCP, its data cut) is "
+      "answered NACK TRIMMED_ACK naming that PSN; the untrimmed ACK then completes the "
+      "READ without the request being sent again", caps=("rendezvous",))
+def trimmed_ack(peer):
+    rest_len = 256
+    eager = unique(peer, 64)
+    rest = unique(peer, rest_len)
+    pdc = opened(peer)
+    msg = peer.ses.rendezvous("recv", eager, len(eager) + rest_len, read_key=0x5EED_0003,
+                              read_index=0x00A, read_offset=0)
+    response(pdc, pdc.send(msg[0]), OK, what="RESPONSE OK of the rendezvous eager part")
+    rx = peer.expect(PdsRequest, timeout_us=ACK_US * 5,
+                     where=lambda r: isinstance(r.ses, (SesStandard, SesMedium))
+                     and r.ses.opcode == SesOpcode.READ,
+                     what="the device's READ of the rest (its pull)")
+    s, my_id = rx.ses, peer.new_pdcid()
+    if isinstance(s, SesStandard):
+        body = P.rsp_data(rest, message_id=s.message_id, job_id=s.job_id)
+        cut = P.rsp_data(b"", message_id=s.message_id, job_id=s.job_id)
+    else:
+        body = P.rsp_data_small(rest, job_id=s.job_id, request_psn=rx.pds.psn)
+        cut = P.rsp_data_small(b"", job_id=s.job_id, request_psn=rx.pds.psn)
+    cut.payload_length = rest_len  # the header still says what the data was
+    ack = P.ack_cc(psn_add(rx.pds.psn, -1), rx.pds.psn, my_id, rx.pds.spdcid)
+    peer.send(ack / cut, ev=rx.ev, dscp=peer.setup.dscp_trimmed_lasthop)
+    _nack(peer, NackCode.TRIMMED_ACK, rx.pds.psn, spdcid=rx.pds.spdcid, dpdcid=my_id,
+          what="NACK TRIMMED_ACK for the trimmed ACK of the READ")
+    peer.send(P.ack_cc(rx.pds.psn, rx.pds.psn, my_id, rx.pds.spdcid) / body, ev=rx.ev,
+              dscp=peer.setup.dscp_control)
+    peer.expect_nothing(PdsRequest, within_us=peer.setup.rto_us * 1.5,
+                        fields={"psn": rx.pds.psn, "spdcid": rx.pds.spdcid},
+                        what="the READ retransmitted although its data came in the end")
+
+
+@case("PDS-NAK-015", "2.6, 6.2",
+      "A congestion-controlled SYN (RUD_CC_REQ) when every congestion-control context is "
+      "taken is answered NACK NO_CCC_AVAIL and not executed; a plain request still opens a "
+      "PDC", config={"max_cc_contexts": 1})
+def no_ccc_avail(peer):
+    first = peer.pdc()
+    response(first, first.send(peer.ses.no_op()[0], cc=True), OK,
+             what="the first CC request opening a PDC (it takes the only context)")
+    second = peer.pdc()
+    psn = second.send(peer.ses.no_op()[0], cc=True)
+    _nack(peer, NackCode.NO_CCC_AVAIL, psn, dpdcid=second.spdcid)
+    plain = peer.pdc()
+    response(plain, plain.send(peer.ses.no_op()[0]), OK,
+             what="a plain (not congestion-controlled) SYN still taken")
+    close_pdc(first)
+    close_pdc(plain)
+
+
+@case("PDS-NAK-016", "2.6, 3.5",
+      "A SYN when every PSN-tracking bitmap is taken (a PDC ID is free) is answered NACK "
+      "NO_BITMAP; once a PDC closes its bitmap serves a new one", config={"max_rx_bitmaps": 1})
+def no_bitmap(peer):
+    first = opened(peer)
+    second = peer.pdc()
+    psn = second.send(peer.ses.no_op()[0])
+    _nack(peer, NackCode.NO_BITMAP, psn, dpdcid=second.spdcid)
+    close = first.control(CtlType.CLOSE, ar=True)
+    first.ack_of(close, what="the ACK of the first PDC's CLOSE")
+    response(second, second.send(peer.ses.no_op()[0], psn=psn, retx=True), OK,
+             what="the SYN taken once the bitmap is free")
+    close_pdc(second)
+
+
+@case("PDS-NAK-017", "2.6, 3.7",
+      "A request whose guaranteed response the target has no room to store (receive memory "
+      "not full, but short) is answered NACK NO_GTD_DEL_AVAIL and not executed; a packet "
+      "that needs no stored response is taken", config={"max_rx_memory_bytes": 48})
+def no_gtd_del_avail(peer):
+    pdc = peer.pdc()
+    pdc.auto_clear = False  # the first response stays stored
+    response(pdc, pdc.send(peer.ses.no_op()[0]), OK)
+    data = unique(peer, 32)
+    msg = peer.ses.write("rma", peer.scratch, data)
+    psn = pdc.send(msg[0])
+    _nack(peer, NackCode.NO_GTD_DEL_AVAIL, psn, dpdcid=pdc.spdcid)
+    peer.expect_nothing(ANY_ACK, within_us=ACK_US, fields={"ack_psn": psn},
+                        what="an ACK of the refused WRITE")
+    close_pdc(pdc)
+
+
+@case("PDS-NAK-018", "2.6, 3.8, 4.7",
+      "An ACK_REQ for a READ whose stored response carries the read data (an ACK of the "
+      "data class) is answered NACK ACK_WITH_DATA; the READ sent again gets that ACK with "
+      "the data")
+def ack_with_data(peer):
+    pdc = opened(peer)
+    pdc.auto_clear = False  # the READ's response must stay stored for the ACK_REQ
+    psn = pdc.send_msg(peer.ses.read("readonly", 200, 96))[-1]
+    first = pdc.ack_of(psn, fields={"ses.opcode": RspOpcode.RESPONSE_W_DATA},
+                       what="the ACK of the READ with its data")
+    pdc.control(CtlType.ACK_REQ, psn)
+    _nack(peer, NackCode.ACK_WITH_DATA, psn, dpdcid=pdc.spdcid)
+    msg = peer.ses.read("readonly", 200, 96, msg_id=first.ses.message_id
+                        if hasattr(first.ses, "message_id") else None)
+    pdc.send(msg[0], psn=psn, retx=True)
+    again = pdc.ack_of(psn, fields={"ses.opcode": RspOpcode.RESPONSE_W_DATA},
+                       what="the stored ACK with the data, for the READ sent again")
+    check_bytes(peer, again.data, first.data, "the read data of the ACK sent again")
+
+
+@case("PDS-NAK-019", "2.6, 3.2",
+      "A SYN reusing a closed PDC's SPDCID with a Start_PSN within 2^16 of that PDC's last "
+      "PSN is answered NACK NEW_START_PSN with a Start_PSN 2^16 past it; the SYN re-based "
+      "on it is taken")
+def new_start_psn_reuse(peer):
+    old = opened(peer)
+    close = old.control(CtlType.CLOSE, ar=True)
+    old.ack_of(close, what="the ACK of the CLOSE")
+    again = peer.pdc(start_psn=psn_add(close, 100))
+    again.spdcid = old.spdcid  # the same initiator PDC, a new incarnation
+    psn = again.send(peer.ses.no_op()[0])
+    n = _nack(peer, NackCode.NEW_START_PSN, psn, dpdcid=old.spdcid,
+              payload=psn_add(close, 1 << 16))
+    fresh = peer.pdc(start_psn=n.pds.payload)
+    fresh.spdcid = old.spdcid
+    response(fresh, fresh.send(peer.ses.no_op()[0]), OK,
+             what="the SYN with the Start_PSN the device asked for")
+
+
+@case("PDS-NAK-020", "2.6, 6.2",
+      "A CREDIT_REQ to an end point without credit-based congestion control (an "
+      "unsupported feature) is answered NACK UNEXP_EVENT")
+def unexp_event_credit(peer):
+    if peer.setup.cc in ("rccc", "nscc+rccc"):
+        peer.fail(f"the setup's congestion control is {peer.setup.cc} (credit-based)")
+    pdc = opened(peer)
+    psn = pdc.control(CtlType.CREDIT_REQ, pdc.psn(0), payload=64)
+    _nack(peer, NackCode.UNEXP_EVENT, psn, dpdcid=pdc.spdcid)
+
+
+@case("PDS-NAK-021", "2.6, 2.7",
+      "A NEGOTIATION of a version the end point does not speak (2; docs/pds.md) is "
+      "answered NACK UNEXP_EVENT", note="our NEGOTIATION format (the reference is silent)")
+def unexp_event_negotiation(peer):
+    pdc = opened(peer)
+    payload = neg.encode(neg.Capabilities(0x04, 1, 4096, version=2))
+    psn = pdc.control(CtlType.NEGOTIATION, pdc.psn(0), payload=payload)
+    _nack(peer, NackCode.UNEXP_EVENT, psn, dpdcid=pdc.spdcid)
+
+
+@case("PDS-NAK-022", "2.6, 3.6",
+      "With plain ACKs (no SACK bitmap for the initiator to see gaps), a PSN still missing "
+      "after a later one arrived is NACKed RCVR_INFER_LOSS by the target within 4 ACK "
+      "timers, and not again before its retransmission could come (6 more ACK timers)",
+      config={"ack_type": "ack"})
+def rcvr_infer_loss(peer):
+    pdc = opened(peer)
+    t = peer.now_ps
+    pdc.send(peer.ses.no_op()[0], psn=pdc.psn(2), ar=False)
+    timer = peer.setup.ack_timer_us
+    n = _nack(peer, NackCode.RCVR_INFER_LOSS, pdc.psn(1), dpdcid=pdc.spdcid,
+              timeout_us=6 * timer, what="NACK RCVR_INFER_LOSS for the missing PSN")
+    require(peer, peer.elapsed_us(n, t) >= 3 * timer,
+            f"the gap NACK came {peer.elapsed_us(n, t):.0f} us after the later PSN, before "
+            f"4 ACK timers ({4 * timer} us): no room for reordering")
+    peer.expect_nothing(PdsNack, within_us=6 * timer,
+                        fields={"nack_code": NackCode.RCVR_INFER_LOSS, "nack_psn": pdc.psn(1)},
+                        what="a second RCVR_INFER_LOSS for the PSN while its retransmission "
+                        "may still be on its way")
+    response(pdc, pdc.send(peer.ses.no_op()[0], psn=pdc.psn(1)), OK,
+             what="the missing PSN sent: its ACK")

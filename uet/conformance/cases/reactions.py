@@ -8,9 +8,11 @@ Expected reaction per NACK code (ref 2.6 "RP action", the reference provider's
 ``uet_pds_nack_action``):
 
 * retransmit: the NACKed packet is sent again (same PSN, RETX|AR) without waiting for the
-  RTO; the resource codes (NO_PDC_AVAIL ... NO_RESOURCE) only need a retransmission before
-  the RTO has passed 1.5 times (the built-in end point deliberately waits for the packet's
-  RTO so a full target is not hammered: docs/pds.md);
+  RTO; TRIMMED_ACK, which an initiator sends about an ACK of the target's, makes the
+  device (the READ's target) send that ACK again; the resource codes (NO_PDC_AVAIL ...
+  NO_RESOURCE) only need a retransmission before the RTO has passed 1.5 times (the
+  built-in end point deliberately waits for the packet's RTO so a full target is not
+  hammered: docs/pds.md);
 * close PDC: the packet is never sent again and the device closes the PDC (a best-effort
   CLOSE, ref 3.9 "close in error");
 * RCVD_SES_PROCG and reserved codes: ignored, the packet is retransmitted by its RTO only;
@@ -20,12 +22,14 @@ Expected reaction per NACK code (ref 2.6 "RP action", the reference provider's
 
 from __future__ import annotations
 
-from uet.wire.constants import CpFlag, CtlType, NackCode, ReqFlag
+from uet.wire.constants import AckFlag, CpFlag, CtlType, NackCode, ReqFlag, RspOpcode
 from uet.wire.records import PdsControl, PdsRequest, psn_add
 
 from .. import packets as P
+from ..peer import has_flags
 from ..registry import case
-from .common import DutFlow, other_pdcids, require
+from ..setup import pattern
+from .common import OK, DutFlow, check_bytes, opened, other_pdcids, require
 
 RETRANSMIT = ("TRIMMED", "TRIMMED_LASTHOP", "TRIMMED_ACK", "PSN_OOR_WINDOW", "ROD_OOO",
               "PKT_NOT_RCVD", "ACK_WITH_DATA", "RCVR_INFER_LOSS", "EXP_NACK_NORMAL",
@@ -127,7 +131,36 @@ def _ignore_case(label: str, code: int):
     return fn
 
 
+def _trimmed_ack_case(peer):
+    """TRIMMED_ACK is about an ACK: the initiator of a READ NACKs the ACK that carried the
+    data when a switch trimmed it, and the ACK's sender (the device, as target) resends it
+    (ref 2.6 "RP action: retransmit", 4.7, 6.3)."""
+    rto = peer.setup.rto_us
+    pdc = opened(peer)
+    psn = pdc.send_msg(peer.ses.read("readonly", 64, 128))[-1]
+    first = pdc.ack_of(psn, fields={"ses.opcode": RspOpcode.RESPONSE_W_DATA,
+                                    "ses.return_code": OK},
+                       what=f"the ACK of the READ at PSN {psn} carrying its 128 bytes")
+    t = peer.send(P.nack(NackCode.TRIMMED_ACK, psn, pdc.spdcid, pdc.dpdcid),
+                  ev=pdc.ev, dscp=peer.setup.dscp_control)
+    again = pdc.ack_of(psn, fields={"ses.opcode": RspOpcode.RESPONSE_W_DATA,
+                                    "flags": has_flags(AckFlag.RETX)},
+                       timeout_us=rto / 2,
+                       what=f"the ACK of PSN {psn} sent again (RETX) after NACK TRIMMED_ACK, "
+                            f"well before the {rto} us RTO")
+    require(peer, peer.elapsed_us(again, t) < rto / 2, "the ACK came back only after "
+            f"{peer.elapsed_us(again, t):.0f} us; TRIMMED_ACK is acted on at once")
+    check_bytes(peer, again.data, first.data, "the read data of the resent ACK")
+    check_bytes(peer, again.data, pattern(128, 64), "the read data")
+
+
 for _i, _name in enumerate(RETRANSMIT, 1):
+    if _name == "TRIMMED_ACK":  # sent by an initiator to the target whose ACK it names
+        case(f"PDS-RNK-{_i:03d}", "2.6, 4.7, 6.3",
+             "NACK TRIMMED_ACK (code 0x03) from the initiator of a READ, naming the PSN "
+             "whose ACK carried the read data, makes the device send that ACK again at "
+             "once: the same response and data, RETX set")(_trimmed_ack_case)
+        continue
     case(f"PDS-RNK-{_i:03d}", "2.6, 3.8",
          f"NACK {_name} (code 0x{int(NackCode[_name]):02X}) for an outstanding packet makes "
          "the device retransmit it at once: same PSN and data, RETX and AR set, without "

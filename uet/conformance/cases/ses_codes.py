@@ -6,6 +6,7 @@ memory it aimed at before and after.
 
 from __future__ import annotations
 
+from uet.ses import atomics as amo
 from uet.wire.constants import (
     AtomicDatatype,
     AtomicOpcode,
@@ -19,6 +20,10 @@ from .common import MTU, OK, check_bytes, opened, read_back, require, response, 
 
 Rc = ReturnCode
 U64 = AtomicDatatype.UINT64
+
+
+#: the first vendor-defined atomic datatype (ref 4.6: 0xE0-0xFE); no profile of ours has it
+VENDOR_DATATYPE = 0xE0
 
 
 def _refused(peer, msg, rc, *, region="rma", offset=None, length=32, what=""):
@@ -187,13 +192,12 @@ def amo_size(peer):
 
 
 @case("SES-RC-018", "4.4, 4.6",
-      "An atomic with a datatype the end point does not support is answered "
-      "AMO_UNSUPPORTED_DT")
+      "An atomic with a datatype the end point does not support (one its profile lacks, "
+      "else the vendor datatype 0xE0) is answered AMO_UNSUPPORTED_DT")
 def amo_datatype(peer):
     dts = [d for d in AtomicDatatype if d not in peer.profile.atomic_datatypes]
-    if not dts:
-        peer.fail(f"profile {peer.profile.name} supports every atomic datatype")
-    msg = peer.ses.atomic(AtomicOpcode.SUM, dts[0], bytes(16), length=16)
+    dt = dts[0] if dts else VENDOR_DATATYPE  # a profile with every defined datatype
+    msg = peer.ses.atomic(AtomicOpcode.SUM, dt, bytes(16), length=16)
     _refused(peer, msg, Rc.AMO_UNSUPPORTED_DT, length=16)
 
 
@@ -216,3 +220,68 @@ def error_is_plain_response(peer):
     msg = peer.ses.read("rma", 0, 16, job_id=(peer.setup.job_id ^ 0x5) or 1)
     rx = response(pdc, pdc.send(msg[0]), Rc.BAD_JOB_ID, next_hdr=4)
     require(peer, rx.ses.opcode == RspOpcode.RESPONSE, rx.describe())
+
+
+def _fp_refused(peer, dt, aop, old: bytes, operand: bytes, rc):
+    """Put ``old`` (big-endian) in the scratch slot, apply ``aop`` with ``operand``: the
+    answer is ``rc`` and the memory still holds ``old`` (the failed atomic changed
+    nothing)."""
+    pdc = opened(peer)
+    size = len(old)
+    host = amo.swap_order(dt, old)  # memory holds values little-endian
+    response(pdc, pdc.send_msg(peer.ses.write("rma", peer.scratch, host))[-1], OK,
+             what="the WRITE of the atomic's old value")
+    msg = peer.ses.atomic(aop, dt, operand, offset=peer.scratch)
+    response(pdc, pdc.send_msg(msg)[-1], rc, ses__modified_length=0,
+             what=f"RESPONSE {Rc(rc).name}")
+    check_bytes(peer, read_back(pdc, "rma", peer.scratch, size), host,
+                f"memory after an atomic refused {Rc(rc).name}")
+
+
+@case("SES-RC-021", "4.4, 4.6",
+      "A floating-point atomic whose result overflows (FLOAT SUM of 3e38 and 3e38) is "
+      "answered AMO_FP_OVERFLOW and changes nothing (the profile fails on overflow)",
+      caps=("float_atomics",))
+def amo_fp_overflow(peer):
+    f = AtomicDatatype.FLOAT
+    _fp_refused(peer, f, AtomicOpcode.SUM, amo.encode(f, 3e38), amo.encode(f, 3e38),
+                Rc.AMO_FP_OVERFLOW)
+
+
+@case("SES-RC-022", "4.4, 4.6",
+      "A floating-point atomic whose result is not a number (DOUBLE SUM of +inf and -inf) "
+      "is answered AMO_FP_NAN and changes nothing", caps=("float_atomics",))
+def amo_fp_nan(peer):
+    d = AtomicDatatype.DOUBLE
+    _fp_refused(peer, d, AtomicOpcode.SUM, amo.encode(d, float("inf")),
+                amo.encode(d, float("-inf")), Rc.AMO_FP_NAN)
+
+
+@case("SES-RC-023", "4.4, 4.6",
+      "With inexact results failing (atomics.fp_exceptions = [INEXACT]), FLOAT SUM of 1 and "
+      "2^-30 is answered AMO_FP_INEXACT; an exact sum (1.5 + 2.25) is not",
+      profile_changes={"atomics.fp_exceptions": ["INEXACT"]}, caps=("float_atomics",))
+def amo_fp_inexact(peer):
+    f = AtomicDatatype.FLOAT
+    _fp_refused(peer, f, AtomicOpcode.SUM, amo.encode(f, 1.0), amo.encode(f, 2.0 ** -30),
+                Rc.AMO_FP_INEXACT)
+    pdc = opened(peer)
+    host = amo.swap_order(f, amo.encode(f, 1.5))
+    response(pdc, pdc.send_msg(peer.ses.write("rma", peer.scratch, host))[-1], OK)
+    response(pdc, pdc.send_msg(peer.ses.atomic(AtomicOpcode.SUM, f, amo.encode(f, 2.25),
+                                               offset=peer.scratch))[-1], OK,
+             what="RESPONSE OK of an exact FLOAT SUM")
+    check_bytes(peer, read_back(pdc, "rma", peer.scratch, 4),
+                amo.swap_order(f, amo.encode(f, 3.75)), "1.5 + 2.25 in memory")
+
+
+@case("SES-RC-024", "4.4, 4.6",
+      "With underflow failing (atomics.fp_exceptions = [UNDERFLOW]), DOUBLE PROD of 1e-300 "
+      "and 1e-300 (below the smallest normal, inexact) is answered AMO_FP_UNDERFLOW",
+      profile_changes={"atomics.fp_exceptions": ["UNDERFLOW"]}, caps=("float_atomics",))
+def amo_fp_underflow(peer):
+    d = AtomicDatatype.DOUBLE
+    if AtomicOpcode.PROD not in peer.profile.atomic_opcodes:
+        peer.fail(f"profile {peer.profile.name} has no atomic PROD")
+    _fp_refused(peer, d, AtomicOpcode.PROD, amo.encode(d, 1e-300), amo.encode(d, 1e-300),
+                Rc.AMO_FP_UNDERFLOW)

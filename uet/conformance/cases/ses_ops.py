@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from scapy.packet import Raw
 
+from uet.ses import atomics as amo
 from uet.wire.constants import (
     AtomicDatatype,
     AtomicOpcode,
@@ -15,7 +16,7 @@ from uet.wire.constants import (
     SesOpcode,
 )
 from uet.wire.layers import UETAtomicExt
-from uet.wire.records import PdsRequest, SesMedium, SesStandard
+from uet.wire.records import PdsRequest, SesMedium, SesStandard, psn_diff
 
 from .. import packets as P
 from ..peer import not_
@@ -474,3 +475,42 @@ def atomic_retransmitted(peer):
       "duplicate): applied once, the original value returned in RSP_DATA_SMALL")
 def atomic_retransmitted_medium(peer):
     _atomic_retransmitted(peer, medium=True)
+
+
+@case("SES-OP-028", "4.4, 4.6",
+      "LONG_DOUBLE atomics are IEEE binary128: a FETCHING_ATOMIC SUM of 1 on 2^100 returns "
+      "2^100 (16 bytes, big-endian) and leaves 2^100 + 1 in memory, exactly (113 bits of "
+      "precision; a binary64 or x87 long double would lose the 1)", caps=("long_double",))
+def long_double_sum(peer):
+    ld = AtomicDatatype.LONG_DOUBLE
+    pdc = opened(peer)
+    old = amo.encode(ld, 2 ** 100)
+    response(pdc, pdc.send_msg(peer.ses.write("rma", peer.scratch,
+                                              amo.swap_order(ld, old)))[-1], OK)
+    psn = pdc.send_msg(peer.ses.atomic(AtomicOpcode.SUM, ld, amo.encode(ld, 1),
+                                       offset=peer.scratch, fetching=True))[-1]
+    rx = _data_ack(pdc, psn, what="the fetched LONG_DOUBLE")
+    check_bytes(peer, rx.data, old, "the fetched value (2^100 in binary128)")
+    check_bytes(peer, read_back(pdc, "rma", peer.scratch, 16),
+                amo.swap_order(ld, amo.encode(ld, 2 ** 100 + 1)),
+                "memory after the SUM (2^100 + 1 in binary128, little-endian)")
+
+
+@case("SES-OP-029", "4.1, 4.5, 3.7",
+      "A WRITE with DC (delivery complete) set is acknowledged first with NO_RESPONSE (the "
+      "early ACK: the data is placed, the completion follows) and then answered RESPONSE "
+      "OK in a second ACK naming the same PSN, once the data is visible in host memory")
+def dc_write(peer):
+    pdc = opened(peer)
+    data = unique(peer, 64)
+    msg = peer.ses.write("rma", peer.scratch, data, extra_flags=int(SesFlag.DC))
+    psn = pdc.send_msg(msg)[-1]
+    early = pdc.ack_of(psn, fields={"ses.opcode": RspOpcode.NO_RESPONSE},
+                       what="the early ACK of the DC WRITE (NO_RESPONSE)")
+    require(peer, psn_diff(early.pds.cack_psn, psn) < 0,
+            f"the early ACK covers PSN {psn} with its CACK {early.pds.cack_psn}: the "
+            "packet still waits for its response")
+    response(pdc, psn, OK, ses__modified_length=len(data),
+             what="RESPONSE OK of the DC WRITE after the early ACK")
+    check_bytes(peer, read_back(pdc, "rma", peer.scratch, len(data)), data,
+                "the DC WRITE's data")
