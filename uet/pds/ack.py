@@ -327,7 +327,7 @@ def build_ack(ctx: PdcContext, src: AckSource, now: int, ack_psn: int | None, fl
         # read data is bulk payload: it travels (and may be trimmed) in the data class
         ctx.counters["ack_data_tx"] += 1
         return Frame(pds=hdr, ses=ses, payload=data, src_ip=ctx.local_ip,
-                     dst_ip=src.peer_ip, ev=ev, dscp=cfg.dscp_data)
+                     dst_ip=src.peer_ip, ev=ev, dscp=cfg.dscp_data, tss=tss_marker(src.sdi))
     return Frame(pds=hdr, ses=ses, payload=data, src_ip=ctx.local_ip, dst_ip=src.peer_ip,
                  ev=ev, dscp=cfg.dscp_control, tss=tss_marker(src.sdi))
 
