@@ -441,8 +441,8 @@ MUTANTS: list[Mutant] = [
        "the initiator of a READ whose ACK (with the data) arrives trimmed waits for its RTO "
        "instead of NACKing TRIMMED_ACK", targets=("PDS-NAK-014",)),
     _m("pds.ack-data-control-class", "PDS", "pds/ack.py",
-       "                     dst_ip=src.peer_ip, ev=ev, dscp=cfg.dscp_data)",
-       "                     dst_ip=src.peer_ip, ev=ev, dscp=cfg.dscp_control)",
+       "                     dst_ip=src.peer_ip, ev=ev, dscp=cfg.dscp_data, tss=",
+       "                     dst_ip=src.peer_ip, ev=ev, dscp=cfg.dscp_control, tss=",
        "ACKs carrying read data leave at the control DSCP (never trimmed: TRIMMED_ACK "
        "cannot happen, and bulk data jumps the data queues)", targets=("PDS-ACK-015",)),
     _m("pds.no-ccc-check", "PDS", "pds/endpoint.py",
