@@ -583,6 +583,12 @@ MUTANTS: list[Mutant] = [
        "        if dscp == cfg.dscp_trimmed or dscp >= cfg.dscp_trimmed_lasthop:",
        "any DSCP from the last-hop trimmed code point up is taken as trimmed",
        targets=("PDS-NAK-023",)),
+    _m("ses.one-packet-no-som", "SES", "ses/headers.py",
+       "    flags = base.flags | SesFlag.SOM | SesFlag.EOM",
+       "    flags = (base.flags | SesFlag.EOM) & ~SesFlag.SOM",
+       "the medium or small header of a one-packet message the device sends (its rendezvous "
+       "READ) has EOM but not SOM, as if it were the last packet of a longer message",
+       targets=("SES-OP-016",)),
     # --- TSS (issue 14): one mutant per rule the TSS cases check --------------------
     _m("tss.no-replay-check", "TSS", "tss/domain.py",
        "            if verdict is Replay.DUPLICATE:",

@@ -80,7 +80,7 @@ def test_every_target_names_a_catalogue_case():
 COSMIC_RAY_SURVIVORS = ("pds.spdcid-below-accepted", "pds.spdcid-above-accepted",
                         "pds.cp-spdcid-one-way", "pds.ack-spdcid-one-way",
                         "pds.nack-spdcid-one-way", "pds.cp-ack-retx-always",
-                        "cms.dscp-above-lasthop-trimmed")
+                        "cms.dscp-above-lasthop-trimmed", "ses.one-packet-no-som")
 
 
 def test_the_cosmic_ray_survivors_are_killed_by_their_cases():

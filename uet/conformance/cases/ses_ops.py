@@ -254,7 +254,8 @@ def absolute_address(peer):
 @case("SES-OP-016", "4.4, 4.7",
       "RENDEZVOUS_SEND: the target answers the eager part RESPONSE OK and reads the rest "
       "from the initiator with a READ naming the extension's index, key and offset, for "
-      "request_length - eager_length bytes", caps=("rendezvous",))
+      "request_length - eager_length bytes, sent as a one-packet message (SOM and EOM)",
+      caps=("rendezvous",))
 def rendezvous(peer):
     rest_len = 1500
     eager = unique(peer, 100)
@@ -273,6 +274,9 @@ def rendezvous(peer):
     want = (peer.setup.job_id, index, key, offset, rest_len)
     require(peer, got == want, f"the READ names (job, index, key, offset, length) {got}, "
             f"expected {want}: {rx.describe()}")
+    whole = int(SesFlag.SOM | SesFlag.EOM)
+    require(peer, s.flags & whole == whole, f"the READ is a one-packet message: SOM and EOM "
+            f"set, got flags {s.flags:#x}: {rx.describe()}")
     my_id = peer.new_pdcid()
     if isinstance(s, SesStandard):
         body = P.rsp_data(rest, message_id=s.message_id, job_id=s.job_id)
