@@ -242,7 +242,7 @@ MUTANTS: list[Mutant] = [
        "                pass",
        "a target holding responses never sends CLEAR_REQ"),
     _m("pds.no-linger", "PDS", "pds/context.py",
-       "        for old in self.mgr.start_linger(pdc, now + self.cfg.msl_ps):",
+       "        for old in self.mgr.start_linger(pdc, now + linger):",
        "        for old in self.mgr.start_linger(pdc, now):",
        "a closed PDC does not linger for MSL: late packets find nothing"),
     _m("pds.ack-req-unreceived-acked", "PDS", "pds/target.py",

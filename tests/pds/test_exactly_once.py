@@ -201,3 +201,13 @@ def run_scenario(seed, loss, dup, jitter, codec, cfg, msgs, cms=None):
     for ep in eps.values():
         assert ep.tx_memory == 0
         assert ep.pdcs("initiator") == [] and ep.pdcs("target") == []
+
+
+def test_found_example_a_syn_retransmitted_after_the_target_closed_in_error():
+    """The example hypothesis found (tests/pds/test_close_in_error_linger.py explains it):
+    the initiator never heard an ACK, the target closed in error and forgot the PDC after
+    MSL, and a later SYN retransmission delivered the message a second time."""
+    cfg = {"ack_type": "ack_cc", "sack_dupthresh": 0, "rack": True, "rack_reo_wnd_ps": 0,
+           "ooo_loss_threshold": 0, "probe_after_ps": 0, "ar_every_packet": False,
+           "rod_buffer_packets": 0, "ack_every_bytes": 16384, "rto_adaptive": False}
+    run_scenario(200, 0.3, 0, 0, False, cfg, [(False, DeliveryMode.RUD, 1, 0, 0)])

@@ -255,6 +255,24 @@ class PdsConfig:
             raise PdsConfigError("pds.fixed_start_psn: must be null or an integer in "
                                  f"[0, 2**32 - 1], got {self.fixed_start_psn!r}")
 
+    def retry_span_ps(self) -> int:
+        """Longest time one packet may keep being retransmitted after its first send: the
+        RTO (``max_rto_ps`` when adaptive) with backoff, each capped at ``max_rto_ps``,
+        over ``max_retries`` retransmissions. A peer with the same settings may still
+        retransmit a request this long after it first sent it, so a target that closed a
+        PDC without the initiator's CLOSE keeps it this long (see ``error_linger_ps``)."""
+        base = self.max_rto_ps if self.rto_adaptive else self.rto_ps
+        cap = max(self.max_rto_ps, base)
+        return sum(min(base * self.rto_backoff ** r, cap) for r in range(self.max_retries + 1))
+
+    def error_linger_ps(self) -> int:
+        """How long a target PDC closed in error lingers: at least ``msl_ps`` and at least
+        the initiator's :meth:`retry_span_ps` (plus one ``max_rto_ps`` of transit). The
+        initiator never heard the close, so it may still retransmit its first packets with
+        SYN; a target that forgot the PDC sooner would open a new one for them and deliver
+        them a second time."""
+        return max(self.msl_ps, self.retry_span_ps() + self.max_rto_ps)
+
     @property
     def gap_nack_after(self) -> int:
         """The receiver gap NACK delay in effect (0: off), ``gap_nack_ps`` resolved."""

@@ -35,7 +35,7 @@ from typing import Any, Protocol
 from uet.pds import negotiation
 from uet.pds.config import PdsConfig
 from uet.pds.events import PdcClosed, PdcOpened, PdsEvent
-from uet.pds.manager import PdcBase, PdcManager
+from uet.pds.manager import TARGET, PdcBase, PdcManager
 from uet.pds.retransmit import nack_name
 from uet.wire.constants import CtlType, NackFlag, PdsType
 from uet.wire.records import Frame, PdsControl, PdsNack, TssHeader
@@ -279,7 +279,10 @@ class PdcContext:
         self.log(now, "pdc_close", pdc_id=pdc.pdc_id, role=pdc.role, peer=pdc.peer_ip,
                  error=error, reason=reason)
         self.tx_memory.forget(pdc)
-        for old in self.mgr.start_linger(pdc, now + self.cfg.msl_ps):
+        # a target closed in error never had the initiator's CLOSE: the initiator may still
+        # retransmit its first packets with SYN, so the target remembers it until it cannot
+        linger = self.cfg.error_linger_ps() if error and pdc.role == TARGET else self.cfg.msl_ps
+        for old in self.mgr.start_linger(pdc, now + linger):
             old.free_now()
         self.arm(pdc, pdc.linger_until)
 

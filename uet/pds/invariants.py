@@ -64,10 +64,7 @@ def progress_bound(cfg: Any) -> int:
     time one packet may spend retrying (RTO with backoff, up to ``max_retries``
     retransmissions, each RTO capped at ``max_rto_ps``; the adaptive RTO may grow to
     ``max_rto_ps``), plus ``max_rto_ps`` of credit wait (RCCC)."""
-    base = cfg.max_rto_ps if cfg.rto_adaptive else cfg.rto_ps
-    cap = max(cfg.max_rto_ps, base)
-    span = sum(min(base * cfg.rto_backoff ** r, cap) for r in range(cfg.max_retries + 1))
-    return 2 * span + cfg.max_rto_ps
+    return 2 * cfg.retry_span_ps() + cfg.max_rto_ps
 
 
 def describe(obj: Any) -> str:
