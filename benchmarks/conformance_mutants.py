@@ -107,8 +107,8 @@ MUTANTS: list[Mutant] = [
        "SYN is then NACKed INVALID_SYN by it and the PDC is left behind",
        targets=("PDS-EST-008", "PDS-EST-022"), udp=True),
     _m("pds.cp-data-dscp", "PDS", "pds/context.py",
-       "ev=cfg.control_ev, dscp=cfg.dscp_control))\n        self.counters[\"cp_tx.\"",
-       "ev=cfg.control_ev, dscp=cfg.dscp_data))\n        self.counters[\"cp_tx.\"",
+       "ev=cfg.control_ev, dscp=cfg.dscp_control,\n",
+       "ev=cfg.control_ev, dscp=cfg.dscp_data,\n",
        "every control packet (CLEAR_REQ, CLOSE_REQ, CLOSE, ACK_REQ, CLEAR) leaves at the "
        "data DSCP and queues behind data",
        targets=("PDS-CP-012", "PDS-CP-013", "PDS-CP-014", "PDS-CP-015", "PDS-CP-016"),
@@ -138,13 +138,13 @@ MUTANTS: list[Mutant] = [
        "a duplicate whose response is stored (not cleared) is handed to the SES again "
        "instead of being answered from the store", targets=("SES-OP-026", "SES-OP-027")),
     _m("pds.target-cp-data-dscp", "PDS", "pds/target.py",
-       "        self.ctx.send_cp(now, cp, self.peer_ip)",
+       "        self.ctx.send_cp(now, cp, self.peer_ip, self.sdi)",
        "        self.ctx.ctrl.append(Frame(pds=cp, src_ip=self.ctx.local_ip, "
        "dst_ip=self.peer_ip, ev=self.cfg.control_ev, dscp=self.cfg.dscp_data))",
        "the target's control packets (CLEAR_REQ, CLOSE_REQ) leave at the data DSCP",
        targets=("PDS-CP-012", "PDS-CP-013")),
     _m("pds.initiator-cp-data-dscp", "PDS", "pds/initiator.py",
-       "        self.ctx.send_cp(now, cp, self.peer_ip)",
+       "        self.ctx.send_cp(now, cp, self.peer_ip, self.sdi)",
        "        self.ctx.ctrl.append(Frame(pds=cp, src_ip=self.ctx.local_ip, "
        "dst_ip=self.peer_ip, ev=self.cfg.control_ev, dscp=self.cfg.dscp_data))",
        "the initiator's control packets (CLOSE, ACK_REQ, CLEAR) leave at the data DSCP",
@@ -194,18 +194,18 @@ MUTANTS: list[Mutant] = [
        "ROD packets are handed to the SES on arrival, out of order"),
     # --- PDS: ACKs -------------------------------------------------------------------
     _m("pds.ack-data-dscp", "PDS", "pds/ack.py",
-       "                 ev=ev, dscp=cfg.dscp_control)",
-       "                 ev=ev, dscp=cfg.dscp_data)",
+       "                 ev=ev, dscp=cfg.dscp_control, tss=",
+       "                 ev=ev, dscp=cfg.dscp_data, tss=",
        "ACKs leave at the data DSCP"),
     _m("pds.nack-data-dscp", "PDS", "pds/context.py",
        "        self.ctrl.append(Frame(pds=nack, src_ip=self.local_ip, dst_ip=dst_ip, ev=ev,\n"
-       "                               dscp=self.cfg.dscp_control))",
+       "                               dscp=self.cfg.dscp_control, tss=",
        "        self.ctrl.append(Frame(pds=nack, src_ip=self.local_ip, dst_ip=dst_ip, ev=ev,\n"
-       "                               dscp=self.cfg.dscp_data))",
+       "                               dscp=self.cfg.dscp_data, tss=",
        "NACKs leave at the data DSCP"),
     _m("pds.ack-ev-fixed", "PDS", "pds/ack.py",
-       "                 ev=ev, dscp=cfg.dscp_control)",
-       "                 ev=cfg.control_ev, dscp=cfg.dscp_control)",
+       "                 ev=ev, dscp=cfg.dscp_control, tss=",
+       "                 ev=cfg.control_ev, dscp=cfg.dscp_control, tss=",
        "ACKs leave from a fixed EV instead of the triggering packet's"),
     _m("pds.ack-retx-not-echoed", "PDS", "pds/target.py",
        "        aflags = (ACK_M if ce else 0) | (ACK_RETX if frame.pds.flags & RETX else 0)",
@@ -441,8 +441,8 @@ MUTANTS: list[Mutant] = [
        "the initiator of a READ whose ACK (with the data) arrives trimmed waits for its RTO "
        "instead of NACKing TRIMMED_ACK", targets=("PDS-NAK-014",)),
     _m("pds.ack-data-control-class", "PDS", "pds/ack.py",
-       "                     dst_ip=src.peer_ip, ev=ev, dscp=cfg.dscp_data)",
-       "                     dst_ip=src.peer_ip, ev=ev, dscp=cfg.dscp_control)",
+       "                     dst_ip=src.peer_ip, ev=ev, dscp=cfg.dscp_data, tss=",
+       "                     dst_ip=src.peer_ip, ev=ev, dscp=cfg.dscp_control, tss=",
        "ACKs carrying read data leave at the control DSCP (never trimmed: TRIMMED_ACK "
        "cannot happen, and bulk data jumps the data queues)", targets=("PDS-ACK-015",)),
     _m("pds.no-ccc-check", "PDS", "pds/endpoint.py",
@@ -589,6 +589,46 @@ MUTANTS: list[Mutant] = [
        "the medium or small header of a one-packet message the device sends (its rendezvous "
        "READ) has EOM but not SOM, as if it were the last packet of a longer message",
        targets=("SES-OP-016",)),
+    # --- TSS (issue 14): one mutant per rule the TSS cases check --------------------
+    _m("tss.no-replay-check", "TSS", "tss/domain.py",
+       "            if verdict is Replay.DUPLICATE:",
+       "            if False:",
+       "a replayed secured frame (the same epoch:TSC) is taken again",
+       targets=("TSS-005",), udp=True),
+    _m("tss.cleartext-accepted", "TSS", "tss/sublayer.py",
+       "        if self.domains and not self.cfg.allow_cleartext:",
+       "        if False:",
+       "a secured end point takes cleartext UET", targets=("TSS-007",), udp=True),
+    _m("tss.job-not-bound", "TSS", "tss/sublayer.py",
+       "            return dom is not None and dom.cfg.job == job",
+       "            return dom is not None",
+       "a request sealed in a domain may name any job", targets=("TSS-009",), udp=True),
+    Mutant("tss.epoch-unchecked", "TSS", "tss/domain.py",
+           (("        if age < 0x8000 and age > cfg.max_epoch_lifetime:", "        if False:"),
+            ("        if (epoch - self.join_epoch) & 0xFFFF >= 0x8000:", "        if False:")),
+           "no epoch check at all: frames of an expired epoch are accepted",
+           targets=("TSS-008",), udp=True),
+    _m("tss.join-epoch-unchecked", "TSS", "tss/domain.py",
+       "        if (epoch - self.join_epoch) & 0xFFFF >= 0x8000:",
+       "        if False:",
+       "frames from before the end point joined the domain are accepted (a replay recorded "
+       "before a restart reaches the new, empty replay state)", targets=("TSS-008",),
+       udp=True),
+    _m("tss.no-threshold", "TSS", "tss/domain.py",
+       "            if cfg.auth_fail_threshold and self.auth_failures > cfg.auth_fail_threshold",
+       "            if False and self.auth_failures > cfg.auth_fail_threshold",
+       "the authentication-failure threshold never disables the domain",
+       targets=("TSS-011",)),
+    _m("tss.floor-not-raised", "TSS", "pds/target.py",
+       "            if psn_diff(nxt, floor) > 0:\n                floor = floors[self.sdi] = nxt",
+       "            if False:\n                floor = floors[self.sdi] = nxt",
+       "closing a secured PDC does not raise the SDI's Expected-PSN floor",
+       targets=("TSS-010",), udp=True),
+    _m("tss.header-not-authenticated", "TSS", "tss/header.py",
+       "    return b\"\".join((ip_bytes(src_ip), ip_bytes(dst_ip), four, hdr))",
+       "    return b\"\".join((ip_bytes(src_ip), ip_bytes(dst_ip), four))",
+       "the TSS header is left out of the AAD (a changed header still authenticates)",
+       targets=("TSS-003",), udp=True),
     # --- the native fast path's pure-Python twin (run with UET_PURE_PYTHON=1) ---------
     _m("native.tracker-dup-as-new", "PDS", "native/pure.py",
        "        if bits & bit:\n            return _DUPLICATE, False, self._ooo",
@@ -757,10 +797,52 @@ def udp_addresses(slot: int) -> tuple[str, str, str]:
             f"127.{200 + slot % 50}.{os.getpid() % 60 * 4}.0/22")
 
 
+def _report(report: Path, proc: subprocess.CompletedProcess) -> tuple[dict, str]:
+    if not report.exists():
+        tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        return {}, f"uet conformance wrote no report (exit {proc.returncode}): {tail}"
+    data = json.loads(report.read_text())
+    return ({r["id"]: [r["status"], (r.get("why") or "").splitlines()[0] if r.get("why")
+                       else ""]
+             for r in data["results"] if r["status"] not in ("pass", "not run")}, "")
+
+
+def run_udp_tss(copy_root: Path | None, pure: bool, slot: int, workdir: Path,
+                timeout: float = UDP_TIMEOUT_S) -> tuple[dict, str]:
+    """(failing cases, problem) of the TSS cases (``uet conformance --tss -k TSS`` of the
+    real package) against ``uet serve --tss well-known`` started from the copy."""
+    hpc_ip, _, peer_net = udp_addresses(slot)
+    tss_ip = hpc_ip.rsplit(".", 1)[0] + ".3"
+    server = None
+    try:
+        server = _Serve(copy_root, tss_ip, pure, "--tss", "well-known")
+        report = workdir / "udp-tss.json"
+        proc = subprocess.run(
+            [sys.executable, "-m", "uet.cli", "conformance", "--dut", f"udp:{tss_ip}:4793",
+             "--tss", "-k", "TSS", "--peer-net", peer_net, "--json", str(report)],
+            capture_output=True, text=True, timeout=timeout, cwd=workdir,
+            env=_env(None, False))
+    except subprocess.TimeoutExpired:
+        return {}, f"timeout after {timeout:.0f} s"
+    except RuntimeError as exc:
+        return {}, str(exc)
+    finally:
+        if server is not None:
+            server.stop()
+    return _report(report, proc)
+
+
 def run_udp(copy_root: Path | None, pure: bool, slot: int, workdir: Path,
-            timeout: float = UDP_TIMEOUT_S) -> tuple[dict, str]:
+            timeout: float = UDP_TIMEOUT_S, tss: bool = False) -> tuple[dict, str]:
     """(failing cases, problem) of ``uet conformance`` (the real package) against two
-    ``uet serve`` started from the copy (None: from the real package)."""
+    ``uet serve`` started from the copy (None: from the real package); ``tss``: also the
+    TSS cases against a secured ``uet serve`` (:func:`run_udp_tss`)."""
+    if tss:
+        bad, problem = run_udp_tss(copy_root, pure, slot, workdir, timeout)
+        if problem:
+            return bad, problem
+        plain, problem = run_udp(copy_root, pure, slot, workdir, timeout)
+        return {**plain, **bad}, problem
     hpc_ip, base_ip, peer_net = udp_addresses(slot)
     setup = workdir / "setup.json"
     servers: list[_Serve] = []
@@ -781,13 +863,7 @@ def run_udp(copy_root: Path | None, pure: bool, slot: int, workdir: Path,
     finally:
         for s in servers:
             s.stop()
-    if not report.exists():
-        tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-        return {}, f"uet conformance wrote no report (exit {proc.returncode}): {tail}"
-    data = json.loads(report.read_text())
-    return ({r["id"]: [r["status"], (r.get("why") or "").splitlines()[0] if r.get("why")
-                       else ""]
-             for r in data["results"] if r["status"] not in ("pass", "not run")}, "")
+    return _report(report, proc)
 
 
 def run_one(mutant: Mutant | None, slot: int, udp: bool,
@@ -802,7 +878,8 @@ def run_one(mutant: Mutant | None, slot: int, udp: bool,
         out.inprocess, out.problem = run_inprocess(copy_root, pure, cases)
         if udp:
             (work / "udp").mkdir()
-            out.udp, out.udp_problem = run_udp(copy_root, pure, slot, work / "udp")
+            tss = mutant is None or mutant.area == "TSS"
+            out.udp, out.udp_problem = run_udp(copy_root, pure, slot, work / "udp", tss=tss)
     out.seconds = time.perf_counter() - t0
     return out
 

@@ -27,6 +27,9 @@ from workload import SoakSpec, run_sync  # noqa: E402
 
 GILBERT = {"p_gb": 0.01, "p_bg": 0.3, "loss_bad": 0.5}
 MIX = {"loss": 0.05, "duplicate": 0.03, "jitter_ps": 2_000_000, "corrupt": 0.02}
+#: the TSS row: every frame sealed in cluster mode, an SSI per host, rekeyed every 256 frames
+TSS = {"mode": "cluster", "sdi": 7, "job": 1, "ssi": "auto", "rekey_mask": 0xFF00,
+       "key": "736f616b2074657374206b6579206f6620746865207473732073756974652121"}
 
 
 def matrix(ops: int) -> list[SoakSpec]:
@@ -53,6 +56,7 @@ def matrix(ops: int) -> list[SoakSpec]:
         SoakSpec("rudi-loss5", mode="RUDI", loss=0.05, ops=ops),
         SoakSpec("rudi-mix", mode="RUDI", ops=ops, **MIX),
         SoakSpec("uud-loss5-dup5", mode="UUD", loss=0.05, duplicate=0.05, ops=ops),
+        SoakSpec("rud-mix-tss", ops=ops, tss=TSS, **MIX),
     ]
 
 

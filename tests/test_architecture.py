@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "uet"
-CORE = [*(ROOT / pkg for pkg in ("wire", "native", "pds", "ses", "cms", "roce", "fabric")),
+CORE = [*(ROOT / pkg for pkg in ("wire", "native", "pds", "ses", "cms", "roce", "tss",
+                                   "fabric")),
         ROOT / "endpoint", ROOT / "profiles"]
 FORBIDDEN_MODULES = {"trio", "asyncio", "selectors", "threading"}
 FORBIDDEN_CALLS = {("time", "time"), ("time", "monotonic"), ("time", "perf_counter"),

@@ -82,7 +82,7 @@ def test_user_profile_from_path_and_extends(tmp_path):
 
 BAD = [
     ("unknown key", ("[ses]", "[ses]\nmtu = 4096"), "ses.mtu", "ses.mtu_payload"),
-    ("unknown section", ("[pds]", "[tss]\nx = 1\n[pds]"), "[tss]", "allowed sections"),
+    ("unknown section", ("[pds]", "[crypto]\nx = 1\n[pds]"), "[crypto]", "allowed sections"),
     ("bad int", ("mtu_payload = 4096", "mtu_payload = 99999"), "ses.mtu_payload", "256..16383"),
     ("int as string", ("mtu_payload = 4096", 'mtu_payload = "4096"'), "ses.mtu_payload",
      "integer"),

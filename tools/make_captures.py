@@ -702,6 +702,47 @@ def sample() -> bytes:
     return mod.sample_bytes()
 
 
+#: the secure domain of tss.pcapng, written as captures/tss.keys: a published test key
+#: (never use it for anything else), cluster mode with an SSI per host and implicit
+#: rekeying every 4 frames, so the capture exercises per-source keys and the rekey boundary
+TSS_DOMAIN = {"mode": "cluster", "sdi": 0x00_0101, "job": 1, "ssi": "auto",
+              "rekey_mask": 0x4,
+              "key": "75657420545353207265666572656e63652063617074757265206b6579212121"}
+
+
+def tss() -> bytes:
+    """A secured run (cluster mode): a 6 KiB WRITE and a 2 KiB READ on one PDC, its close
+    with the EPSN closing ACK, then a second PDC that starts at the Expected PSN it was
+    given. Every frame is encrypted: open it with captures/tss.keys (uet decode --keys,
+    the dissector's preference uet.tss_keys)."""
+    async def body(fab: Fabric) -> None:
+        await _write(fab, 0, 1, 6 * KIB)
+
+        def read(ep: FabricEndpoint, now: int) -> Any:
+            return ep.call(now, "read", ep.target(1, resource_index=SINK_INDEX), SINK_KEY, 0,
+                           2 * KIB)
+
+        op = fab.submit(0, read)
+        await _wait(fab, lambda: op.done, "READ 0->1")
+        await _until_closed(fab, 0, 1)
+        await _write(fab, 0, 1, 1 * KIB)
+        await _until_closed(fab, 0, 1, 2)
+
+    return _fabric_capture(BACK_TO_BACK, 14, FabricEndpoint.factory(sink_bytes=64 * KIB,
+                                                                    tss=TSS_DOMAIN),
+                           body, ["h0"])
+
+
+def tss_keys() -> bytes:
+    """captures/tss.keys: the key file of tss.pcapng."""
+    from uet.tss.config import domain_from_dict, format_key_file
+
+    dom = domain_from_dict({**TSS_DOMAIN, "ssi": 1})
+    text = format_key_file([dom]).replace(f" ssi={dom.ssi}", "")
+    return ("# captures/tss.keys: the published key of the reference capture tss.pcapng\n"
+            + text).encode()
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("names", nargs="*", help=f"captures to write (default all: {', '.join(ALL)})")
@@ -715,14 +756,18 @@ def main(argv: list[str] | None = None) -> int:
     stale = []
     for name in args.names or ALL:
         data = ALL[name]()
-        path = args.out / f"{name}.pcapng"
+        path = args.out / (name if "." in name else f"{name}.pcapng")
         if args.check:
             if not path.exists() or path.read_bytes() != data:
                 stale.append(path)
             continue
         args.out.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
-        print(f"wrote {path} ({sum(1 for _ in read_capture(path))} frames, {len(data)} bytes)")
+        if path.suffix == ".pcapng":
+            print(f"wrote {path} ({sum(1 for _ in read_capture(path))} frames, "
+                  f"{len(data)} bytes)")
+        else:
+            print(f"wrote {path} ({len(data)} bytes)")
     if stale:
         print("stale: " + ", ".join(map(str, stale)) + "; run python tools/make_captures.py",
               file=sys.stderr)
@@ -747,6 +792,8 @@ ALL: dict[str, Callable[[], bytes]] = {
     "nack_codes": nack_codes,
     "broken_rud": broken_rud,
     "sample": sample,
+    "tss": tss,
+    "tss.keys": tss_keys,
 }
 
 if __name__ == "__main__":

@@ -53,9 +53,13 @@ def regenerated() -> dict[str, bytes]:
     return {name: fn() for name, fn in TOOL.ALL.items()}
 
 
+def _file(name: str):
+    """A capture's file (``tss.keys``, the key file of tss.pcapng, keeps its name)."""
+    return CAPTURES / (name if "." in name else f"{name}.pcapng")
+
+
 def test_regenerating_gives_the_committed_bytes(regenerated):
-    stale = [name for name, data in regenerated.items()
-             if (CAPTURES / f"{name}.pcapng").read_bytes() != data]
+    stale = [name for name, data in regenerated.items() if _file(name).read_bytes() != data]
     assert not stale, (f"captures {stale} differ from what the code produces now: run "
                        "python tools/make_captures.py and commit captures/")
     again = TOOL.ALL["rud_loss"]()
@@ -83,6 +87,8 @@ def _decoded(name: str) -> list:
 
 def test_captures_are_small():
     for name in TOOL.ALL:
+        if "." in name:
+            continue
         path = CAPTURES / f"{name}.pcapng"
         n = sum(1 for _ in read_capture(path))
         assert 4 <= n <= 300, (name, n)

@@ -33,7 +33,7 @@ def test_every_mutant_applies_to_the_current_code():
     assert len(cm.MUTANTS) >= 40
     assert len({m.name for m in cm.MUTANTS}) == len(cm.MUTANTS)
     areas = {m.area for m in cm.MUTANTS}
-    assert {"PDS", "SES", "RUDI/UUD", "CMS", "profiles"} <= areas
+    assert {"PDS", "SES", "RUDI/UUD", "CMS", "profiles", "TSS"} <= areas
 
 
 def test_a_stale_mutant_fails_loudly(tmp_path):
@@ -94,3 +94,15 @@ def test_the_cosmic_ray_survivors_are_killed_by_their_cases():
     for o in outcomes:
         assert not o.problem, (o.name, o.problem)
     assert cm.target_misses(outcomes) == []
+
+
+def test_the_tss_mutants_are_killed_by_their_cases():
+    """Issue 14's mutants (one per TSS rule) against the TSS cases only, in process."""
+    mutants = [m for m in cm.MUTANTS if m.area == "TSS"]
+    assert len(mutants) >= 8
+    ids = sorted({t for m in mutants for t in m.targets})
+    baseline, outcomes = cm.run_mutants(mutants, jobs=2, udp=False, cases=ids)
+    assert not baseline.killed, cm.cases_text(baseline)
+    for o in outcomes:
+        assert not o.problem, (o.name, o.problem)
+        assert set(o.mutant.targets) <= set(o.inprocess), (o.name, sorted(o.inprocess))

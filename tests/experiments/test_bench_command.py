@@ -1,4 +1,4 @@
-"""`uet bench --json`: one object with the four sections; the emulation section measures
+"""`uet bench --json`: one object with the five sections; the emulation section measures
 the real end point and the fabric's traffic end point side by side."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from uet.cli import main as uet_main
 def test_bench_json_has_every_section(capsys: pytest.CaptureFixture[str]) -> None:
     assert uet_main(["bench", "--json", "--quick"]) == 0
     doc = json.loads(capsys.readouterr().out)  # exactly one JSON object on stdout
-    assert set(doc) == {"codec", "native", "pds", "emulation"}
+    assert set(doc) == {"codec", "native", "pds", "emulation", "tss"}
     emu = doc["emulation"]
     assert emu["endpoint"] == "uet.endpoint.fep.FabricEndpoint"
     assert emu["traffic_endpoint"] == "uet.bench.traffic_endpoint.TrafficEndpoint"
@@ -25,6 +25,10 @@ def test_bench_json_has_every_section(capsys: pytest.CaptureFixture[str]) -> Non
     assert 1.0 < emu["fct_tail_over_ideal"] < 3.0
     for name in ("codec", "native", "pds"):
         assert doc[name], name
+    # TSS: seal + open costs more than the plain encode + decode, in both modes
+    for key in ("data_direct_over_plain", "data_cluster_over_plain",
+                "ack_cc_direct_over_plain"):
+        assert doc["tss"][key] > 1.0, (key, doc["tss"])
     # the terminal table of the same numbers: every number has a unit, ratios come first
     for name, section in doc.items():
         rows = ordered(section)

@@ -75,6 +75,8 @@ class SoakSpec:
     kinds: tuple[str, ...] | None = None
     #: "mixed" (mostly small, a few up to max_bytes) or "uniform" (0 .. max_bytes)
     sizes: str = "mixed"
+    #: transport security of every host (``FabricEndpoint.factory(tss=...)``), or None
+    tss: dict[str, Any] | None = None
 
     def impairments(self) -> list[dict[str, Any]]:
         imp: dict[str, Any] = {"direction": "both"}
@@ -111,6 +113,9 @@ class SoakResult:
     out_of_order: int = 0
     no_code: int = 0  # ended failed without a return code
     frames_lost: int = 0
+    #: TSS runs: frames opened / refused by the hosts' TSS (refusals: replayed duplicates)
+    tss_rx_ok: int = 0
+    tss_refused: Counter = field(default_factory=Counter)
     bytes_moved: int = 0
     virtual_ms: float = 0.0
     wall_s: float = 0.0
@@ -195,6 +200,8 @@ async def run(spec: SoakSpec, seed: int) -> SoakResult:
     opts: dict[str, Any] = {}
     if spec.pds:
         opts["pds_overrides"] = dict(spec.pds)
+    if spec.tss:
+        opts["tss"] = dict(spec.tss)
     async with Fabric(topo, profile=spec.profile, seed=seed, endpoint_options=opts) as fab:
         hosts = fab.hosts
         fill = [0] * spec.hosts
@@ -267,6 +274,12 @@ async def run(spec: SoakSpec, seed: int) -> SoakResult:
             if retx:
                 res.dup += retx
                 res.problems.append(f"UUD: {retx} retransmissions (UUD never resends)")
+        for i in range(spec.hosts):
+            for k, v in fab.endpoint(i).stats.items():
+                if k == "tss.rx_ok":
+                    res.tss_rx_ok += v
+                elif k.startswith("tss.rx_refused."):
+                    res.tss_refused[k.rsplit(".", 1)[1]] += v
         res.frames_lost = sum(c.get("drop.loss", 0) + c.get("drop.burst_loss", 0)
                               + c.get("corrupted", 0)  # dropped by the receiver's FCS
                               for c in fab.counters()["link"].values())

@@ -36,7 +36,8 @@ def valid_capture(tmp_path_factory):
 def valid(valid_capture):
     """The valid frames and what tshark shows for each."""
     cases, path = valid_capture
-    return cases, dissect(path, prefs={"uet.ip_proto": "253", "uet.tss_icv": "TRUE"},
+    return cases, dissect(path, prefs={"uet.ip_proto": "253", "uet.tss_icv": "TRUE",
+                                       "uet.tss_cleartext": "TRUE"},
                           info=True)
 
 
@@ -46,4 +47,4 @@ def broken(tmp_path_factory):
     cases = broken_cases()
     path = tmp_path_factory.mktemp("wireshark") / "broken.pcapng"
     write_capture(path, [c.data for c in cases])
-    return cases, dissect(path, prefs={"uet.tss_icv": "TRUE"})
+    return cases, dissect(path, prefs={"uet.tss_icv": "TRUE", "uet.tss_cleartext": "TRUE"})

@@ -33,7 +33,10 @@ TRAILER_ALIASES = ("uet.tss.icv", "uet.crc32c")
 def decode_json(path, trailer_len: int) -> list[dict]:
     buf = io.StringIO()
     with redirect_stdout(buf):
-        rc = main(["decode", str(path), "--json", "--trailer-len", str(trailer_len)])
+        # the synthetic samples put cleartext after their TSS headers (the dissector's
+        # preference uet.tss_cleartext)
+        rc = main(["decode", str(path), "--json", "--trailer-len", str(trailer_len),
+                   "--tss-cleartext"])
     assert rc == 0
     return [json.loads(line) for line in buf.getvalue().splitlines()]
 

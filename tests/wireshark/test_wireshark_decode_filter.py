@@ -15,7 +15,8 @@ from uet.cli import main
 pytestmark = pytest.mark.tshark
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
-PREFS = {"udp.try_heuristic_first": "TRUE"}
+#: headers.pcapng's TSS samples carry cleartext after the TSS header and no ICV
+PREFS = {"udp.try_heuristic_first": "TRUE", "uet.tss_icv": "FALSE", "uet.tss_cleartext": "TRUE"}
 
 CASES = [  # one tshark run each (about 0.4 s): every operator and value kind once
     ("rud_loss", "uet.pds.flags.retx == 1 && uet.pds.type in {2, 3}"),
@@ -33,7 +34,7 @@ CASES = [  # one tshark run each (about 0.4 s): every operator and value kind on
 def _ours(capture: Path, flt: str) -> list[int]:
     out = io.StringIO()
     with redirect_stdout(out):
-        assert main(["decode", str(capture), "-Y", flt]) == 0
+        assert main(["decode", str(capture), "-Y", flt, "--tss-cleartext"]) == 0
     return [int(line.split()[0]) for line in out.getvalue().splitlines()]
 
 

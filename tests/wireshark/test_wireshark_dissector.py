@@ -341,7 +341,10 @@ def test_mutated_frames_never_raise_lua_errors(valid, broken, tmp_path):
         frames.append(bytes(data))
     path = tmp_path / "mutated.pcapng"
     write_capture(path, frames)
-    out = tshark_json.run_tshark(path, prefs={"uet.crc_trailer": "TRUE"},
+    # (a mutation that makes the first byte a TSS type must still be dissected: as
+    # cleartext here, the path these frames exercise)
+    out = tshark_json.run_tshark(path, prefs={"uet.crc_trailer": "TRUE",
+                                              "uet.tss_cleartext": "TRUE"},
                                  extra=["-T", "fields", "-e", "frame.number", "-e", "uet.pds",
                                         "-e", "_ws.expert.message", "-E", "occurrence=a"])
     lines = out.splitlines()

@@ -79,6 +79,7 @@ def test_random_frames_agree_with_uet_decode():
         path = Path(tmp) / "random.pcapng"
         write_capture(path, [encode_frame(f) for f in frames])
         n, problems = _cross_check(path, prefs={"uet.tss_icv": "FALSE",
+                                                "uet.tss_cleartext": "TRUE",
                                                 "udp.try_heuristic_first": "TRUE"})
     assert n == len(frames)
     assert not problems, "\n".join(problems[:40])

@@ -20,6 +20,7 @@ TITLES = {
     "native": "native: the C fast path against pure Python",
     "pds": "pds: the PDS state machines alone",
     "emulation": "emulation: the fabric with the real end point against the traffic end point",
+    "tss": "tss: a packet sealed and opened (AES-GCM-256) against the plain encode + decode",
 }
 RATIO = "×"
 

@@ -13,12 +13,16 @@ Anything else is an error text plus its ethertype.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from uet.capture.pcapng import LINKTYPE_ETHERNET, CapturedFrame
-from uet.wire.codec import FrameHeaders, decode_headers
+from uet.tss.header import header_len, unpack_header
+from uet.tss.sublayer import frame_is_secured
+from uet.wire.codec import FrameHeaders, decode_headers, split_frame
 from uet.wire.constants import UET_DEFAULT_IP_PROTO, UET_UDP_PORT
 from uet.wire.errors import DecodeError
 from uet.wire.fields import frame_fields
+from uet.wire.records import Frame, PdsUud
 
 __all__ = ["Dissected", "Value", "dissect", "mac_control", "mac", "FRAME_FIELDS",
            "MAC_CONTROL_FIELDS", "known_fields"]
@@ -112,13 +116,62 @@ def _roce(data: bytes) -> Dissected | None:
     return Dissected("roce", roce_fields(f), summary=roce_summary(f))
 
 
+def _secured(cf: CapturedFrame, keys: Any) -> Dissected | None:
+    """A TSS frame: decrypted with ``keys``, or shown as encrypted (None: not UET)."""
+    data = cf.data
+    try:
+        env, off, end = split_frame(data, udp_port=None)
+    except DecodeError:
+        return None
+    hdr = unpack_header(memoryview(data)[off:end])
+    if hdr is None:
+        return None
+    if keys is not None and hdr.sdi in keys and cf.orig_len <= len(data):
+        try:
+            frame = keys.open_frame(data)
+        except DecodeError:
+            frame = None
+        if frame is not None:
+            fields = dict(frame_fields(frame))
+            fields["uet.tss.decrypted"] = True
+            n = len(data)
+            return Dissected("uet", fields, headers=FrameHeaders(frame, n, n,
+                                                                 len(frame.payload)))
+    shell = Frame(PdsUud(), src_mac=env.src_mac, dst_mac=env.dst_mac, src_ip=env.src_ip,
+                  dst_ip=env.dst_ip, ev=env.ev, dscp=env.dscp, ecn=env.ecn, ttl=env.ttl,
+                  ip_id=env.ip_id, udp_dport=env.udp_dport, udp_checksum=env.udp_checksum,
+                  encap=env.encap, ip_proto=env.ip_proto, tss=hdr)
+    fields = {k: v for k, v in frame_fields(shell).items() if not k.startswith("uet.pds.")
+              and k != "uet.payload_len"}
+    if env.encap != "udp":
+        fields["uet.pds.entropy"] = env.ev
+        fields["uet.pds.entropy.rsvd"] = 0
+    if keys is not None and hdr.sdi in keys:
+        fields["uet.tss.decrypted"] = False
+    fields["uet.tss.encrypted"] = bytes(data[off + header_len(hdr):end]).hex()
+    why = "authentication failed" if keys is not None and hdr.sdi in keys else \
+        f"encrypted, no key for SDI {hdr.sdi}"
+    return Dissected("tss", fields, summary=why)
+
+
 def dissect(cf: CapturedFrame, *, trailer_len: int = 0, udp_port: int = UET_UDP_PORT,
-            ip_proto: int = UET_DEFAULT_IP_PROTO) -> Dissected:
-    """Decode one captured frame (never raises for what the frame holds)."""
+            ip_proto: int = UET_DEFAULT_IP_PROTO, keys: Any = None,
+            tss_cleartext: bool = False) -> Dissected:
+    """Decode one captured frame (never raises for what the frame holds).
+
+    A frame with a TSS header is decrypted with ``keys`` (:class:`uet.tss.reader.
+    CaptureKeys`: ``uet.tss.decrypted`` true, the ICV as ``uet.trailer``); without a key
+    for its SDI it shows its envelope and TSS header and ``uet.tss.encrypted`` (the
+    encrypted bytes' length), unless ``tss_cleartext`` (synthetic samples whose PDS
+    header follows the TSS header in the clear)."""
     data = cf.data
     if cf.linktype != LINKTYPE_ETHERNET:
         return Dissected("other", {}, error=f"unsupported link type {cf.linktype} "
                                             "(only Ethernet is decoded)")
+    if not tss_cleartext and frame_is_secured(data, udp_port=udp_port, ip_proto=ip_proto):
+        secured = _secured(cf, keys)
+        if secured is not None:
+            return secured
     try:
         got = decode_headers(data, cf.orig_len, trailer_len, udp_port=udp_port,
                              ip_proto=ip_proto)

@@ -45,6 +45,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="UDP: wall-clock grace for expected packets (default 500)")
     p.add_argument("--quiet-ms", type=float, default=40.0,
                    help="UDP: shortest wait when a packet must not come (default 40)")
+    p.add_argument("--tss", action="store_true",
+                   help="the devices serve the well-known secure domain (uet serve --tss "
+                        "well-known): run the TSS cases, and only them")
     p.add_argument("--probe-timeout", type=float, default=3.0, metavar="S",
                    help="UDP: before the catalogue, check that every device answers a "
                         "request within S seconds (default 3; 0: no check)")
@@ -85,6 +88,8 @@ def pytest_args(args: argparse.Namespace, ini: str) -> list[str]:
         out += ["--uet-peer", ip]
     if args.setup:
         out += ["--uet-setup", args.setup]
+    if args.tss:
+        out.append("--uet-tss")
     out += ["--uet-peer-net", args.peer_net, "--uet-capture-dir", args.capture_dir,
             "--uet-grace-ms", str(args.grace_ms), "--uet-quiet-ms", str(args.quiet_ms)]
     if args.keep_captures:
@@ -135,8 +140,9 @@ def run(args: argparse.Namespace) -> int:
 
         setup = DutSetup.load(args.setup) if args.setup else None
         target = make_target(args.dut, *([setup] if setup else []),
-                             peer_ips=args.peer or None, peer_net=args.peer_net)
-        if isinstance(target, UdpTarget) and args.probe_timeout > 0:
+                             peer_ips=args.peer or None, peer_net=args.peer_net,
+                             **({"tss": True} if args.tss else {}))
+        if isinstance(target, UdpTarget) and args.probe_timeout > 0 and not args.tss:
             target.check_reachable(args.probe_timeout)
     except (ValueError, SetupError, OSError) as exc:
         print(f"uet conformance: {exc}", file=sys.stderr)

@@ -84,6 +84,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "frame.interface_name == \"h0\"')")
     p.add_argument("-i", "--iface", action="append", default=[], metavar="NAME",
                    help="only frames of this capture interface (e.g. h0); repeatable")
+    p.add_argument("--keys", default=None, metavar="FILE",
+                   help="TSS key file (docs/tss.md): frames of its secure domains are "
+                        "authenticated and decrypted (uet.tss.decrypted); without a key a "
+                        "TSS frame shows its headers and uet.tss.encrypted")
+    p.add_argument("--tss-cleartext", action="store_true",
+                   help="decode what follows a TSS header as cleartext (synthetic header "
+                        "samples; the dissector preference uet.tss_cleartext)")
     p.add_argument("-t", "--time", choices=TIME_FORMATS, default="relative",
                    help="time column: seconds since the first frame (relative, default), "
                         "the capture's timestamps (absolute), or since the previous frame "
@@ -198,7 +205,8 @@ def frame_record(cf: CapturedFrame, d: Dissected, t0: int, prev: int) -> dict[st
 def decode_capture(path: str, out: TextIO, *, as_json: bool = False, trailer_len: int = 0,
                    udp_port: int = UET_UDP_PORT, ip_proto: int = UET_DEFAULT_IP_PROTO,
                    display_filter: str | None = None, ifaces: Iterable[str] = (),
-                   time_format: str = "relative") -> int:
+                   time_format: str = "relative", keys: Any = None,
+                   tss_cleartext: bool = False) -> int:
     """Decode every frame of ``path`` to ``out``; return the number of frames that failed.
 
     ``display_filter`` (:mod:`uet.capture.dfilter`) and ``ifaces`` (interface names) keep
@@ -221,7 +229,8 @@ def decode_capture(path: str, out: TextIO, *, as_json: bool = False, trailer_len
         if only and cf.if_name not in only:
             prev = cf.ts_ns
             continue
-        d = dissect(cf, trailer_len=trailer_len, udp_port=udp_port, ip_proto=ip_proto)
+        d = dissect(cf, trailer_len=trailer_len, udp_port=udp_port, ip_proto=ip_proto,
+                    keys=keys, tss_cleartext=tss_cleartext)
         obj = frame_record(cf, d, t0, prev) if (as_json or keep) else None
         prev = cf.ts_ns
         if keep is not None and not keep(obj):  # type: ignore[arg-type]
@@ -245,6 +254,14 @@ def decode_capture(path: str, out: TextIO, *, as_json: bool = False, trailer_len
             out.write(head + line[len(str(cf.index)):] + tail + "\n")
         elif d.kind == "roce":  # the summary names the IP addresses, as a UET line does
             out.write(f"{head} {d.summary}{tail}\n")
+        elif d.kind == "tss":
+            f = d.fields
+            src = f.get("ip.src", f.get("ipv6.src"))
+            dst = f.get("ip.dst", f.get("ipv6.dst"))
+            ev = f.get("udp.srcport", f.get("uet.pds.entropy"))
+            out.write(f"{head} {src} -> {dst} ev={ev} TSS sdi={f['uet.tss.sdi']} "
+                      f"an={f['uet.tss.an']} epoch={f['uet.tss.epoch']} tsc="
+                      f"{f['uet.tss.tsc'] & 0xFFFFFFFFFFFF} {d.summary}{tail}\n")
         elif d.kind != "other":
             out.write(f"{head} {d.fields['eth.src']} -> {d.fields['eth.dst']} {d.summary}"
                       f"{tail}\n")
@@ -254,11 +271,22 @@ def decode_capture(path: str, out: TextIO, *, as_json: bool = False, trailer_len
 
 
 def run(args: argparse.Namespace) -> int:
+    keys = None
+    if args.keys:
+        from uet.tss.config import TssConfigError, load_key_file
+        from uet.tss.reader import CaptureKeys
+
+        try:
+            keys = CaptureKeys(load_key_file(args.keys))
+        except TssConfigError as exc:
+            print(f"uet decode: --keys: {exc}", file=sys.stderr)
+            return 2
     try:
         decode_capture(args.capture, sys.stdout, as_json=args.json,
                        trailer_len=args.trailer_len, udp_port=args.udp_port,
                        ip_proto=args.ip_proto, display_filter=args.filter,
-                       ifaces=args.iface, time_format=args.time)
+                       ifaces=args.iface, time_format=args.time, keys=keys,
+                       tss_cleartext=args.tss_cleartext)
         sys.stdout.flush()
     except BrokenPipeError:  # `uet decode x | head`: stop quietly
         import os

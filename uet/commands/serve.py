@@ -33,6 +33,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="stop after S seconds (default: run until interrupted)")
     p.add_argument("--json", action="store_true",
                    help="print the setup and the final counters as JSON")
+    p.add_argument("--tss", default=None, metavar="KEYFILE",
+                   help="transport security: serve the setup's job in the secure domains of "
+                        "this key file (docs/tss.md), or 'well-known' for the conformance "
+                        "suite's published domain (uet conformance --tss); cleartext and "
+                        "frames without the key are refused and counted (tss.rx_refused.*)")
     p.add_argument("--log-level", choices=LOG_LEVELS, default="off",
                    help="print the end point's structured event log on stderr: error (PDCs "
                         "closed in error), warning (+ NACKs, retransmissions), info (+ PDCs "
@@ -76,11 +81,23 @@ def run(args: argparse.Namespace) -> int:
     from uet.conformance.udp_io import parse_hostport
     from uet.runtime import run as run_async
     from uet.runtime.responder import serve
+    from uet.tss.config import TssConfig, TssConfigError
     from uet.wire.constants import UET_UDP_PORT
 
     try:
         host, port = parse_hostport(args.listen, UET_UDP_PORT)
         setup = _setup(args)
+        tss = None
+        if args.tss == "well-known":
+            from uet.conformance.setup import conformance_tss
+
+            tss = TssConfig.from_dict(conformance_tss(setup))
+        elif args.tss:
+            tss = TssConfig.from_dict({"key_file": args.tss})
+            if setup.job_id not in {d.job for d in tss.domains}:
+                raise TssConfigError(f"--tss {args.tss}: no secure domain carries the "
+                                     f"setup's job {setup.job_id} (jobs in the file: "
+                                     f"{', '.join(str(d.job) for d in tss.domains)})")
     except (SetupError, ValueError) as exc:
         print(f"uet serve: {exc}", file=sys.stderr)
         return 2
@@ -94,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
               flush=True)
     try:
         stats = run_async(serve, setup, host, port, args.duration,
-                         lambda line: print(line, flush=True), _event_log(args.log_level))
+                         lambda line: print(line, flush=True), _event_log(args.log_level), tss)
     except OSError as exc:
         print(f"uet serve: cannot serve on {host}:{port}: {exc.strerror or exc}",
               file=sys.stderr)
@@ -106,5 +123,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         keys = ("udp.rx_datagrams", "udp.tx_datagrams", "driver.rx_decode_errors",
                 "pds.opened", "pds.closed", "pds.closed_in_error")
+        if tss is not None:
+            keys += ("tss.rx_ok", "tss.tx_ok") + tuple(
+                k for k in sorted(stats) if k.startswith("tss.rx_refused."))
         print("uet serve: " + ", ".join(f"{k}={stats.get(k, 0)}" for k in keys), flush=True)
     return 0

@@ -58,17 +58,18 @@ class FepDriver:
 
     def __init__(self, setup: DutSetup, ip: str, *, profile: Profile | str | None = None,
                  endpoint_factory: EndpointFactory | None = None,
-                 log: Callable[..., None] | None = None) -> None:
+                 log: Callable[..., None] | None = None, tss: Any = None) -> None:
         self.setup = setup
         self.ip = ip
         self.profile = build_profile(setup, profile)
         pds = pds_config_from_profile(self.profile, setup.pds_overrides())
         cms = cms_config_from_profile(self.profile, {"algorithm": setup.cc})
         make = endpoint_factory or FabricEndpoint
+        extra = {"tss": tss} if tss is not None else {}
         self.ep: FabricEndpoint = make(ip=ip, profile=self.profile, pds=pds, cms=cms,
                                        seed=setup.seed,
                                        job_id=setup.job_id, pid_on_fep=setup.pid_on_fep,
-                                       log=log)
+                                       log=log, **extra)
         self.counters: Counter[str] = Counter()
         self.buffers: dict[str, bytearray] = {}
         self._apply()
@@ -118,6 +119,13 @@ class FepDriver:
     def datagram_in(self, now: int, payload: bytes, src_ip: str, ev: int, tos: int = 0) -> bool:
         """One received UDP payload; False (and counted) if it does not decode."""
         self.counters["rx_datagrams"] += 1
+        if self.ep.tss is not None:  # TSS: the end point opens secured datagrams itself
+            before = self.ep.counters["rx_decode_error"]
+            ok = self.ep.receive_uet(now, payload, src_ip=src_ip, dst_ip=self.ip, ev=ev,
+                                     dscp=tos >> 2, ecn=tos & 3, udp_dport=UET_UDP_PORT)
+            if self.ep.counters["rx_decode_error"] != before:
+                self.counters["rx_decode_errors"] += 1
+            return ok
         try:
             frame = decode_uet(payload, src_ip=src_ip, dst_ip=self.ip, ev=ev, dscp=tos >> 2,
                                ecn=tos & 3, udp_dport=UET_UDP_PORT)
@@ -133,14 +141,20 @@ class FepDriver:
         out = []
         ep = self.ep
         while True:
-            frame = ep.poll_frame(now)
-            if frame is None:
-                return out
-            try:
-                data = encode_uet(frame)
-            except EncodeError:
-                self.counters["tx_encode_errors"] += 1
-                continue
+            if ep.tss is not None:
+                got = ep.poll_uet(now)
+                if got is None:
+                    return out
+                frame, data = got
+            else:
+                frame = ep.poll_frame(now)
+                if frame is None:
+                    return out
+                try:
+                    data = encode_uet(frame)
+                except EncodeError:
+                    self.counters["tx_encode_errors"] += 1
+                    continue
             self.counters["tx_datagrams"] += 1
             out.append(Datagram(now, frame.src_ip, frame.dst_ip, frame.ev,
                                 (frame.dscp & 0x3F) << 2 | (frame.ecn & 3), data))

@@ -274,7 +274,8 @@ class Peer:
 
     def __init__(self, transport: Any, setup: DutSetup, *, ips: list[str], seed: int = 0,
                  capture: CaseCapture | None = None, rule: str = "", grace_us: float = 0,
-                 quiet_us: float = 0, scratch: int = 0, profile: Any = None) -> None:
+                 quiet_us: float = 0, scratch: int = 0, profile: Any = None,
+                 tss: Any = None) -> None:
         self.transport = transport
         self.setup = setup
         self.ips = list(ips)
@@ -295,6 +296,11 @@ class Peer:
         self.sent: list[tuple[int, bytes]] = []
         self._unclaimed: deque[Received] = deque()
         self._used_pdcids: set[int] = set()
+        #: TSS cases: the peer's :class:`uet.tss.TssSublayer` (the well-known secure
+        #: domain): what it sends is sealed (unless ``cleartext=True``), what it receives
+        #: is opened
+        self.tss = tss
+        self.sdi = next(iter(tss.domains)) if tss is not None else None
 
     # ------------------------------------------------------------------ time
     @property
@@ -321,9 +327,10 @@ class Peer:
 
     # ------------------------------------------------------------------ sending
     def send(self, pkt: Packet | Frame | bytes, *, ev: int | None = None, dscp: int = 0,
-             ecn: int = 0, src: str | None = None) -> int:
+             ecn: int = 0, src: str | None = None, cleartext: bool = False) -> int:
         """Send one UET datagram (scapy packet, record frame or raw bytes); returns the
-        send time in ps. ``ev`` is the UDP source port (default: a fixed per-peer EV)."""
+        send time in ps. ``ev`` is the UDP source port (default: a fixed per-peer EV).
+        A TSS peer seals it in its secure domain unless ``cleartext``."""
         if isinstance(pkt, Frame):
             from uet.wire.codec import encode_uet
 
@@ -334,6 +341,8 @@ class Peer:
             data = bytes(pkt)
         ev = self.default_ev if ev is None else ev
         src = self.ip if src is None else src
+        if self.tss is not None and not cleartext:
+            data = self.seal(data, src=src, ev=ev)
         tos = (dscp & 0x3F) << 2 | (ecn & 3)
         t = self.transport.send(data, src, ev, tos)
         self.capture.add(self._t_ns(t), True, src, self.dut_ip, ev, tos, data)
@@ -347,13 +356,29 @@ class Peer:
         return self.rng.randrange(0xC100, 0xFF00)
 
     # ------------------------------------------------------------------ receiving
+    def seal(self, plain: bytes, *, src: str | None = None, ev: int | None = None,
+             sdi: int | None = None) -> bytes:
+        """The UET bytes ``plain`` (PDS header onwards) sealed in the peer's domain (or
+        ``sdi`` of it)."""
+        dom = self.tss.domains[self.sdi if sdi is None else sdi]
+        _hdr, data = dom.seal(self.now_ps, plain, self.ip if src is None else src,
+                              self.dut_ip, self.default_ev if ev is None else ev)
+        return data
+
     def _decode(self, dg: Datagram) -> Received:
-        try:
-            frame = decode_uet(dg.payload, src_ip=dg.src_ip, dst_ip=dg.dst_ip, ev=dg.ev,
-                               dscp=dg.tos >> 2, ecn=dg.tos & 3)
-            err = None
-        except DecodeError as exc:
-            frame, err = None, str(exc)
+        err = None
+        frame: Frame | None
+        if self.tss is not None and dg.payload[:1] and dg.payload[0] >> 3 == 1:
+            frame = self.tss.open_uet(dg.t_ps, dg.payload, src_ip=dg.src_ip, dst_ip=dg.dst_ip,
+                                      ev=dg.ev, dscp=dg.tos >> 2, ecn=dg.tos & 3)
+            if frame is None:
+                err = "a TSS frame the peer could not authenticate"
+        else:
+            try:
+                frame = decode_uet(dg.payload, src_ip=dg.src_ip, dst_ip=dg.dst_ip, ev=dg.ev,
+                                   dscp=dg.tos >> 2, ecn=dg.tos & 3)
+            except DecodeError as exc:
+                frame, err = None, str(exc)
         rx = Received(dg.t_ps, dg.src_ip, dg.dst_ip, dg.ev, dg.tos, dg.payload, frame, err)
         self.log.append(rx)
         self.capture.add(self._t_ns(dg.t_ps), False, dg.src_ip, dg.dst_ip, dg.ev, dg.tos,

@@ -40,6 +40,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      "127.0.92.0/22 when the device is on loopback)")
     g.addoption("--uet-peer-net", default="127.0.92.0/22", metavar="CIDR",
                 help="network of the per-test peer addresses (default 127.0.92.0/22)")
+    g.addoption("--uet-tss", action="store_true",
+                help="the devices serve the well-known secure domain: only TSS cases run")
     g.addoption("--uet-grace-ms", type=float, default=500.0,
                 help="UDP: wall-clock grace added to positive expectations (default 500)")
     g.addoption("--uet-quiet-ms", type=float, default=40.0,
@@ -88,10 +90,11 @@ def _make_target(config: pytest.Config) -> Any:
 
         opt = config.getoption
         setup = DutSetup.load(opt("--uet-setup")) if opt("--uet-setup") else WELL_KNOWN
+        extra = {"tss": True} if opt("--uet-tss") else {}
         st.target = make_target(opt("--uet-dut"), setup, peer_ips=opt("--uet-peer") or None,
                                 peer_net=opt("--uet-peer-net"),
                                 grace_ms=opt("--uet-grace-ms"),
-                                quiet_ms=opt("--uet-quiet-ms"))
+                                quiet_ms=opt("--uet-quiet-ms"), **extra)
     return st.target
 
 

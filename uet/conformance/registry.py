@@ -39,6 +39,7 @@ AREAS: tuple[tuple[str, str], ...] = (
     ("ses_codes", "SES return codes, job / key / index protection (ref 4.6)"),
     ("profiles", "profile gating (ref 5, docs/profiles.md)"),
     ("malformed", "malformed and unexpected packets (ref 2, 4, 9.1)"),
+    ("tss", "transport security, secured PDCs and job isolation (ref 7, 3.2; docs/tss.md)"),
 )
 
 
@@ -57,10 +58,13 @@ class Case:
     virtual: bool = False
     note: str = ""
     caps: tuple[str, ...] = ()
+    #: a TSS case: the device serves the well-known secure domain (True), or a variant of
+    #: it (a dict of domain keys: in process only)
+    tss: bool | dict[str, Any] = False
 
     @property
     def needs_config(self) -> bool:
-        return bool(self.config or self.profile_changes)
+        return bool(self.config or self.profile_changes or isinstance(self.tss, dict))
 
     @property
     def extras(self) -> dict[str, Any]:
@@ -70,8 +74,10 @@ class Case:
 
     @property
     def udp_capable(self) -> bool:
-        """Runs over UDP (against a device configured with :attr:`extras`, if any)."""
-        return not self.virtual
+        """Runs over UDP (against a device configured with :attr:`extras`, if any; a TSS
+        case that configures its end point runs in process only: ``uet serve --tss``
+        serves the well-known domain as it is)."""
+        return not self.virtual and not (self.tss and self.needs_config)
 
     def config_text(self) -> str:
         """The extras as ``key=value`` items (JSON values), as a ``--dut`` spec writes
@@ -83,6 +89,11 @@ class Case:
         """Where the case cannot run, in words ("" when it runs everywhere)."""
         if self.virtual:
             return "in process only: needs virtual time"
+        if self.tss and self.needs_config:
+            tss = self.tss if isinstance(self.tss, dict) else {}
+            what = ", ".join(f"{k}={v}" for k, v in {**self.extras, **{
+                f"tss.{k}": v for k, v in tss.items()}}.items())
+            return f"in process only: needs a configured end point ({what})"
         if self.needs_config:
             return (f"in process, and over UDP against a device configured with "
                     f"{self.config_text()}")
@@ -128,9 +139,11 @@ _current_area = [""]
 
 def case(case_id: str, ref: str, rule: str, *, profile: str | None = None,
          config: dict[str, Any] | None = None, profile_changes: dict[str, Any] | None = None,
-         virtual: bool = False, note: str = "", caps: tuple[str, ...] = ()) -> Callable:
+         virtual: bool = False, note: str = "", caps: tuple[str, ...] = (),
+         tss: bool | dict[str, Any] = False) -> Callable:
     """Register ``fn(peer)`` as the catalogue case ``case_id``. ``caps`` are capabilities
-    the device's profile must have (:func:`profile_caps`)."""
+    the device's profile must have (:func:`profile_caps`); ``tss``: a case of a secured
+    device (the well-known secure domain, or a variant of it)."""
 
     def register(fn: Callable[[Any], None]) -> Callable[[Any], None]:
         if case_id in _REGISTRY:
@@ -139,7 +152,7 @@ def case(case_id: str, ref: str, rule: str, *, profile: str | None = None,
                                   area=_current_area[0] or fn.__module__.rsplit(".", 1)[-1],
                                   profile=profile, config=config,
                                   profile_changes=profile_changes, virtual=virtual, note=note,
-                                  caps=tuple(caps))
+                                  caps=tuple(caps), tss=tss)
         return fn
 
     return register

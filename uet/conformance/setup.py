@@ -341,6 +341,19 @@ _SETUP_KEY_OF_PDS = {
 
 WELL_KNOWN = DutSetup()
 
+#: The well-known secure domain of the TSS cases (a published key: for conformance runs
+#: only): direct mode, carrying the setup's job. ``uet serve --tss well-known`` serves it;
+#: ``uet conformance --tss`` runs the TSS cases (and only them) against such a device.
+CONFORMANCE_TSS_SDI = 0x00_C0DE
+CONFORMANCE_TSS_KEY = "756574207473732077656c6c2d6b6e6f776e20636f6e666f726d616e63652121"
+
+
+def conformance_tss(setup: DutSetup = WELL_KNOWN, **overrides: Any) -> dict[str, Any]:
+    """The well-known secure domain for ``setup`` (``overrides``: other domain keys, e.g.
+    ``auth_fail_threshold`` for an in-process case)."""
+    return {"mode": "direct", "sdi": CONFORMANCE_TSS_SDI, "key": CONFORMANCE_TSS_KEY,
+            "job": setup.job_id, **overrides}
+
 
 def variant_profile(name: str, changes: dict[str, Any]) -> Profile:
     """``name`` with some profile keys changed (``{"ses.reassembly_max_messages": 1}``)."""

@@ -16,6 +16,7 @@ import contextlib
 import ipaddress
 import json
 import os
+import time
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,7 +30,7 @@ from .capture import CaseCapture
 from .driver import FepDriver
 from .peer import ANY_ACK, ConformanceFailure, Peer
 from .registry import Case, profile_caps
-from .setup import WELL_KNOWN, DutSetup, variant_profile
+from .setup import WELL_KNOWN, DutSetup, conformance_tss, variant_profile
 from .transport import InProcessTransport, UdpTransport
 from .udp_io import parse_hostport
 
@@ -138,13 +139,17 @@ class InProcessTarget:
     def peer(self, case: Case, index: int = 0,
              capture: CaseCapture | None = None) -> Iterator[Peer]:
         setup, profile = self.case_setup(case)
+        tss = None
+        if case.tss:
+            tss = conformance_tss(setup, **(case.tss if isinstance(case.tss, dict) else {}))
         driver = FepDriver(setup, INPROC_DUT, profile=profile,
-                           endpoint_factory=self.endpoint_factory, log=self.log)
+                           endpoint_factory=self.endpoint_factory, log=self.log, tss=tss)
         self.last_driver = driver
         transport = InProcessTransport(driver)
         peer = Peer(transport, setup, ips=INPROC_PEERS, seed=case_seed(case.id),
                     capture=capture or CaseCapture(case.id), rule=case.rule,
-                    scratch=scratch_for(index, setup), profile=profile)
+                    scratch=scratch_for(index, setup), profile=profile,
+                    tss=peer_tss(setup, INPROC_PEERS[0]) if case.tss else None)
         try:
             yield peer
         finally:
@@ -159,7 +164,7 @@ class UdpTarget:
     def __init__(self, duts: list[DutSpec], setup: DutSetup = WELL_KNOWN, *,
                  peer_ips: list[str] | None = None, peer_net: str = "127.0.92.0/22",
                  grace_ms: float = 500.0, quiet_ms: float = 40.0,
-                 nonce: int | None = None) -> None:
+                 nonce: int | None = None, tss: bool = False) -> None:
         if not duts:
             raise ValueError("UdpTarget needs at least one device (udp:HOST:PORT)")
         self.duts = duts
@@ -177,9 +182,13 @@ class UdpTarget:
         self.grace_us = grace_ms * 1000
         self.quiet_us = quiet_ms * 1000
         self.nonce = int.from_bytes(os.urandom(4), "big") if nonce is None else nonce
+        #: the devices serve the well-known secure domain (uet serve --tss well-known):
+        #: only the TSS cases apply
+        self.tss = tss
 
     def describe(self) -> str:
-        return ", ".join(str(d) for d in self.duts) + " (real UDP, wall clock)"
+        secured = ", the well-known secure domain" if self.tss else ""
+        return ", ".join(str(d) for d in self.duts) + f" (real UDP, wall clock{secured})"
 
     def _dut_for(self, case: Case) -> DutSpec | None:
         want = case.profile
@@ -195,8 +204,13 @@ class UdpTarget:
         return None
 
     def unavailable(self, case: Case) -> str | None:
-        if case.virtual:
+        if case.virtual or not case.udp_capable:
             return case.limits()
+        if case.tss and not self.tss:
+            return ("needs a device serving the well-known secure domain (uet serve --tss "
+                    "well-known, then uet conformance --tss)")
+        if self.tss and not case.tss:
+            return "the device is secured (--tss): cleartext cases do not apply"
         if self._dut_for(case) is None:
             if case.needs_config:
                 prof = f"@{case.profile}" if case.profile else ""
@@ -262,11 +276,26 @@ class UdpTarget:
                     seed=case_seed(case.id, self.nonce),
                     capture=capture or CaseCapture(case.id), rule=case.rule,
                     grace_us=self.grace_us, quiet_us=self.quiet_us,
-                    scratch=scratch_for(index, setup), profile=_profile_of(setup.profile, dut))
+                    scratch=scratch_for(index, setup), profile=_profile_of(setup.profile, dut),
+                    # a device keeps replay state across runs: the peer's TSC starts at the
+                    # wall clock in 10 us ticks (2^48 of them reach 2059), so a later run
+                    # never repeats one
+                    tss=peer_tss(setup, transport.peer_ips[0], time.time_ns() // 10_000)
+                    if case.tss else None)
         try:
             yield peer
         finally:
             transport.close()
+
+
+def peer_tss(setup: DutSetup, ip: str, start_tsc: int = 0) -> Any:
+    """The peer's side of the well-known secure domain (its own TSC, from ``start_tsc``,
+    and its own replay state)."""
+    from uet.tss import TssConfig, TssSublayer
+
+    sub = TssSublayer(TssConfig.from_dict(conformance_tss(setup)), ip)
+    sub.domains[conformance_tss(setup)["sdi"]].tsc = start_tsc
+    return sub
 
 
 def _give_back(peer: Peer, pdcs: list[Any], first: Any) -> None:

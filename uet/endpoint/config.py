@@ -67,6 +67,9 @@ def pds_config_from_profile(profile: Profile | str, overrides: dict[str, Any] | 
             continue
         field_name, scale = PROFILE_PDS_KEYS[key]
         values[field_name] = int(value) * scale
+    start = prof.values.get("tss.start_psn")
+    if start is not None:
+        values["secure_start_psn"] = start
     values.update(fixed)
     values.update(overrides or {})
     known = {f.name for f in fields(PdsConfig)}
@@ -88,6 +91,16 @@ def pds_config_from_profile(profile: Profile | str, overrides: dict[str, Any] | 
                 raise PdsConfigError(f"profile {prof.name!r} pds.{key} = {prof.pds[key]}: "
                                      f"{exc}") from None
         raise
+
+
+#: profile ``[tss]`` keys that are defaults of every secure domain
+PROFILE_TSS_KEYS = ("replay_window", "auth_fail_threshold", "max_epoch_lifetime")
+
+
+def tss_defaults_from_profile(profile: Profile | str) -> dict[str, Any]:
+    """The secure-domain defaults a profile gives (``[tss]``, docs/tss.md)."""
+    prof = as_profile(profile)
+    return {k: prof.values[f"tss.{k}"] for k in PROFILE_TSS_KEYS if f"tss.{k}" in prof.values}
 
 
 def cms_config_from_profile(profile: Profile | str, overrides: dict[str, Any] | None = None,

@@ -21,7 +21,12 @@ from typing import Any
 
 from uet.cms.api import CmsConfig
 from uet.cms.factory import make_credit_scheduler, make_receiver, make_sender
-from uet.endpoint.config import as_profile, cms_config_from_profile, pds_config_from_profile
+from uet.endpoint.config import (
+    as_profile,
+    cms_config_from_profile,
+    pds_config_from_profile,
+    tss_defaults_from_profile,
+)
 from uet.endpoint.peers import PeerCaps, book
 from uet.pds.config import PdsConfig
 from uet.pds.endpoint import PdsEndpoint
@@ -42,16 +47,20 @@ from uet.ses.endpoint import SesEndpoint
 from uet.ses.initiator import Operation
 from uet.ses.memory import Perm
 from uet.ses.messages import OpCompleted, OutMessage, RecvCompleted, TargetAddr
-from uet.wire.codec import decode_frame, encode_frame
+from uet.tss.config import TssConfig
+from uet.tss.sublayer import TssSublayer, frame_is_secured, is_secured
+from uet.wire.codec import decode_frame, decode_uet, encode_frame, encode_uet
 from uet.wire.constants import (
     UET_DEFAULT_IP_PROTO,
     DeliveryMode,
+    NackCode,
+    ReturnCode,
     SesFlag,
     SesOpcode,
     enum_member,
 )
-from uet.wire.errors import DecodeError
-from uet.wire.records import Frame, SesStandard
+from uet.wire.errors import DecodeError, EncodeError
+from uet.wire.records import Frame, SesResponseData, SesResponseDataSmall, SesStandard
 
 #: Resource index of the "sink" region every FEP exposes for bulk transfers (experiments).
 SINK_INDEX = 0x7FF
@@ -59,6 +68,9 @@ SINK_INDEX = 0x7FF
 SINK_KEY = 0x5155_4E4B  # "QUNK"
 #: encapsulations an end point speaks (ref 1.2, 1.3)
 ENCAPS = ("udp", "native-ip")
+
+_MISMATCH = -1  # _isolate: the packet was NACKed PDC_HDR_MISMATCH, nothing to deliver
+_RSP_DATA_HEADERS = (SesResponseData, SesResponseDataSmall)
 
 # plain ints for per-packet tests (an IntFlag "&" costs ~1 us)
 _SOM = int(SesFlag.SOM)
@@ -167,7 +179,8 @@ class FabricEndpoint:
                  log: Callable[..., None] | None = None,
                  sink_bytes: int = 0, sink_buffer: bytearray | None = None,
                  keep_completions: int = 0, encap: str = "udp",
-                 ip_proto: int = UET_DEFAULT_IP_PROTO) -> None:
+                 ip_proto: int = UET_DEFAULT_IP_PROTO,
+                 tss: TssConfig | dict[str, Any] | None = None) -> None:
         self.profile = as_profile(profile)
         if encap not in ENCAPS:
             raise ValueError(f"encap={encap!r}: allowed {', '.join(ENCAPS)}")
@@ -222,6 +235,15 @@ class FabricEndpoint:
         self.ses.resources.register(job_id, pid_on_fep, 0)
         self.audit = DeliveryAudit(mtu_payload=self.profile.ses.mtu_payload)
         self.counters: Counter = Counter()
+        # the Transport Security Sublayer and job isolation (docs/tss.md): secured frames
+        # are opened before, and sealed after, the PDS; None without domains or a
+        # job-sources table (cleartext UET, any job, as before)
+        tss_cfg = tss if isinstance(tss, TssConfig) else TssConfig.from_dict(
+            tss, defaults=tss_defaults_from_profile(self.profile))
+        self.tss: TssSublayer | None = None
+        if tss_cfg.enabled:
+            self.tss = TssSublayer(tss_cfg, ip, log=log, trimmed_dscps=(
+                self.pds_config.dscp_trimmed, self.pds_config.dscp_trimmed_lasthop))
         #: the latest ``keep_completions`` completion events (OpCompleted / RecvCompleted),
         #: for callers that poll; 0 (the default) keeps none, so a long-running end point
         #: (``uet serve``) does not hold every receive buffer it ever completed. Callers
@@ -256,7 +278,9 @@ class FabricEndpoint:
         data back wants; a READ of it gives zeros). ``host_profiles`` maps host indices to
         a different profile than ``profile``; every end point knows every peer's
         ``fep_cap`` (as it would from the peer's UET address), so operations a peer's
-        profile refuses fail at once at the initiator.
+        profile refuses fail at once at the initiator. ``tss`` (a :class:`TssConfig` or
+        its dict) secures every host; ``host_tss`` maps host indices to their own; a
+        domain's ``ssi = "auto"`` becomes the host index + 1 (every member its own SSI).
         """
         if kwargs.get("mode") is not None:  # "ROD" as well as DeliveryMode.ROD, checked now
             kwargs["mode"] = enum_member(DeliveryMode, kwargs["mode"], "mode")
@@ -268,6 +292,10 @@ class FabricEndpoint:
             shared = bytearray(kwargs.pop("sink_bytes", 0))
         per_host = {int(i): as_profile(p)
                     for i, p in (kwargs.pop("host_profiles", None) or {}).items()}
+        tss_default = kwargs.pop("tss", None)
+        tss_hosts = {int(i): t for i, t in (kwargs.pop("host_tss", None) or {}).items()}
+        for t in (tss_default, *tss_hosts.values()):  # a bad TSS key fails here, once
+            _host_tss(t, 0)
         book_cache: dict[int, Any] = {}
         # configurations are checked once, here, so that a bad key fails before any host
         for prof in {id(p): p for p in (default, *per_host.values())}.values():
@@ -289,6 +317,7 @@ class FabricEndpoint:
                 kw["sink_buffer"] = shared
             else:
                 kw.setdefault("sink_bytes", 0)
+            kw["tss"] = _host_tss(tss_hosts.get(ctx.index, tss_default), ctx.index)
             ep = cls(ip=ctx.ip, mac=ctx.mac, profile=profile, pds=pds_cfg, cms=cms_cfg,
                      seed=ctx.seed, gateway_mac=ctx.gateway_mac, log=_host_log(ctx), **kw)
             # the fabric's address book, shared by every end point (uet/endpoint/peers.py)
@@ -325,39 +354,95 @@ class FabricEndpoint:
     # ------------------------------------------------------------------ FrameEndpoint
 
     def receive(self, now: int, data: bytes) -> None:
-        """A frame arrived from the wire: decode it, run the PDS, let the SES answer."""
+        """A frame arrived from the wire: decode it (TSS: authenticate and decrypt first),
+        run the PDS, let the SES answer."""
         try:
+            if frame_is_secured(data, ip_proto=self.ip_proto):
+                if self.tss is None:
+                    self._unsecured_tss(now)
+                    return
+                frame = self.tss.open_frame(now, data, self.ip_proto)
+                if frame is None:
+                    return  # refused by the TSS: counted and logged there
+                self._receive(now, frame)
+                return
             frame = decode_frame(data, udp_port=None, ip_proto=self.ip_proto)
         except DecodeError as exc:
-            self.counters["rx_decode_error"] += 1
-            self.counters[f"rx_decode_error.{exc.header}"] += 1
-            if self.log_hook is not None:
-                self.log_hook(now, "decode_error", error=str(exc))
+            self._decode_error(now, exc)
             return
         self.receive_frame(now, frame)
 
+    def receive_uet(self, now: int, payload: bytes, **fields: Any) -> bool:
+        """The UET bytes of a datagram (what follows the UDP header; ``fields``: ``src_ip``,
+        ``dst_ip``, ``ev`` (the source port), ``dscp``, ``ecn`` ... of the envelope);
+        False when they do not decode (counted)."""
+        try:
+            if is_secured(payload):
+                if self.tss is None:
+                    self._unsecured_tss(now)
+                    return True
+                frame = self.tss.open_uet(now, payload, **fields)
+                if frame is not None:
+                    self._receive(now, frame)
+                return True
+            frame = decode_uet(payload, **fields)
+        except DecodeError as exc:
+            self._decode_error(now, exc)
+            return False
+        self.receive_frame(now, frame)
+        return True
+
     def receive_frame(self, now: int, frame: Frame) -> None:
-        """A decoded frame (live UDP and conformance drivers decode themselves)."""
+        """A decoded cleartext frame (drivers that decode themselves). A frame carrying a
+        TSS header here was not authenticated: it is dropped (``receive`` and
+        ``receive_uet`` open secured frames)."""
+        if frame.tss is not None:
+            self._unsecured_tss(now)
+            return
+        if self.tss is not None and not self.tss.accept_cleartext(now, frame):
+            return
+        self._receive(now, frame)
+
+    def _receive(self, now: int, frame: Frame) -> None:
         self.counters["rx_frames"] += 1
         self.pds.receive(now, frame)
         self.pump(now)
 
+    def _unsecured_tss(self, now: int) -> None:
+        """A TSS frame where no domain can open it: never handed on as cleartext."""
+        self.counters["rx_tss_without_domain"] += 1
+        if self.log_hook is not None:
+            self.log_hook(now, "tss_refused", direction="rx", reason="no_tss",
+                          detail="TSS frame at an end point without secure domains")
+
+    def _decode_error(self, now: int, exc: DecodeError) -> None:
+        self.counters["rx_decode_error"] += 1
+        self.counters[f"rx_decode_error.{exc.header}"] += 1
+        if self.log_hook is not None:
+            self.log_hook(now, "decode_error", error=str(exc))
+
     def pop_control(self, now: int) -> bytes | None:
-        frame = self.pds.poll_transmit(now, True)
-        if frame is None:
-            return None
-        self.counters["tx_control"] += 1
-        return self._encode(frame)
+        return self._pop(now, True, "tx_control")
 
     def pop_data(self, now: int) -> bytes | None:
-        frame = self.pds.poll_transmit(now, False)
-        if frame is None:
-            return None
-        self.counters["tx_data"] += 1
-        return self._encode(frame)
+        return self._pop(now, False, "tx_data")
+
+    def _pop(self, now: int, control: bool, counter: str) -> bytes | None:
+        """The next frame of a class as bytes (a frame its domain refuses to seal is
+        counted there and skipped)."""
+        while True:
+            frame = self.pds.poll_transmit(now, control)
+            if frame is None:
+                return None
+            self.counters[counter] += 1
+            data = self._encode(now, frame)
+            if data is not None:
+                return data
 
     def poll_frame(self, now: int) -> Frame | None:
-        """Next frame as a record, control class first (for drivers without a NIC)."""
+        """Next frame as a record, control class first (for drivers without a NIC). A
+        frame of a secured PDC comes with its ``tss`` marker: encode it with
+        :meth:`poll_uet` (which seals it), never as cleartext."""
         frame = self.pds.poll_transmit(now, True)
         if frame is None:
             frame = self.pds.poll_transmit(now, False)
@@ -365,6 +450,24 @@ class FabricEndpoint:
             frame.src_mac = self.mac
             frame.dst_mac = self.peer_macs.get(frame.dst_ip, self.gateway_mac)
         return frame
+
+    def poll_uet(self, now: int) -> tuple[Frame, bytes] | None:
+        """Next frame and its UET bytes (what a UDP socket sends; sealed when the frame
+        belongs to a secure domain), control class first."""
+        while True:
+            frame = self.poll_frame(now)
+            if frame is None:
+                return None
+            if frame.tss is None:
+                try:
+                    return frame, encode_uet(frame)
+                except EncodeError:
+                    self.counters["tx_encode_error"] += 1
+                    continue
+            if self.tss is not None:
+                data = self.tss.seal_uet(now, frame)
+                if data is not None:
+                    return frame, data
 
     def next_deadline(self) -> int | None:
         d = self._pds_deadline()  # the NIC asks after every frame: one bound call
@@ -389,13 +492,18 @@ class FabricEndpoint:
             self.pds.respond(now, token, reply.response, reply.data)
         self.pump(now)
 
-    def _encode(self, frame: Frame) -> bytes:
+    def _encode(self, now: int, frame: Frame) -> bytes | None:
         frame.src_mac = self.mac
         frame.dst_mac = self.peer_macs.get(frame.dst_ip, self.gateway_mac)
         if self._frame_encap != "udp":
             frame.encap = self._frame_encap
             frame.ip_proto = self.ip_proto
-        return encode_frame(frame)
+        if frame.tss is None:
+            return encode_frame(frame)
+        if self.tss is None:  # cannot happen: only a domain marks frames
+            self.counters["tx_tss_without_domain"] += 1
+            return None
+        return self.tss.seal_frame(now, frame)
 
     # ------------------------------------------------------------------ glue
 
@@ -435,16 +543,18 @@ class FabricEndpoint:
                         ses.target.connection_closed(now, ev.pdc_id)
                 ev = next_event()
             pkt = poll_ses() if ses_out else None
+            tss = self.tss
             while pkt is not None:
                 moved = True
+                sdi = tss.domain_for_job(pkt.job_id) if tss is not None else None
                 if type(pkt) is OutMessage:  # a whole message: its packets made as sent
                     pds.submit(now, SendMessage(pkt.dst, pkt.mode, pkt.job_id, pkt.tc, pkt.ext,
                                                 pkt.count, pkt.nbytes, pkt.max_payload,
-                                                pkt.next_part))
+                                                pkt.next_part, sdi))
                 else:
                     pds.submit(now, SendRequest(pkt.dst, pkt.mode, pkt.job_id, pkt.tc,
                                                 pkt.ses, pkt.ext, pkt.payload, pkt.msg_ref,
-                                                pkt.eom))
+                                                pkt.eom, sdi))
                 pkt = poll_ses()
             done = next_done() if ses_done else None
             while done is not None:
@@ -461,8 +571,13 @@ class FabricEndpoint:
         if ev.ses is None:
             self.counters["rx_request_without_ses"] += 1
             return
+        refuse = None
+        if self.tss is not None:
+            refuse = self._isolate(now, ev)
+            if refuse == _MISMATCH:
+                return
         reply = self.ses.target.handle(ev.src_ip, ev.ses, ev.ext, ev.payload, mode=ev.mode,
-                                       psn=ev.psn, conn=ev.pdc_id, now=now)
+                                       psn=ev.psn, conn=ev.pdc_id, now=now, refuse=refuse)
         if reply.nack is None:
             # a refused packet counts as never delivered: its retransmission is no duplicate
             self.audit.see(ev.src_ip, ev.ses, len(ev.payload), ev.pdc_id)
@@ -476,6 +591,36 @@ class FabricEndpoint:
             self._later_seq += 1
             heapq.heappush(self._later, (now + reply.delay_ps, self._later_seq, ev.token,
                                          reply.later))
+
+    def _isolate(self, now: int, ev: RequestDelivered) -> int | None:
+        """Job isolation (docs/tss.md): the job a request names must be the job of the
+        secure domain it came in (cleartext: one the job-sources table allows its source
+        address, never a secured job), else BAD_JOB_ID; and the job of the PDC it came on,
+        else the packet is NACKed PDC_HDR_MISMATCH (a PDC carries one job) and dropped."""
+        assert self.tss is not None
+        job = getattr(ev.ses, "job_id", None)
+        if job is None:
+            return None
+        if not self.tss.job_allowed(ev.src_ip, job, ev.sdi):
+            self.counters["rx_job_refused"] += 1
+            if self.log_hook is not None:
+                self.log_hook(now, "job_refused", peer=ev.src_ip, job=job, sdi=ev.sdi,
+                              code="BAD_JOB_ID")
+            return int(ReturnCode.BAD_JOB_ID)
+        pdc = self.pds.pdc(ev.pdc_id) if ev.pdc_id else None
+        if pdc is not None and not isinstance(ev.ses, _RSP_DATA_HEADERS):
+            if pdc.job is None:
+                pdc.job = job
+            elif pdc.job != job:
+                self.counters["rx_job_switched"] += 1
+                if self.log_hook is not None:
+                    self.log_hook(now, "job_refused", peer=ev.src_ip, job=job, sdi=ev.sdi,
+                                  pdc_id=ev.pdc_id, code="PDC_HDR_MISMATCH",
+                                  pdc_job=pdc.job)
+                if ev.token:
+                    self.pds.reject(now, ev.token, NackCode.PDC_HDR_MISMATCH)
+                return _MISMATCH
+        return None
 
     def _completed(self, now: int, done: Any) -> None:
         self.completions.append(done)
@@ -562,6 +707,9 @@ class FabricEndpoint:
                                 ("ses", self.ses.counters)):
             for key, value in counter.items():
                 out[f"{prefix}.{key}"] = value
+        if self.tss is not None:
+            for key, value in self.tss.stats.items():
+                out[f"tss.{key}"] = value
         out["fep.duplicates_delivered"] = self.audit.duplicates
         return out
 
@@ -574,6 +722,24 @@ def _ip_id(ip: str) -> int:
     import zlib
 
     return zlib.crc32(ip.encode()) & 0xFFFFFFFF
+
+
+def _host_tss(cfg: Any, index: int) -> Any:
+    """A host's TSS configuration: ``ssi = "auto"`` in a domain becomes ``index + 1``
+    (a dict stays a dict: the end point fills in its profile's defaults)."""
+    if cfg is None or isinstance(cfg, TssConfig):
+        return cfg
+
+    def fix(d: Any) -> Any:
+        if isinstance(d, dict) and d.get("ssi") == "auto":
+            return {**d, "ssi": index + 1}
+        return d
+
+    d = fix(dict(cfg))
+    if isinstance(d.get("domains"), list):
+        d["domains"] = [fix(dict(x)) if isinstance(x, dict) else x for x in d["domains"]]
+    TssConfig.from_dict(d)  # a bad key fails now, naming it
+    return d
 
 
 def _host_log(ctx: Any) -> Callable[..., None] | None:

@@ -482,6 +482,8 @@ def _check_value(key: Key, v: Any, path: PathT, src: Source) -> Any:
                 isinstance(x, str) and x for x in items):
             raise bad()
         return list(items)
+    if t == "tss":
+        return _check_tss(v, path, src)
     if t == "table":
         return _check_table(TABLES[key.table or ""], v, path, src)
     if t == "weights":
@@ -507,6 +509,36 @@ def _check_value(key: Key, v: Any, path: PathT, src: Source) -> Any:
             return _check_table(TABLES[key.table or ""], v, path, src)
         raise bad()
     raise AssertionError(t)  # pragma: no cover
+
+
+def _check_tss(v: Any, path: PathT, src: Source) -> dict[str, Any]:
+    """``transport.tss``: checked by the TSS's own configuration (its message names the
+    key); a relative ``key_file`` is resolved like the other paths."""
+    from uet.tss.config import TssConfig, TssConfigError
+
+    if not isinstance(v, dict):
+        raise src.error(path, f"bad value {v!r}", allowed=TABLES["transport"].keys[
+            "tss"].allowed())
+    out = copy.deepcopy(v)
+    kf = out.get("key_file")
+    if isinstance(kf, str) and kf and not Path(kf).expanduser().is_absolute():
+        here = Path(src.name)
+        file_dir = here.parent if src.text is not None and here.is_file() else None
+        base = Path.cwd() if src.overridden(path + ("key_file",)) or file_dir is None \
+            else file_dir
+        out["key_file"] = os.path.abspath(base / Path(kf).expanduser())
+
+    def fix(d: Any) -> Any:  # ssi = "auto": per host, checked here with a stand-in
+        return {**d, "ssi": 1} if isinstance(d, dict) and d.get("ssi") == "auto" else d
+
+    probe = fix(dict(out))
+    if isinstance(probe.get("domains"), list):
+        probe["domains"] = [fix(x) for x in probe["domains"]]
+    try:
+        TssConfig.from_dict(probe)
+    except TssConfigError as exc:
+        raise src.error(path, str(exc)) from None
+    return out
 
 
 def _open_fields(kind: str) -> dict[str, Any]:

@@ -76,6 +76,9 @@ class Key:
             return "one of " + ", ".join(f"{c}" for c in self.choices)
         if t == "bool":
             return "true or false"
+        if t == "tss":
+            return ("a table: mode = \"off\"; or a secure domain (mode, sdi, key, job and "
+                    "the optional keys of docs/tss.md); or domains = [...]; or key_file")
         if t in ("int", "float", "size", "int_list"):
             what = {"int": "an integer", "float": "a number", "size": "a size in bytes "
                     "(integer, or a string such as \"1MiB\", \"2MB\", \"64KiB\")",
@@ -273,6 +276,11 @@ TRANSPORT = Table("transport", "The end points: UET (profile and delivery mode, 
               table="transport.pds"),
     "roce": _K("table", {}, "RoCEv2 settings (stack = roce), a table of transport.roce keys",
                table="transport.roce"),
+    "tss": _K("tss", {}, "transport security (docs/tss.md): {mode = \"off\"} (the "
+              "default), one secure domain {mode = \"direct\" | \"cluster\" | "
+              "\"server\", sdi, key, job, ...} carrying the traffic's job, "
+              "{domains = [...]}, or {key_file = PATH}; ssi = \"auto\" gives every host its "
+              "own SSI"),
 })
 
 CMS = Table("transport.cms", "Congestion management (uet.cms.api.CmsConfig); "

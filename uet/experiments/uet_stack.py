@@ -327,7 +327,8 @@ class Runner:
                                       shared_sink=self.bytes_state is None,
                                       mode=DeliveryMode[tr["mode"]],
                                       encap=tr.get("encap", "udp"),
-                                      ip_proto=tr.get("ip_proto", UET_DEFAULT_IP_PROTO))
+                                      ip_proto=tr.get("ip_proto", UET_DEFAULT_IP_PROTO),
+                                      tss=tr.get("tss") or None)
 
     def build(self) -> Fabric:
         cfg = self.cfg

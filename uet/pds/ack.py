@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Protocol
 
-from uet.pds.context import PdcContext
+from uet.pds.context import PdcContext, tss_marker
 from uet.wire.constants import AckFlag, NextHeader, PdsType, ReturnCode, RspOpcode
 from uet.wire.records import (
     Frame,
@@ -36,6 +36,8 @@ from uet.wire.records import (
     psn_add,
     psn_diff,
 )
+
+_EPSN = int(AckFlag.EPSN)
 
 #: next_hdr for each SES header class.
 NEXT_HDR = {
@@ -85,6 +87,9 @@ class AckSource(Protocol):
     receiver: Any  # uet.cms.api.ReceiverCongestion
     ccx: Any  # the receiver's CCX state source (ack_state / nack_state), or None
     cack_held: bool
+    sdi: int | None  # secure domain of a secured PDC (its ACKs are sealed in it)
+    close_psn: int
+    close_epsn: int | None  # the Expected PSN its closing ACK carries (secured PDCs)
 
     def held_cack(self, tracker_cack: int | None = None) -> int: ...
 
@@ -311,15 +316,20 @@ def build_ack(ctx: PdcContext, src: AckSource, now: int, ack_psn: int | None, fl
         # plain 12-byte ACK: configured, or the PDC is closed (its receiver CC is released:
         # no congestion state to report, and every PSN up to the close is acknowledged)
         hdr = PdsAck(nh, flags, off, cack, src.pdc_id, src.peer_pdcid)
+    epsn = src.close_epsn
+    if epsn is not None and closed and probe is None and ack_psn == src.close_psn:
+        # the closing ACK of a secured PDC: the 16-byte ACK with the EPSN flag and the
+        # target's Expected PSN (the reference provider's extension, ref. 2.3 / 3.2)
+        hdr = PdsAck(nh, flags | _EPSN, off, cack, src.pdc_id, src.peer_pdcid, epsn)
     src.cack_held = cack != tcack and established
     ctx.counters["ack_tx"] += 1
     if data and cfg.ack_data_class == "data":
         # read data is bulk payload: it travels (and may be trimmed) in the data class
         ctx.counters["ack_data_tx"] += 1
         return Frame(pds=hdr, ses=ses, payload=data, src_ip=ctx.local_ip,
-                     dst_ip=src.peer_ip, ev=ev, dscp=cfg.dscp_data)
+                     dst_ip=src.peer_ip, ev=ev, dscp=cfg.dscp_data, tss=tss_marker(src.sdi))
     return Frame(pds=hdr, ses=ses, payload=data, src_ip=ctx.local_ip, dst_ip=src.peer_ip,
-                 ev=ev, dscp=cfg.dscp_control)
+                 ev=ev, dscp=cfg.dscp_control, tss=tss_marker(src.sdi))
 
 
 __all__ = [

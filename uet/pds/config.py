@@ -18,6 +18,7 @@ PS_PER_MS = 1_000_000_000
 
 ACK_TYPES = ("ack", "ack_cc")
 START_PSN_MODES = ("initiator", "target")
+SECURE_START_MODES = ("expected_0rtt", "random_1rtt")
 ACK_DATA_CLASSES = ("data", "control")
 
 
@@ -95,6 +96,13 @@ class PdsConfig:
     start_psn_mode: str = "initiator"
     #: Start_PSN for every new PDC instead of a random one (tests, conformance, wraparound)
     fixed_start_psn: int | None = None
+    #: secured PDCs (TSS): 'expected_0rtt' (the target keeps an Expected-PSN floor per SDI,
+    #: NACKs NEW_START_PSN below it, raises it at each close and returns it in the closing
+    #: ACK) or 'random_1rtt' (the target always picks the Start_PSN: 1 RTT) (ref. 3.2)
+    secure_start_psn: str = "expected_0rtt"
+    #: a secured PDC closes before its PSN reaches Start_PSN + this (ref. 3.2: 2^31); a
+    #: smaller value only for tests
+    secure_psn_range: int = 1 << 31
     #: target PDCs waiting for a SYN with their new Start_PSN are reaped after this
     new_pdc_time_ps: int = 1000 * PS_PER_MS
     #: initiator sends CLOSE after its PDC has been idle (all ACKed) this long (0: never)
@@ -187,6 +195,14 @@ class PdsConfig:
         if self.ack_type not in ACK_TYPES:
             raise PdsConfigError(
                 f"pds.ack_type: must be one of {', '.join(ACK_TYPES)}, got {self.ack_type!r}")
+        if self.secure_start_psn not in SECURE_START_MODES:
+            raise PdsConfigError(f"pds.secure_start_psn: must be one of "
+                                 f"{', '.join(SECURE_START_MODES)}, got "
+                                 f"{self.secure_start_psn!r}")
+        if isinstance(self.secure_psn_range, bool) or not isinstance(
+                self.secure_psn_range, int) or not 16 <= self.secure_psn_range <= 1 << 31:
+            raise PdsConfigError("pds.secure_psn_range: must be an integer in [16, 2**31], "
+                                 f"got {self.secure_psn_range!r}")
         if self.ack_data_class not in ACK_DATA_CLASSES:
             raise PdsConfigError(f"pds.ack_data_class: must be one of "
                                  f"{', '.join(ACK_DATA_CLASSES)}, got {self.ack_data_class!r}")

@@ -38,10 +38,23 @@ from uet.pds.events import PdcClosed, PdcOpened, PdsEvent
 from uet.pds.manager import TARGET, PdcBase, PdcManager
 from uet.pds.retransmit import nack_name
 from uet.wire.constants import CtlType, NackFlag, PdsType
-from uet.wire.records import Frame, PdsControl, PdsNack
+from uet.wire.records import Frame, PdsControl, PdsNack, TssHeader
 
 _CTL_NAMES = {int(c): c.name for c in CtlType}
 _RETX = 0x10
+_LEARNED_MAX = 65536
+
+
+def tss_marker(sdi: int | None) -> TssHeader | None:
+    """What a frame to be sealed in secure domain ``sdi`` carries in ``Frame.tss`` (the
+    TSS sublayer fills in AN, epoch and TSC); None for a cleartext frame."""
+    return None if sdi is None else TssHeader(sdi=sdi)
+
+
+def frame_sdi(frame: Frame) -> int | None:
+    """The secure domain a received frame was authenticated in (None: cleartext)."""
+    tss = frame.tss
+    return None if tss is None else tss.sdi
 
 
 class Timed(Protocol):
@@ -109,7 +122,8 @@ class PdcContext:
 
     __slots__ = ("cfg", "local_ip", "rng", "counters", "events", "emit", "tx_memory",
                  "rx_memory", "mgr", "ctrl", "ack_ring", "ring", "heap", "_heap_seq",
-                 "_tokens", "_next_token", "log_hook", "credit_changed", "fep_cap")
+                 "_tokens", "_next_token", "log_hook", "credit_changed", "fep_cap",
+                 "secure_floor", "secure_learned")
 
     def __init__(self, cfg: PdsConfig, local_ip: str, mgr: PdcManager[Any, Any], rng: Any,
                  log: Callable[..., None] | None = None) -> None:
@@ -134,6 +148,10 @@ class PdcContext:
         self.log_hook = log
         #: a receiver CC call may have produced credit (injected by the end point)
         self.credit_changed: Callable[[int, Any], None] = _no_credit
+        #: secured PDCs (ref. 3.2, EXPECTED_0RTT_START): the target's Expected-PSN floor
+        #: per SDI, and what each target's closing ACK told us, per (SDI, target address)
+        self.secure_floor: dict[int, int] = {}
+        self.secure_learned: dict[tuple[int, str], int] = {}
         #: the ``fep_cap`` bits of this end point's UET address (NEGOTIATION)
         self.fep_cap = 0
 
@@ -142,23 +160,25 @@ class PdcContext:
         """Queue a ready control-class frame (a RUDI response)."""
         self.ctrl.append(frame)
 
-    def send_cp(self, now: int, cp: PdsControl, dst_ip: str) -> None:
-        """Queue a control packet (control EV, control DSCP)."""
+    def send_cp(self, now: int, cp: PdsControl, dst_ip: str, sdi: int | None = None) -> None:
+        """Queue a control packet (control EV, control DSCP), sealed in ``sdi`` if given."""
         cfg = self.cfg
         self.ctrl.append(Frame(pds=cp, src_ip=self.local_ip, dst_ip=dst_ip,
-                               ev=cfg.control_ev, dscp=cfg.dscp_control))
+                               ev=cfg.control_ev, dscp=cfg.dscp_control,
+                               tss=tss_marker(sdi)))
         self.counters["cp_tx." + _CTL_NAMES.get(cp.ctl_type, str(cp.ctl_type))] += 1
 
     def nack(self, now: int, frame: Frame, code: int, psn: int, spdcid: int, dpdcid: int,
              payload: int = 0, why: str = "", nt: bool = False, ccx: Any = None) -> None:
-        """Queue a NACK answering ``frame`` (EV echoed, M/RETX copied, ref. 2.6)."""
+        """Queue a NACK answering ``frame`` (EV echoed, M/RETX copied, ref. 2.6), in the
+        secure domain ``frame`` came in."""
         flags = (0x20 if frame.ecn == 3 else 0) | (frame.pds.flags & _RETX)
         self.nack_to(now, frame.src_ip, frame.ev, flags, code, psn, spdcid, dpdcid, payload,
-                     why, nt, ccx)
+                     why, nt, ccx, frame_sdi(frame))
 
     def nack_to(self, now: int, dst_ip: str, ev: int, flags: int, code: int, psn: int,
                 spdcid: int, dpdcid: int, payload: int = 0, why: str = "",
-                nt: bool = False, ccx: Any = None) -> None:
+                nt: bool = False, ccx: Any = None, sdi: int | None = None) -> None:
         """Queue a NACK to ``dst_ip`` (``flags``: M / RETX of the packet it answers).
         ``ccx``: the receiver's CCX state source (``nack_state(now)``): the NACK goes as a
         NACK_CCX carrying it (ref 2.6)."""
@@ -172,7 +192,7 @@ class PdcContext:
             nack.nccx_type, nack.nccx_state1, nack.nccx_state2 = ccx.nack_state(now)
             self.counters["nack_ccx_tx"] += 1
         self.ctrl.append(Frame(pds=nack, src_ip=self.local_ip, dst_ip=dst_ip, ev=ev,
-                               dscp=self.cfg.dscp_control))
+                               dscp=self.cfg.dscp_control, tss=tss_marker(sdi)))
         name = nack_name(code)
         self.counters["nack_tx." + name] += 1
         self.log(now, "nack_tx", code=name, why=why, psn=psn, peer=dst_ip,
@@ -183,6 +203,18 @@ class PdcContext:
         cfg = self.cfg
         return negotiation.encode(negotiation.Capabilities(
             self.fep_cap, cfg.mp_range // 128, cfg.mtu_payload, ccx=ccx, reply=reply))
+
+    # ------------------------------------------------------------------ secured PDCs
+    def learn_start(self, sdi: int, peer: str, epsn: int) -> None:
+        """A target's closing ACK told us its Expected PSN for ``sdi``: the Start_PSN our
+        next secured PDC to it uses (kept if later than what we knew; bounded table)."""
+        key = (sdi, peer)
+        old = self.secure_learned.get(key)
+        if old is not None and ((epsn - old) & 0xFFFFFFFF) >= 0x80000000:
+            return
+        if old is None and len(self.secure_learned) >= _LEARNED_MAX:
+            self.secure_learned.pop(next(iter(self.secure_learned)))
+        self.secure_learned[key] = epsn & 0xFFFFFFFF
 
     # ------------------------------------------------------------------ scheduling
     def arm(self, obj: Any, t: int) -> None:
@@ -273,4 +305,4 @@ def _no_credit(now: int, pdc: Any) -> None:
     return None
 
 
-__all__ = ["MemoryAccount", "PdcContext", "Sender", "Timed"]
+__all__ = ["MemoryAccount", "PdcContext", "Sender", "Timed", "frame_sdi", "tss_marker"]

@@ -36,7 +36,7 @@ from uet.errors import LocalError
 from uet.pds import invariants
 from uet.pds.ack import REQUEST_NEXT_HDRS
 from uet.pds.config import PdsConfig
-from uet.pds.context import PdcContext
+from uet.pds.context import PdcContext, frame_sdi
 from uet.pds.events import PdsEvent, RequestDelivered, SendMessage, SendRequest
 from uet.pds.initiator import InitiatorPdc
 from uet.pds.manager import INITIATOR, TARGET, PdcBase, PdcManager
@@ -53,10 +53,12 @@ from uet.wire.constants import (
     NackFlag,
     PdsType,
     RspOpcode,
+    SesFlag,
 )
-from uet.wire.records import Frame, PdsControl, PdsNack, PdsRequest, psn_add, psn_diff
+from uet.wire.records import Frame, PdsControl, PdsNack, PdsRequest, SesStandard, psn_add, psn_diff
 
 _SYN = 0x04
+_SOM = int(SesFlag.SOM)  # a plain int for the per-packet test
 # per-packet names for enum members (an Enum class attribute lookup costs ~70 ns)
 _ROD_TYPES = (PdsType.ROD_REQ, PdsType.ROD_CC_REQ)
 _ROD = DeliveryMode.ROD
@@ -183,6 +185,17 @@ class PdsEndpoint:
         if mode == DeliveryMode.RUD or mode == DeliveryMode.ROD:
             key = (mode, request.job_id, self.local_ip, request.dst_ip, request.tc)
             pdc = self.mgr.ini_by_key.get(key)
+            if pdc is not None and pdc.sdi is not None and self._range_used(pdc, request):
+                # a secured PDC closes before its PSN reaches Start_PSN + 2^31 (ref. 3.2):
+                # at the first message that would cross it, it takes no more requests,
+                # closes once idle, and a new PDC (a new Start_PSN) carries the rest; a
+                # message never spans two PDCs
+                self.counters["psn_range_close"] += 1
+                self.ctx.log(now, "psn_range_close", pdc_id=pdc.pdc_id, peer=pdc.peer_ip,
+                             start_psn=pdc.start_psn, next_psn=pdc.next_psn)
+                pdc.close_request(now)
+                self.mgr.unmap_initiator(pdc)
+                pdc = None
             if pdc is None:
                 pdc = self._open_initiator(now, key, request)
             pdc.submit(now, request)
@@ -196,6 +209,23 @@ class PdsEndpoint:
             self._uud.submit(now, request)
         else:
             raise ValueError(f"unknown delivery mode {mode!r}")
+
+    def _range_used(self, pdc: InitiatorPdc, req: SendRequest | SendMessage) -> bool:
+        """Would the message ``req`` starts (and the CLOSE after it) reach Start_PSN + the
+        secure PSN range? Continuation packets stay on their message's PDC."""
+        if type(req) is SendMessage:
+            n = req.count
+        else:
+            ses = req.ses
+            if type(ses) is SesStandard:
+                if not ses.flags & _SOM:
+                    return False
+                n = max(1, -(-ses.request_length // self.cfg.mtu_payload))
+            else:
+                n = 1
+        queued = sum(q.count if type(q) is SendMessage else 1 for q in pdc.queue)
+        used = ((pdc.next_psn - pdc.start_psn) & 0xFFFFFFFF) + queued + n + 1
+        return used > self.cfg.secure_psn_range
 
     def receive(self, now: int, frame: Frame) -> None:
         """A decoded frame addressed to this end point."""
@@ -373,6 +403,10 @@ class PdsEndpoint:
                                         cc=pds.type >= PdsType.RUD_CC_REQ)
                 if pdc is None:
                     return
+            elif pdc.sdi != frame_sdi(frame):
+                ctx.nack(now, frame, NackCode.PDC_HDR_MISMATCH, pds.psn, pdc.pdc_id,
+                         pds.spdcid, why="secure domain differs from the PDC's")
+                return
             elif pdc.mode != mode:
                 ctx.nack(now, frame, NackCode.PDC_MODE_MISMATCH, pds.psn, pdc.pdc_id,
                          pds.spdcid, why=f"{mode.name} request on a {pdc.mode.name} PDC")
@@ -386,6 +420,10 @@ class PdsEndpoint:
             if pdc.peer_ip != frame.src_ip or pdc.peer_pdcid != pds.spdcid:
                 ctx.nack(now, frame, NackCode.PDC_HDR_MISMATCH, pds.psn, pdc.pdc_id,
                          pds.spdcid, why="source address or SPDCID differs from the PDC's")
+                return
+            if pdc.sdi != frame_sdi(frame):
+                ctx.nack(now, frame, NackCode.PDC_HDR_MISMATCH, pds.psn, pdc.pdc_id,
+                         pds.spdcid, why="secure domain differs from the PDC's")
                 return
             if pdc.mode != mode:
                 ctx.nack(now, frame, NackCode.PDC_MODE_MISMATCH, pds.psn, pdc.pdc_id,
@@ -427,9 +465,28 @@ class PdsEndpoint:
             return None
         syn_start = pds.start_psn
         pending = False
+        sdi = frame_sdi(frame)
         why = ("Start_PSN within 2^16 of the last PSN of the PDC's previous incarnation"
                if start is not None else "target picks the Start_PSN")
-        if start is not None:
+        if sdi is not None:
+            # secured PDC (ref. 3.2): RANDOM_1RTT_START always picks its own Start_PSN;
+            # EXPECTED_0RTT_START takes the initiator's (or the safe one above) unless it
+            # is below this SDI's Expected-PSN floor (a replayed or stale SYN), and then
+            # asks for the floor
+            if cfg.secure_start_psn == "random_1rtt":
+                start = _start_psn(cfg, self.rng) if cfg.fixed_start_psn is None \
+                    else self.rng.randrange(1 << 16, 1 << 31)
+                pending = True
+                why = "RANDOM_1RTT_START: target picks the Start_PSN"
+            else:
+                floor = ctx.secure_floor.get(sdi, 0)
+                start = syn_start if start is None else start
+                if psn_diff(start, floor) < 0:
+                    start = floor
+                    why = f"Start_PSN {pds.start_psn} below SDI {sdi}'s Expected PSN {floor}"
+                    self.counters["secure_start_below_floor"] += 1
+                pending = start != syn_start
+        elif start is not None:
             pending = start != syn_start
         elif cfg.start_psn_mode == "target":
             start = _start_psn(cfg, self.rng)
@@ -449,6 +506,7 @@ class PdsEndpoint:
             return None
         pdc = TargetPdc(ctx, pid, frame.src_ip, mode, key, pds.spdcid, start, receiver, now,
                         TargetState.PENDING if pending else _T_ESTABLISHED)
+        pdc.sdi = sdi
         mgr.register_target(pdc)
         if cc:
             mgr.take_ccc(pdc)
@@ -481,8 +539,16 @@ class PdsEndpoint:
             raise PdcLimitError(
                 f"cannot open an initiator PDC to {req.dst_ip}: limit "
                 f"max_initiator_pdcs={self.cfg.max_initiator_pdcs} reached")
+        start = _start_psn(self.cfg, self.rng)
+        if req.sdi is not None and self.cfg.secure_start_psn == "expected_0rtt":
+            # EXPECTED_0RTT_START: start at what the target's last closing ACK said
+            learned = self.ctx.secure_learned.get((req.sdi, req.dst_ip))
+            if learned is not None:
+                start = learned
         pdc = InitiatorPdc(self.ctx, pid, req.dst_ip, req.mode, key, req.job_id, req.tc,
-                           _start_psn(self.cfg, self.rng), self._sender_cc(req.mode), now)
+                           start, self._sender_cc(req.mode), now)
+        pdc.sdi = req.sdi
+        pdc.job = req.job_id
         mgr.register_initiator(pdc)
         self.ctx.opened(now, pdc)
         if self.cfg.negotiation:
@@ -494,6 +560,10 @@ class PdsEndpoint:
         if type(pdc) is not InitiatorPdc:
             self.counters["ack_rx"] += 1
             self.counters["dropped.ack_unknown_pdc"] += 1
+            return
+        if pdc.sdi != frame_sdi(frame):
+            self.counters["ack_rx"] += 1
+            self.counters["dropped.domain_mismatch"] += 1
             return
         pdc.rx_ack(now, frame, ack)
 
@@ -520,6 +590,9 @@ class PdsEndpoint:
         if type(pdc) is not InitiatorPdc:
             self.counters["dropped.nack_unknown_pdc"] += 1
             return
+        if pdc.sdi != frame_sdi(frame):
+            self.counters["dropped.domain_mismatch"] += 1
+            return
         pdc.rx_nack(now, frame, nack)
 
     def _rx_cp(self, now: int, frame: Frame, cp: PdsControl) -> None:
@@ -533,6 +606,9 @@ class PdsEndpoint:
             pdc = mgr.by_id.get(cp.dpdcid)
             if pdc is None or pdc.role != INITIATOR:
                 self.counters["dropped.cp_unknown_pdc"] += 1
+                return
+            if pdc.sdi != frame_sdi(frame):
+                self.counters["dropped.domain_mismatch"] += 1
                 return
             pdc.rx_cp(now, frame, cp)
             return
@@ -555,6 +631,10 @@ class PdsEndpoint:
                 else:
                     self.counters["dropped.cp_unknown_pdc"] += 1
                 return
+            elif pdc.sdi != frame_sdi(frame):
+                ctx.nack(now, frame, NackCode.PDC_HDR_MISMATCH, cp.psn, pdc.pdc_id,
+                         cp.spdcid, why="secure domain differs from the PDC's")
+                return
         else:
             pdc = mgr.by_id.get(cp.dpdcid)
             if pdc is None or pdc.role != TARGET:
@@ -564,6 +644,10 @@ class PdsEndpoint:
             if pdc.peer_ip != frame.src_ip or pdc.peer_pdcid != cp.spdcid:
                 ctx.nack(now, frame, NackCode.PDC_HDR_MISMATCH, cp.psn, pdc.pdc_id,
                          cp.spdcid, why="source address or SPDCID differs from the PDC's")
+                return
+            if pdc.sdi != frame_sdi(frame):
+                ctx.nack(now, frame, NackCode.PDC_HDR_MISMATCH, cp.psn, pdc.pdc_id,
+                         cp.spdcid, why="secure domain differs from the PDC's")
                 return
         pdc.rx_cp(now, frame, cp)
 

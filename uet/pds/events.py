@@ -31,6 +31,8 @@ class SendRequest:
     payload: bytes = b""
     msg_ref: object = None
     eom: bool = True
+    #: the secure domain (TSS SDI) the packet travels in; None: cleartext
+    sdi: int | None = None
 
 
 @final
@@ -47,11 +49,12 @@ class SendMessage:
     """
 
     __slots__ = ("dst_ip", "mode", "job_id", "tc", "ext", "count", "nbytes", "max_payload",
-                 "_next", "_head")
+                 "_next", "_head", "sdi")
 
     def __init__(self, dst_ip: str, mode: DeliveryMode, job_id: int, tc: int,
                  ext: ExtHeader | None, count: int, nbytes: int, max_payload: int,
-                 next_part: Callable[[], tuple[SesHeader, Any, object, bool]]) -> None:
+                 next_part: Callable[[], tuple[SesHeader, Any, object, bool]],
+                 sdi: int | None = None) -> None:
         self.dst_ip = dst_ip
         self.mode = mode
         self.job_id = job_id
@@ -62,6 +65,8 @@ class SendMessage:
         self.max_payload = max_payload
         self._next = next_part
         self._head: SendRequest | None = None
+        #: the secure domain (TSS SDI) the message travels in; None: cleartext
+        self.sdi = sdi
 
     def head(self) -> SendRequest:
         """The next packet (made once, then kept until :meth:`pop` takes it)."""
@@ -69,7 +74,7 @@ class SendMessage:
         if h is None:
             ses, payload, ref, eom = self._next()
             h = self._head = SendRequest(self.dst_ip, self.mode, self.job_id, self.tc, ses,
-                                         self.ext, payload, ref, eom)
+                                         self.ext, payload, ref, eom, self.sdi)
         return h
 
     def pop(self) -> SendRequest:
@@ -106,6 +111,8 @@ class RequestDelivered(PdsEvent):
     ext: ExtHeader | None
     payload: bytes
     ecn_ce: bool = False
+    #: the secure domain (TSS SDI) the request came in; None: cleartext
+    sdi: int | None = None
 
 
 @dataclass(slots=True)

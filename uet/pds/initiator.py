@@ -21,7 +21,7 @@ from typing import Any
 from uet.cms.api import AckFeedback, NackFeedback, SenderCongestion
 from uet.pds import negotiation
 from uet.pds.ack import NEXT_HDR
-from uet.pds.context import PdcContext
+from uet.pds.context import PdcContext, tss_marker
 from uet.pds.events import (
     MessageFailed,
     PacketAcked,
@@ -60,6 +60,7 @@ ACK_P = int(AckFlag.P)
 ACK_M = int(AckFlag.M)
 ACK_RETX = int(AckFlag.RETX)
 ACK_REQ_MASK = int(AckFlag.REQ_MASK)
+ACK_EPSN = int(AckFlag.EPSN)
 # enum members under module names for the per-packet paths: looking a member up on an Enum
 # class costs ~70 ns, an IntFlag "&" ~1 us
 ST_SYN = InitiatorState.SYN
@@ -410,8 +411,13 @@ class InitiatorPdc(PdcBase):
         counters["tx_packets"] += 1
         counters["tx_bytes"] += nbytes
         # positional (a keyword call costs more, per packet); the driver sets the MACs
-        return Frame(pds, req.ses, req.ext, req.payload, _MAC_SRC, _MAC_DST, self.ctx.local_ip,
-                     self.peer_ip, ev, cfg.dscp_data, 2 if cfg.ecn_capable else 0)
+        if self.sdi is None:
+            return Frame(pds, req.ses, req.ext, req.payload, _MAC_SRC, _MAC_DST,
+                         self.ctx.local_ip, self.peer_ip, ev, cfg.dscp_data,
+                         2 if cfg.ecn_capable else 0)
+        return Frame(pds=pds, ses=req.ses, ext=req.ext, payload=req.payload,
+                     src_ip=self.ctx.local_ip, dst_ip=self.peer_ip, ev=ev, dscp=cfg.dscp_data,
+                     ecn=2 if cfg.ecn_capable else 0, tss=tss_marker(self.sdi))
 
     def send_negotiation(self, now: int) -> None:
         """The NEGOTIATION control packet of a new PDC (SYN form, before its first
@@ -451,7 +457,7 @@ class InitiatorPdc(PdcBase):
         else:
             cp = PdsControl(ctl_type=ctl, flags=flags, probe_opaque=probe_opaque, psn=psn,
                             spdcid=self.pdc_id, dpdcid=self.dpdcid, payload=payload)
-        self.ctx.send_cp(now, cp, self.peer_ip)
+        self.ctx.send_cp(now, cp, self.peer_ip, self.sdi)
 
     # ================================================================== ACKs
     def rx_ack(self, now: int, frame: Frame, ack: Any) -> None:
@@ -502,6 +508,11 @@ class InitiatorPdc(PdcBase):
                     counters["no_response_rx"] += 1
                 elif op != DEFAULT_RESPONSE:
                     ctx.emit(ResponseReceived(pkt.req.msg_ref, ses, frame.payload, ap))
+        if flags & ACK_EPSN and self.sdi is not None:
+            # the target's closing ACK of a secured PDC: its Expected PSN for this SDI is
+            # where our next secured PDC to it starts (EXPECTED_0RTT_START, ref. 3.2)
+            ctx.learn_start(self.sdi, self.peer_ip, ack.epsn)
+            counters["epsn_rx"] += 1
         fresh = (cack - rec.max_cack) & 0xFFFFFFFF < 0x80000000  # psn_diff(...) >= 0
         newly = [0, 0]  # bytes, packets
         rtt = rec.on_ack(now, ack, ap, bool(flags & ACK_RETX), newly, early)
@@ -533,7 +544,8 @@ class InitiatorPdc(PdcBase):
         ctx.counters["trimmed_ack_rx"] += 1
         flags = (0x20 if frame.ecn == 3 else 0) | (ack.flags & ACK_RETX)
         ctx.nack_to(now, frame.src_ip, frame.ev, flags, NackCode.TRIMMED_ACK, ap,
-                    self.pdc_id, ack.spdcid, why="an ACK carrying read data was trimmed")
+                    self.pdc_id, ack.spdcid, why="an ACK carrying read data was trimmed",
+                    sdi=self.sdi)
 
     def _after_progress(self, now: int) -> None:
         rec = self.rec

@@ -29,7 +29,7 @@ class PdcBase:
     (the role's table in :mod:`uet.pds.states`)."""
 
     __slots__ = ("ctx", "pdc_id", "role", "state", "peer_ip", "mode", "key", "_armed",
-                 "linger_until")
+                 "linger_until", "sdi", "job")
 
     #: the role's transition table (set by the subclass)
     TRANSITIONS: ClassVar[dict[tuple[Any, Any], Any]] = {}
@@ -48,6 +48,12 @@ class PdcBase:
         self.state: Any = state
         self._armed: int | None = None
         self.linger_until = 0
+        #: the secure domain (TSS SDI) of a secured PDC: every frame it sends is sealed in
+        #: it and only frames authenticated in it are taken (None: cleartext PDC)
+        self.sdi: int | None = None
+        #: the job the PDC carries (initiator: its key's job; target: set by the end point
+        #: from the first request, or the domain's job): a request naming another is refused
+        self.job: int | None = None
 
     def transition(self, event: Enum) -> Any:
         """Apply ``event`` to the state machine; :class:`PdcStateError` if the role's table

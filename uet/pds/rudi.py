@@ -15,7 +15,7 @@ from typing import Any
 
 from uet.cms.api import SenderCongestion
 from uet.pds.ack import NEXT_HDR, default_response
-from uet.pds.context import PdcContext
+from uet.pds.context import PdcContext, frame_sdi, tss_marker
 from uet.pds.events import MessageFailed, PacketAcked, RequestDelivered, ResponseReceived
 from uet.pds.retransmit import RESOURCE_NACKS, RtoEstimator, nack_name
 from uet.pds.target import Pending
@@ -119,7 +119,7 @@ class RudiInitiator:
                       tx.pkt_id)
         return Frame(pds=pds, ses=req.ses, ext=req.ext, payload=req.payload,
                      src_ip=self.ctx.local_ip, dst_ip=req.dst_ip, ev=ev, dscp=cfg.dscp_data,
-                     ecn=2 if cfg.ecn_capable else 0)
+                     ecn=2 if cfg.ecn_capable else 0, tss=tss_marker(req.sdi))
 
     def _finish(self, now: int, tx: RudiTx) -> None:
         tx.done = True
@@ -139,13 +139,17 @@ class RudiInitiator:
         if tx is None or tx.req.dst_ip != frame.src_ip:
             ctx.counters["rudi_resp_duplicate"] += 1
             return
+        if tx.req.sdi != frame_sdi(frame):
+            ctx.counters["dropped.domain_mismatch"] += 1
+            return
         cfg = self.cfg
         if frame.dscp == cfg.dscp_trimmed or frame.dscp == cfg.dscp_trimmed_lasthop:
             # a switch trimmed the response (its read data): ask for it again (NT NACK)
             ctx.counters["trimmed_ack_rx"] += 1
             ctx.nack_to(now, frame.src_ip, frame.ev, frame.pds.flags & RUDI_RETX,
                         NackCode.TRIMMED_ACK, pds.pkt_id, 0, 0,
-                        why="a RUDI response carrying read data was trimmed", nt=True)
+                        why="a RUDI response carrying read data was trimmed", nt=True,
+                        sdi=frame_sdi(frame))
             return
         ctx.counters["rudi_resp_rx"] += 1
         if tx.retries == 0:
@@ -162,6 +166,9 @@ class RudiInitiator:
         tx = self.outstanding.get(nack.nack_psn)
         if tx is None or tx.req.dst_ip != frame.src_ip:
             ctx.counters["nack_rx_stale"] += 1
+            return
+        if tx.req.sdi != frame_sdi(frame):
+            ctx.counters["dropped.domain_mismatch"] += 1
             return
         action = nack_action(nack.nack_code)
         if action == NackAction.RETRANSMIT:
@@ -218,7 +225,8 @@ class RudiTarget:
 
     def rx_req(self, now: int, frame: Frame, pds: PdsRudi) -> None:
         ep = self.ctx
-        key = (frame.src_ip, pds.pkt_id)
+        sdi = frame_sdi(frame)
+        key = (frame.src_ip, pds.pkt_id, sdi)  # a request of another domain is another one
         cached = self.cache.get(key)
         m = RUDI_M if frame.ecn == 3 else 0
         if cached is not None:
@@ -241,17 +249,17 @@ class RudiTarget:
             ep.nack(now, frame, NackCode.NO_RESOURCE, pds.pkt_id, 0, 0, nt=True,
                     why="receive memory limit reached")
             return
-        entry = Pending(self, pds.pkt_id, frame.ev, m, frame.ses, frame.src_ip)
+        entry = Pending(self, pds.pkt_id, frame.ev, m, frame.ses, frame.src_ip, sdi)
         token = ep.new_token(entry)
         self.pending[key] = token
         payload = frame.payload
         ep.counters["rudi_rx"] += 1
         ep.counters["rx_bytes"] += len(payload)
         ep.emit(RequestDelivered(token, frame.src_ip, 0, DeliveryMode.RUDI, pds.pkt_id,
-                                 frame.ses, frame.ext, payload, frame.ecn == 3))
+                                 frame.ses, frame.ext, payload, frame.ecn == 3, sdi))
 
     def on_respond(self, now: int, entry: Pending, response: Any, data: bytes) -> bool:
-        if self.pending.pop((entry.src_ip, entry.psn), None) is None:
+        if self.pending.pop((entry.src_ip, entry.psn, entry.sdi), None) is None:
             return False
         if response is None:
             response = default_response(entry.ses)
@@ -261,7 +269,7 @@ class RudiTarget:
         cost = len(data) + CACHE_OVERHEAD
         cache = self.cache
         mem = self.ctx.rx_memory
-        cache[(entry.src_ip, entry.psn)] = (response, data, cost, now)
+        cache[(entry.src_ip, entry.psn, entry.sdi)] = (response, data, cost, now)
         mem.used += cost
         counters = self.ctx.counters
         while len(cache) > self.cfg.rudi_cache_entries:
@@ -278,13 +286,14 @@ class RudiTarget:
             del cache[key]
             mem.used -= old[2]
             counters["rudi_cache_expired"] += 1
-        self._send_to(entry.src_ip, entry.ev, entry.psn, response, data, entry.flags)
+        self._send_to(entry.src_ip, entry.ev, entry.psn, response, data, entry.flags,
+                      entry.sdi)
         return True
 
     def on_early(self, now: int, entry: Pending, response: Any) -> bool:
         """NO_RESPONSE: RUDI has one response per request, so nothing goes now; the real
         response follows (a retransmission meanwhile is a duplicate, ignored)."""
-        if (entry.src_ip, entry.psn) not in self.pending:
+        if (entry.src_ip, entry.psn, entry.sdi) not in self.pending:
             return False
         entry.deferred = True
         return True
@@ -293,7 +302,7 @@ class RudiTarget:
         """NACK TRIMMED_ACK with NT: our RUDI response to ``nack_pkt_id`` lost its read
         data to a switch; send it again from the response cache (if it is still there,
         else the initiator's retransmission is answered afresh)."""
-        key = (frame.src_ip, nack.nack_psn)
+        key = (frame.src_ip, nack.nack_psn, frame_sdi(frame))
         cached = self.cache.get(key)
         ctx = self.ctx
         if cached is None:
@@ -306,26 +315,27 @@ class RudiTarget:
 
     def on_reject(self, now: int, entry: Pending, code: int) -> bool:
         """The SES refused the request: NACK it (NT); a retransmission is delivered again."""
-        if self.pending.pop((entry.src_ip, entry.psn), None) is None:
+        if self.pending.pop((entry.src_ip, entry.psn, entry.sdi), None) is None:
             return False
         self.ctx.nack_to(now, entry.src_ip, entry.ev, entry.flags, code,
-                         entry.psn, 0, 0, why="refused by the SES", nt=True)
+                         entry.psn, 0, 0, why="refused by the SES", nt=True,
+                         sdi=entry.sdi)
         return True
 
     def finalize(self, now: int, entry: Pending) -> None:
         self.on_respond(now, entry, None, b"")
 
     def _send(self, frame: Frame, pkt_id: int, ses: Any, data: bytes, flags: int) -> None:
-        self._send_to(frame.src_ip, frame.ev, pkt_id, ses, data, flags)
+        self._send_to(frame.src_ip, frame.ev, pkt_id, ses, data, flags, frame_sdi(frame))
 
     def _send_to(self, dst: str, ev: int, pkt_id: int, ses: Any, data: bytes,
-                 flags: int) -> None:
+                 flags: int, sdi: int | None = None) -> None:
         ctx = self.ctx
         cfg = self.cfg
         pds = PdsRudi(PdsType.RUDI_RESP, NEXT_HDR[type(ses)], flags, pkt_id)
         # read data is bulk payload: the data class (trimmable), as ACKs with data
         dscp = cfg.dscp_data if data and cfg.ack_data_class == "data" else cfg.dscp_control
         ctx.send_frame(Frame(pds=pds, ses=ses, payload=data, src_ip=ctx.local_ip, dst_ip=dst,
-                             ev=ev, dscp=dscp))
+                             ev=ev, dscp=dscp, tss=tss_marker(sdi)))
         ctx.counters["rudi_resp_tx"] += 1
 

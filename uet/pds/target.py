@@ -86,10 +86,12 @@ BUFFER_OVERHEAD = 64  # bytes charged per buffered ROD packet besides its payloa
 class Pending:
     """A packet handed to the SES whose response is not final yet (``respond`` token)."""
 
-    __slots__ = ("pdc", "psn", "ev", "flags", "ses", "src_ip", "seen", "deferred")
+    __slots__ = ("pdc", "psn", "ev", "flags", "ses", "src_ip", "seen", "deferred", "sdi")
 
-    def __init__(self, pdc: Any, psn: int, ev: int, flags: int, ses: Any, src_ip: str) -> None:
+    def __init__(self, pdc: Any, psn: int, ev: int, flags: int, ses: Any, src_ip: str,
+                 sdi: int | None = None) -> None:
         self.pdc = pdc
+        self.sdi = sdi  # the secure domain the request came in (RUDI answers in it)
         self.psn = psn
         self.ev = ev
         self.flags = flags  # ACK flags (M, RETX) for an ACK answering this packet
@@ -111,7 +113,7 @@ class TargetPdc(PdcBase):
                  "close_req_count", "clear_req_at", "clear_req_count", "close_psn",
                  "pending_until", "mpr", "rx_closed", "rejected", "max_eom", "ccx",
                  "gtd_room", "gap_after", "gap_since", "gap_nacked", "holds_bitmap",
-                 "holds_ccc", "reclaim")
+                 "holds_ccc", "reclaim", "close_epsn")
 
     def __init__(self, ctx: PdcContext, pdc_id: int, peer_ip: str, mode: DeliveryMode,
                  key: tuple, peer_pdcid: int, start_psn: int, receiver: ReceiverCongestion,
@@ -146,6 +148,8 @@ class TargetPdc(PdcBase):
         self.rx_closed = False
         self.rejected: set[int] = set()  # PSNs the SES refused: treated as not received
         self.max_eom = True  # the highest PSN received ends a message (EOM)
+        #: a secured PDC's closing ACK carries this Expected PSN (EPSN flag); None: plain
+        self.close_epsn: int | None = None
         #: the receiver's CCX state source (ACK_CCX / NACK_CCX), or None
         self.ccx = getattr(receiver, "ccx", None)
         #: receive memory below which no packet needs the guaranteed-response check
@@ -325,7 +329,7 @@ class TargetPdc(PdcBase):
         token = ctx.new_token(Pending(self, psn, frame.ev, aflags, frame.ses, frame.src_ip))
         self.pending[psn] = token
         ctx.emit(RequestDelivered(token, frame.src_ip, self.pdc_id, self.mode, psn,
-                                  frame.ses, frame.ext, frame.payload, ce))
+                                  frame.ses, frame.ext, frame.payload, ce, self.sdi))
 
     def _ack_trigger(self, now: int, frame: Frame, psn: int, flags: int) -> None:
         """Coalescing decision for one accepted packet."""
@@ -456,7 +460,7 @@ class TargetPdc(PdcBase):
             return False
         self.rejected.add(psn)
         self.ctx.nack_to(now, entry.src_ip, entry.ev, entry.flags, code, psn,
-                         self.pdc_id, self.peer_pdcid, why="refused by the SES")
+                         self.pdc_id, self.peer_pdcid, why="refused by the SES", sdi=self.sdi)
         return True
 
     def finalize(self, now: int, entry: Pending) -> None:
@@ -670,6 +674,17 @@ class TargetPdc(PdcBase):
         if tracker.cack_psn != psn:
             ctx.counters["close_with_gap"] += 1
         self.close_psn = psn
+        if self.sdi is not None and self.cfg.secure_start_psn == "expected_0rtt":
+            # EXPECTED_0RTT_START (ref. 3.2): raise this SDI's floor past every PSN this
+            # PDC used (its CLOSE took the last one), so no frame of it can start a new PDC
+            # or fall in a new PDC's window; the closing ACK tells the initiator (EPSN)
+            floors = ctx.secure_floor
+            floor = floors.get(self.sdi, 0)
+            nxt = psn_add(psn, 1)
+            if psn_diff(nxt, floor) > 0:
+                floor = floors[self.sdi] = nxt
+            self.close_epsn = floor
+            ctx.log(now, "expected_psn", pdc_id=self.pdc_id, sdi=self.sdi, psn=floor)
         self._discard()
         self.transition(TargetEvent.CLOSE_RECEIVED)
         ctx.closed(now, self, error=False, reason="CLOSE received")
@@ -700,7 +715,7 @@ class TargetPdc(PdcBase):
             flags |= CpFlag.ISROD
         cp = PdsControl(ctl_type=ctl, flags=flags, psn=psn, spdcid=self.pdc_id,
                         dpdcid=self.peer_pdcid, payload=payload)
-        self.ctx.send_cp(now, cp, self.peer_ip)
+        self.ctx.send_cp(now, cp, self.peer_ip, self.sdi)
 
     # ================================================================== timers and close
     def on_timer(self, now: int) -> int | None:
@@ -799,7 +814,7 @@ class TargetPdc(PdcBase):
             ctx.nack_to(now, self.peer_ip, self.cfg.control_ev, 0, NackCode.RCVR_INFER_LOSS,
                         psn, self.pdc_id, self.peer_pdcid,
                         why=f"still missing {self.gap_after} ps after a later PSN arrived",
-                        ccx=self.ccx)
+                        ccx=self.ccx, sdi=self.sdi)
         self.gap_since = now
         return now + self.gap_after
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from uet.cms.api import SenderCongestion
 from uet.pds.ack import NEXT_HDR
-from uet.pds.context import PdcContext
+from uet.pds.context import PdcContext, frame_sdi, tss_marker
 from uet.pds.events import RequestDelivered
 from uet.wire.constants import DeliveryMode
 from uet.wire.records import Frame, PdsUud
@@ -42,7 +42,8 @@ class UudSender:
         ep.counters["tx_bytes"] += nbytes
         return Frame(pds=PdsUud(NEXT_HDR[type(req.ses)]), ses=req.ses, ext=req.ext,
                      payload=req.payload, src_ip=ep.local_ip, dst_ip=req.dst_ip, ev=ev,
-                     dscp=cfg.dscp_data, ecn=2 if cfg.ecn_capable else 0)
+                     dscp=cfg.dscp_data, ecn=2 if cfg.ecn_capable else 0,
+                     tss=tss_marker(req.sdi))
 
 
 def rx_uud(ep: PdcContext, now: int, frame: Frame) -> None:
@@ -54,4 +55,4 @@ def rx_uud(ep: PdcContext, now: int, frame: Frame) -> None:
     ep.counters["uud_rx"] += 1
     ep.counters["rx_bytes"] += len(frame.payload)
     ep.emit(RequestDelivered(0, frame.src_ip, 0, DeliveryMode.UUD, 0, frame.ses,
-                             frame.ext, frame.payload, frame.ecn == 3))
+                             frame.ext, frame.payload, frame.ecn == 3, frame_sdi(frame)))

@@ -160,6 +160,15 @@ SCHEMA: dict[str, Key] = {
     "pds.close_req_time_ms": Key("int", "Close_REQ_Time (ms)", lo=0, hi=1_000_000),
     "pds.msl_ms": Key("int", "maximum segment lifetime (ms)", lo=0, hi=1_000_000),
     "pds.max_pdcs": Key("int", "PDCs per end point", lo=1, hi=65535),
+    "tss.start_psn": Key("enum", "secured PDCs: who picks the Start_PSN (ref. 3.2)",
+                         ("expected_0rtt", "random_1rtt"), required=False),
+    "tss.replay_window": Key("int", "replay window per sender (TSC values)", lo=1,
+                             hi=1 << 16, required=False),
+    "tss.auth_fail_threshold": Key("int", "authentication failures before a secure domain "
+                                   "drops everything (0: never)", lo=0, hi=1 << 40,
+                                   required=False),
+    "tss.max_epoch_lifetime": Key("int", "epochs an older frame may lag the domain's", lo=0,
+                                  hi=0x7FFF, required=False),
 }
 SECTIONS = tuple(sorted({k.split(".")[0] for k in SCHEMA}))
 

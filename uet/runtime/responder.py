@@ -64,10 +64,12 @@ class Responder:
 
 
 async def serve(setup: DutSetup, ip: str, port: int, duration_s: float | None,
-                announce: Any = print, log: Any = None) -> dict[str, int]:
+                announce: Any = print, log: Any = None, tss: Any = None) -> dict[str, int]:
     """Serve until ``duration_s`` elapsed (None: until cancelled); returns the counters.
-    ``log(now, kind, **fields)`` receives the end point's structured events."""
-    driver = FepDriver(setup, ip, log=log) if log is not None else None
+    ``log(now, kind, **fields)`` receives the end point's structured events; ``tss`` (a
+    :class:`uet.tss.TssConfig` or its dict) secures the end point."""
+    driver = FepDriver(setup, ip, log=log, tss=tss) if log is not None or tss is not None \
+        else None
     async with Responder(setup, ip, port, driver=driver) as r:
         announce(f"ready udp:{ip}:{port}" if ":" not in ip else f"ready udp:[{ip}]:{port}")
         import signal

@@ -279,10 +279,20 @@ class EndpointDatagrams:
         self.v6 = ":" in ip
         self.counters: Counter[str] = counters if counters is not None else Counter()
         self.records = hasattr(ep, "receive_frame") and hasattr(ep, "poll_frame")
+        #: a secured end point takes and gives UET bytes itself (its TSS opens and seals
+        #: them); the others exchange records as before
+        self.uet_bytes = getattr(ep, "tss", None) is not None
 
     def datagram_in(self, now: int, payload: bytes, src_ip: str, ev: int,
                     tos: int = 0) -> bool:
         """One received UDP payload; False (counted) when it does not decode."""
+        if self.uet_bytes:
+            ok = self.ep.receive_uet(now, payload, src_ip=src_ip, dst_ip=self.ip, ev=ev,
+                                     dscp=tos >> 2, ecn=tos & 3, dst_mac=self.mac,
+                                     udp_dport=self.port, udp_checksum=self.v6)
+            if not ok:
+                self.counters["rx_decode_errors"] += 1
+            return ok
         try:
             frame = decode_uet(payload, src_ip=src_ip, dst_ip=self.ip, ev=ev, dscp=tos >> 2,
                                ecn=tos & 3, dst_mac=self.mac, udp_dport=self.port,
@@ -304,6 +314,14 @@ class EndpointDatagrams:
         out: list[Outgoing] = []
         ep = self.ep
         while True:
+            if self.uet_bytes:
+                got = ep.poll_uet(now)
+                if got is None:
+                    return out
+                frame, data = got
+                out.append(Outgoing(frame.dst_ip, frame.ev,
+                                    (frame.dscp & 0x3F) << 2 | (frame.ecn & 3), data))
+                continue
             if self.records:
                 frame = ep.poll_frame(now)
                 if frame is None:
@@ -545,6 +563,8 @@ async def _run(args: argparse.Namespace) -> int:
     from uet.endpoint.fep import SINK_INDEX, SINK_KEY
 
     opts: dict[str, Any] = {"sink_bytes": max(args.sink_bytes, args.bytes)}
+    if args.tss:
+        opts["tss"] = {"key_file": args.tss}
     async with UdpNode(ip=args.ip, port=args.port, profile=args.profile,
                        endpoint_options=opts, seed=args.seed, encap=args.encap,
                        ip_proto=args.ip_proto) as node:
@@ -607,6 +627,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="seconds each operation may take with --write (default 10)")
     ap.add_argument("--seed", type=int, default=None,
                     help="seed of the end point (default: a fresh one per run)")
+    ap.add_argument("--tss", default=None, metavar="KEYFILE",
+                    help="secure the node's job with the secure domains of this key file "
+                         "(docs/tss.md); peers without the key get nothing through")
     ap.add_argument("--json", action="store_true", help="results and counters as JSON")
     ap.add_argument("--encap", choices=("udp", "native-ip"), default="udp",
                     help="udp (default) or native-ip: UET right after the IP header, the "

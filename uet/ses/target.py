@@ -175,19 +175,24 @@ class Target:
 
     def handle(self, src: str, ses: Any, ext: Any, payload: bytes, *,
                mode: DeliveryMode = DeliveryMode.RUD, psn: int = 0,
-               conn: int = 0, now: int = 0) -> TargetReply:
+               conn: int = 0, now: int = 0, refuse: int | None = None) -> TargetReply:
         """Process one delivered request packet; never raises on bad input.
 
         ``conn`` names the connection the packet came on (the target PDC ID; 0 without a
         PDC): message IDs are scoped to it, so an initiator that restarts on a new PDC and
         reuses message IDs is not taken for late copies of its old messages. ``now``: the
         time (ps) the packet is handled; the reassembly and unexpected timeouts count
-        from it."""
+        from it. ``refuse``: a return code the end point decided before any check (job
+        isolation: BAD_JOB_ID): the message is answered with it once and nothing of it
+        touches memory, receives or counters of the job it named."""
         self._conn = conn
         self._now = now
         self._mode = mode
         self.ep.now = now
         if isinstance(ses, _RESPONSE_HEADERS):
+            if refuse is not None:
+                self.counters["refused_return_data"] += 1
+                return _NONE
             self.ep.initiator.on_return_data(src, ses, payload, now=now)
             return _NONE
         try:
@@ -197,7 +202,10 @@ class Target:
             return _NONE
         if type(mode) is not DeliveryMode:
             mode = DeliveryMode(mode)
-        reply = self._dispatch(src, req, ext, bytes(payload), mode, psn)
+        if refuse is not None:
+            reply = self._error(self._key(src, req), req, Rc(refuse))
+        else:
+            reply = self._dispatch(src, req, ext, bytes(payload), mode, psn)
         rsp = reply.response
         if rsp is not None and rsp.return_code not in _OK_RCS:
             self.counters[f"rc.{Rc(rsp.return_code).name}"] += 1

@@ -68,7 +68,7 @@ from uet.wire.records import (
 
 __all__ = [
     "encode_frame", "decode_frame", "decode_headers", "FrameHeaders", "encode_uet",
-    "decode_uet", "peek_flow", "opens_state",
+    "decode_uet", "peek_flow", "opens_state", "Envelope", "split_frame", "decode_enveloped",
     "uet_header_length", "get_dscp_ecn", "set_dscp_ecn", "mark_ce", "trim_frame",
     "ETH_HLEN", "ETHERTYPE_IPV4", "ETHERTYPE_IPV6",
 ]
@@ -1156,6 +1156,64 @@ def decode_frame(data: bytes | bytearray | memoryview, trailer_len: int = 0, *,
             from exc
 
 
+class Envelope(NamedTuple):
+    """What carries the UET bytes of a frame: Ethernet, IP and UDP or the entropy header
+    (the :class:`Frame` fields of the same names; ``decode_uet(uet, **env._asdict())``
+    rebuilds the frame)."""
+
+    src_mac: str
+    dst_mac: str
+    src_ip: str
+    dst_ip: str
+    ev: int
+    dscp: int
+    ecn: int
+    ttl: int
+    ip_id: int
+    udp_dport: int
+    udp_checksum: bool
+    encap: str
+    ip_proto: int
+
+
+def split_frame(data: bytes | bytearray | memoryview, *, udp_port: int | None = UET_UDP_PORT,
+                ip_proto: int = UET_DEFAULT_IP_PROTO) -> tuple[Envelope, int, int]:
+    """The envelope of a whole frame, checked as :func:`decode_frame` checks it, without
+    decoding what follows it: ``(envelope, offset of the UET bytes, end of the IP
+    datagram)``. For frames whose UET bytes must be processed before they can be decoded
+    (a TSS-encrypted PDS header)."""
+    try:
+        fast = _decode_l3_fast(data, udp_port)
+        uoff, end, _udp, info = fast if fast is not None else _decode_l3(data, udp_port,
+                                                                          ip_proto)
+        (dmac, smac, src, dst, ev, dscp, ecn, hop, ipid, dport, ucs, encap, proto) = info
+        env = Envelope(_mac_text.get(smac) or _mac_to_text(smac),
+                       _mac_text.get(dmac) or _mac_to_text(dmac),
+                       _ip_text.get(src) or _ip_to_text(src),
+                       _ip_text.get(dst) or _ip_to_text(dst), ev, dscp, ecn, hop, ipid,
+                       dport, ucs, encap, proto)
+        return env, uoff, end
+    except DecodeError:
+        raise
+    except Exception as exc:  # the decoder must never leak anything else
+        raise DecodeError("frame", 0, f"undecodable input ({type(exc).__name__}: {exc})") \
+            from exc
+
+
+def decode_enveloped(data: bytes | bytearray | memoryview, env: Envelope) -> Frame:
+    """:func:`decode_uet` of UET bytes whose envelope :func:`split_frame` gave (no
+    trailer): the frame with the envelope's fields, without keyword arguments (the TSS
+    receive path decodes every decrypted frame this way)."""
+    try:
+        tss, pds, ses, ext, poff = _decode_uet(data, 0, len(data))
+        return Frame(pds, ses, ext, bytes(data[poff:]), *env, tss, b"")
+    except DecodeError:
+        raise
+    except Exception as exc:  # the decoder must never leak anything else
+        raise DecodeError("frame", 0, f"undecodable input ({type(exc).__name__}: {exc})") \
+            from exc
+
+
 def _decode_general(data: Any, trailer_len: int, udp_port: int | None,
                     ip_proto: int) -> Frame:
     """:func:`decode_frame` of any frame, without its catch-all (the fast path's
@@ -1305,7 +1363,9 @@ def uet_header_length(data: bytes | bytearray | memoryview, *,
     """Bytes from the start of the frame to the end of the PDS + SES + extension headers.
 
     This is the part a trimming switch must keep. Raises :class:`DecodeError` when the
-    frame is not a decodable UET frame (checksums are not verified here).
+    frame is not a decodable UET frame (checksums are not verified here), and
+    :class:`Unsupported` for a TSS frame: what follows its TSS header is encrypted, so no
+    header boundary can be found (and a cut frame could not authenticate anyway).
     """
     try:
         etype = _H.unpack_from(data, 12)[0]
@@ -1326,6 +1386,9 @@ def uet_header_length(data: bytes | bytearray | memoryview, *,
         else:
             raise UnknownType("ip", l4, f"IP protocol {proto} is not UET")
         end = min(end, len(data))
+        if off < end and data[off] >> 3 == 1:
+            raise Unsupported("tss", off, "the headers after a TSS header are encrypted: "
+                              "the frame cannot be trimmed")
         _tss, _pds, _ses, _ext, hend = _decode_uet(data, off, end)
         return hend
     except DecodeError:

@@ -103,6 +103,8 @@ uet.ses.med_req.initiator uet.ses.med_req.mem_key_match_bits
 #: Our own names for what Wireshark's dissector does not show.
 OUR_FIELDS: dict[str, str] = {
     "uet.tss.epoch": "TSS epoch (upper 16 bits of uet.tss.tsc)",
+    "uet.tss.decrypted": "a TSS frame's ICV verified with a key of the key file (--keys)",
+    "uet.tss.encrypted": "the encrypted bytes of a TSS frame no key could open (hex)",
     "uet.pds.clear_psn_offset": "signed clear PSN offset of a request (bytes 2-3)",
     "uet.pds.ack_psn_offset": "signed ACK PSN offset (bytes 2-3; probe opaque when P)",
     "uet.pds.flags.isrod": "CP flag 0x20 isROD (reserved in Wireshark)",

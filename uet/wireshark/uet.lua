@@ -208,6 +208,8 @@ u32("uet.tss.ssi", "SSI", DEC)
 u64("uet.tss.tsc", "TSC", HEX)
 u16("uet.tss.epoch", "Epoch", DEC)                                  -- ours
 bytes("uet.tss.icv", "ICV (AES-GCM tag)")                            -- ours
+bool("uet.tss.decrypted", "Decrypted and authenticated", base.NONE, TFS_YES_NO)  -- ours
+bytes("uet.tss.encrypted", "Encrypted data")                         -- ours
 
 -- entropy header (native IP)
 u16("uet.pds.entropy", "Entropy", DEC_HEX)
@@ -453,13 +455,14 @@ expert_def("short_payload", "uet.ses.short_payload",
     "Fewer payload bytes than the header announces (trimmed?)", G.PROTOCOL, S.NOTE)
 expert_def("udp_bad", "uet.udp_checksum.bad", "Bad UDP checksum", G.CHECKSUM, S.ERROR)
 expert_def("crc_bad", "uet.crc32c.bad", "Bad CRC-32C trailer", G.CHECKSUM, S.ERROR)
+expert_def("tss_auth", "uet.tss.auth_failed", "TSS authentication failed", G.CHECKSUM, S.ERROR)
 expert_def("trailer_short", "uet.trailer.missing", "Packet too short for the configured trailer",
     G.MALFORMED, S.ERROR)
 
 uet.experts = { E.pds_len, E.req_len, E.ack_len, E.rsp_opcode, E.ses_len, E.tss_len,
     E.pds_type, E.nh_unknown, E.nh_mismatch, E.ctl_unknown, E.nack_code, E.reserved,
     E.ses_opcode, E.ses_mismatch, E.ses_version, E.short_payload, E.udp_bad,
-    E.crc_bad, E.trailer_short }
+    E.crc_bad, E.trailer_short, E.tss_auth }
 
 -------------------------------------------------------------------------------- preferences
 
@@ -476,9 +479,14 @@ uet.prefs.crc_trailer = Pref.bool("CRC-32C trailer", false,
     "Packets without TSS end with a 4-byte CRC-32C over the IP addresses and the IP payload")
 uet.prefs.crc_byte_order = Pref.enum("CRC-32C byte order", 0,
     "Byte order of the CRC-32C trailer on the wire", CRC_ORDER, false)
-uet.prefs.tss_icv = Pref.bool("TSS packets end with a 16-byte ICV", false,
-    "With a TSS header, the last 16 bytes are the AES-GCM integrity check value (real "
-        .. "encrypting end points; the emulator sends TSS headers without an ICV)")
+uet.prefs.tss_icv = Pref.bool("TSS packets end with a 16-byte ICV", true,
+    "With a TSS header, the last 16 bytes are the AES-GCM integrity check value")
+uet.prefs.tss_keys = Pref.string("TSS key file", "",
+    "Key file of the secure domains (the uet key-file format: 'SDI MODE KEY [job=N ...]' "
+        .. "per line, docs/tss.md): packets of those SDIs are authenticated and decrypted")
+uet.prefs.tss_cleartext = Pref.bool("Dissect after a TSS header without a key", false,
+    "Without a key for the SDI, dissect what follows a TSS header as if it were cleartext "
+        .. "(synthetic header samples); off: show it as encrypted data")
 uet.prefs.trimmed_dscp = Pref.string("DSCPs of trimmed packets", "12,14",
     "Comma-separated DSCP values switches give to trimmed packets (uet.fabric defaults: "
         .. "12 trimmed, 14 trimmed at the last hop); such packets get uet.trimmed")
@@ -719,7 +727,425 @@ local function dissect_tss(ctx, o, stop)
     local ti = item:add(F["uet.tss.tsc"], tvb(p, 8))
     ti:add(F["uet.tss.epoch"], tvb(p, 2))
     ctx.info[#ctx.info + 1] = "TSS"
+    ctx.tss = { sdi = band(w, 0xffffff), an = band(rshift(w, 24), 1), sp = sp,
+                ssi = sp and tvb(o + 4, 4):uint() or 0, epoch = tvb(p, 2):uint(),
+                tsc_hi = tvb(p + 2, 2):uint(), tsc_lo = tvb(p + 4, 4):uint(),
+                raw = tvb:raw(o, hl), start = o, hl = hl, item = item }
     return o + hl
+end
+
+-------------------------------------------------------------------------------- TSS crypto
+
+-- AES-256, GCM and AES-CMAC in plain Lua 5.2 (bit32): Wireshark's Lua has no AES binding,
+-- and this dissector must run on a stock Wireshark. Only what decrypting a capture needs:
+-- the AES-256 block encryption (FIPS-197), GCM decryption with the tag check (NIST SP
+-- 800-38D: CTR from J0 = IV || 0x00000001, GHASH over AAD and ciphertext), CMAC (SP
+-- 800-38B) and the SP 800-108 counter-mode KDF of the TSS key modes (docs/tss.md). Slow
+-- (a few ms per KiB) but exact; a known-answer check runs once before first use.
+local bxor, bor, lshift = bit32.bxor, bit32.bor, bit32.lshift
+
+local SBOX, MUL2, MUL3 = {}, {}, {}
+do
+    local function rotl8(x, s)
+        return band(bor(lshift(x, s), rshift(x, 8 - s)), 0xff)
+    end
+    local p, q = 1, 1
+    repeat
+        p = band(bxor(p, lshift(p, 1), band(p, 0x80) ~= 0 and 0x1b or 0), 0xff)
+        q = band(bxor(q, lshift(q, 1)), 0xff)
+        q = band(bxor(q, lshift(q, 2)), 0xff)
+        q = band(bxor(q, lshift(q, 4)), 0xff)
+        if band(q, 0x80) ~= 0 then
+            q = bxor(q, 0x09)
+        end
+        SBOX[p] = bxor(q, rotl8(q, 1), rotl8(q, 2), rotl8(q, 3), rotl8(q, 4), 0x63)
+    until p == 1
+    SBOX[0] = 0x63
+    for x = 0, 255 do
+        local d = band(lshift(x, 1), 0xff)
+        if band(x, 0x80) ~= 0 then
+            d = bxor(d, 0x1b)
+        end
+        MUL2[x], MUL3[x] = d, bxor(d, x)
+    end
+end
+
+-- the 240-byte AES-256 key schedule of a 32-byte key (a Lua string)
+local function aes_expand(key)
+    local w = { key:byte(1, 32) }
+    local rcon = 1
+    for i = 33, 240, 4 do
+        local t1, t2, t3, t4 = w[i - 4], w[i - 3], w[i - 2], w[i - 1]
+        local n = (i - 1) / 4
+        if n % 8 == 0 then
+            t1, t2, t3, t4 = bxor(SBOX[t2], rcon), SBOX[t3], SBOX[t4], SBOX[t1]
+            rcon = MUL2[rcon]
+        elseif n % 8 == 4 then
+            t1, t2, t3, t4 = SBOX[t1], SBOX[t2], SBOX[t3], SBOX[t4]
+        end
+        w[i], w[i + 1] = bxor(w[i - 32], t1), bxor(w[i - 31], t2)
+        w[i + 2], w[i + 3] = bxor(w[i - 30], t3), bxor(w[i - 29], t4)
+    end
+    return w
+end
+
+-- encrypt one block given as a table of 16 bytes; returns a new table
+local function aes_block(w, b)
+    local s = {}
+    for i = 1, 16 do
+        s[i] = bxor(b[i], w[i])
+    end
+    local t = {}
+    for round = 1, 14 do
+        for i = 1, 16 do
+            t[i] = SBOX[s[i]]
+        end
+        -- ShiftRows: row r of column c takes column (c + r) % 4
+        s[1], s[5], s[9], s[13] = t[1], t[5], t[9], t[13]
+        s[2], s[6], s[10], s[14] = t[6], t[10], t[14], t[2]
+        s[3], s[7], s[11], s[15] = t[11], t[15], t[3], t[7]
+        s[4], s[8], s[12], s[16] = t[16], t[4], t[8], t[12]
+        local k = 16 * round
+        if round < 14 then
+            for c = 1, 13, 4 do
+                local a0, a1, a2, a3 = s[c], s[c + 1], s[c + 2], s[c + 3]
+                s[c] = bxor(MUL2[a0], MUL3[a1], a2, a3, w[k + c])
+                s[c + 1] = bxor(a0, MUL2[a1], MUL3[a2], a3, w[k + c + 1])
+                s[c + 2] = bxor(a0, a1, MUL2[a2], MUL3[a3], w[k + c + 2])
+                s[c + 3] = bxor(MUL3[a0], a1, a2, MUL2[a3], w[k + c + 3])
+            end
+        else
+            for i = 1, 16 do
+                s[i] = bxor(s[i], w[k + i])
+            end
+        end
+    end
+    return s
+end
+
+local function bytes_of(str, i)  -- 16 bytes of str from position i (1-based), zero padded
+    local b = { str:byte(i, i + 15) }
+    for j = #b + 1, 16 do
+        b[j] = 0
+    end
+    return b
+end
+
+local function str_of(b, n)
+    return string.char(table.unpack(b, 1, n or #b))
+end
+
+-- GF(2^128) multiplication of GHASH (SP 800-38D, algorithm 1), blocks as 4 big-endian
+-- 32-bit words
+local function gf_mul(x, h)
+    local z1, z2, z3, z4 = 0, 0, 0, 0
+    local v1, v2, v3, v4 = h[1], h[2], h[3], h[4]
+    for wi = 1, 4 do
+        local xw = x[wi]
+        for bit = 31, 0, -1 do
+            if band(xw, lshift(1, bit)) ~= 0 then
+                z1, z2, z3, z4 = bxor(z1, v1), bxor(z2, v2), bxor(z3, v3), bxor(z4, v4)
+            end
+            local lsb = band(v4, 1)
+            v4 = bor(rshift(v4, 1), lshift(band(v3, 1), 31))
+            v3 = bor(rshift(v3, 1), lshift(band(v2, 1), 31))
+            v2 = bor(rshift(v2, 1), lshift(band(v1, 1), 31))
+            v1 = rshift(v1, 1)
+            if lsb ~= 0 then
+                v1 = bxor(v1, 0xe1000000)
+            end
+        end
+    end
+    return { z1, z2, z3, z4 }
+end
+
+local function words(b)  -- 16 bytes -> 4 words
+    return { bor(lshift(b[1], 24), lshift(b[2], 16), lshift(b[3], 8), b[4]),
+             bor(lshift(b[5], 24), lshift(b[6], 16), lshift(b[7], 8), b[8]),
+             bor(lshift(b[9], 24), lshift(b[10], 16), lshift(b[11], 8), b[12]),
+             bor(lshift(b[13], 24), lshift(b[14], 16), lshift(b[15], 8), b[16]) }
+end
+
+local function ghash_update(y, h, str)
+    for i = 1, #str, 16 do
+        local x = words(bytes_of(str, i))
+        y = gf_mul({ bxor(y[1], x[1]), bxor(y[2], x[2]), bxor(y[3], x[3]), bxor(y[4], x[4]) },
+            h)
+    end
+    return y
+end
+
+local function be32(v)
+    return string.char(band(rshift(v, 24), 0xff), band(rshift(v, 16), 0xff),
+        band(rshift(v, 8), 0xff), band(v, 0xff))
+end
+
+-- AES-256-GCM decryption of ctext (a string) with a 12-byte IV; nil when the 16-byte tag
+-- does not verify, else the plaintext
+local function gcm_open(w, iv, aad, ctext, tag)
+    local h = words(aes_block(w, bytes_of("", 1)))
+    local out = {}
+    local ctr = 2
+    for i = 1, #ctext, 16 do
+        local ks = aes_block(w, bytes_of(iv .. be32(ctr), 1))
+        local c = { ctext:byte(i, math.min(i + 15, #ctext)) }
+        for j = 1, #c do
+            c[j] = bxor(c[j], ks[j])
+        end
+        out[#out + 1] = str_of(c)
+        ctr = ctr + 1
+    end
+    local y = ghash_update({ 0, 0, 0, 0 }, h, aad)
+    y = ghash_update(y, h, ctext)
+    local lens = "\0\0\0\0" .. be32(#aad * 8) .. "\0\0\0\0" .. be32(#ctext * 8)
+    y = ghash_update(y, h, lens)
+    local e0 = aes_block(w, bytes_of(iv .. be32(1), 1))
+    local t = words(e0)
+    local calc = be32(bxor(t[1], y[1])) .. be32(bxor(t[2], y[2])) .. be32(bxor(t[3], y[3]))
+        .. be32(bxor(t[4], y[4]))
+    if calc ~= tag then
+        return nil
+    end
+    return table.concat(out)
+end
+
+local function dbl(b)  -- CMAC subkey doubling of a 16-byte table
+    local out, carry = {}, 0
+    for i = 16, 1, -1 do
+        local v = lshift(b[i], 1) + carry
+        out[i] = band(v, 0xff)
+        carry = rshift(v, 8)
+    end
+    if band(b[1], 0x80) ~= 0 then
+        out[16] = bxor(out[16], 0x87)
+    end
+    return out
+end
+
+local function cmac(w, msg)
+    local k1 = dbl(aes_block(w, bytes_of("", 1)))
+    local k2 = dbl(k1)
+    local n = math.max(1, math.ceil(#msg / 16))
+    local full = #msg > 0 and #msg % 16 == 0
+    local x = bytes_of("", 1)
+    for i = 1, n do
+        local blk = { msg:byte(16 * (i - 1) + 1, math.min(16 * i, #msg)) }
+        if i == n then
+            local k = full and k1 or k2
+            if not full then
+                blk[#blk + 1] = 0x80
+                for j = #blk + 1, 16 do
+                    blk[j] = 0
+                end
+            end
+            for j = 1, 16 do
+                blk[j] = bxor(blk[j], k[j])
+            end
+        end
+        for j = 1, 16 do
+            x[j] = bxor(x[j], blk[j])
+        end
+        x = aes_block(w, x)
+    end
+    return str_of(x, 16)
+end
+
+local schedules, nschedules = {}, 0
+local function schedule(key)
+    local w = schedules[key]
+    if not w then
+        if nschedules > 512 then
+            schedules, nschedules = {}, 0
+        end
+        w = aes_expand(key)
+        schedules[key] = w
+        nschedules = nschedules + 1
+    end
+    return w
+end
+
+-- SP 800-108 counter mode, AES-CMAC PRF: [i]_8 || label || 0x00 || context || [L]_32
+local kdf_cache = {}
+local function kdf(key, label, context, length)
+    local ck = key .. label .. "|" .. context .. length
+    local hit = kdf_cache[ck]
+    if hit then
+        return hit
+    end
+    local w = schedule(key)
+    local fixed = label .. "\0" .. context .. be32(length * 8)
+    local out = {}
+    for i = 1, math.ceil(length / 16) do
+        out[i] = cmac(w, string.char(i) .. fixed)
+    end
+    local r = table.concat(out):sub(1, length)
+    kdf_cache[ck] = r
+    return r
+end
+
+local function hexstr(s)
+    return (s:gsub(".", function(c) return string.format("%02x", c:byte()) end))
+end
+
+local function unhex(h)
+    return (h:gsub("%x%x", function(x) return string.char(tonumber(x, 16)) end))
+end
+
+-- FIPS-197 C.3 and GCM test case 16 (McGrew and Viega): run once before the first use
+local crypto_ok
+local function crypto_selftest()
+    if crypto_ok == nil then
+        local w = schedule(unhex("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"))
+        local ct = str_of(aes_block(w, bytes_of(unhex("00112233445566778899aabbccddeeff"), 1)))
+        local w2 = schedule(unhex(string.rep("feffe9928665731c6d6a8f9467308308", 2)))
+        local pt = gcm_open(w2, unhex("cafebabefacedbaddecaf888"),
+            unhex("feedfacedeadbeeffeedfacedeadbeefabaddad2"),
+            unhex("522dc1f099567d07f47f37a32a84427d643a8cdcbfe5c0c97598a2bd2555d1aa"
+                .. "8cb08e48590dbb3da7b08b1056828838c5f61e6393ba7a0abcc9f662"),
+            unhex("76fc6ece0f4e1768cddf8853bb2d551b"))
+        crypto_ok = hexstr(ct) == "8ea2b7ca516745bfeafc49904b496089" and pt ~= nil and
+            hexstr(pt):sub(1, 16) == "d9313225f88406e5"
+        if not crypto_ok then
+            report_failure("uet.lua: the AES-GCM self-test failed: TSS decryption is off")
+        end
+    end
+    return crypto_ok
+end
+
+-- the key file (preference uet.tss_keys), read again when the preference changes
+local tss_keys, tss_keys_path = {}, nil
+local function load_keys()
+    local path = uet.prefs.tss_keys or ""
+    if path == tss_keys_path then
+        return tss_keys
+    end
+    tss_keys_path, tss_keys = path, {}
+    if path == "" then
+        return tss_keys
+    end
+    local f = io.open(path, "r")
+    if not f then
+        report_failure("uet.lua: cannot read the TSS key file " .. path)
+        return tss_keys
+    end
+    for line in f:lines() do
+        line = line:gsub("#.*", "")
+        local sdi, mode, key, rest = line:match("^%s*(%d+)%s+(%a+)%s+(%x+)%s*(.-)%s*$")
+        if sdi and (#key == 64 or #key == 88) then
+            local e = { mode = mode, key = unhex(key), role = "member", gens = 2, rekey = 0 }
+            for k, v in rest:gmatch("([%w_]+)=(%S+)") do
+                if k == "role" then
+                    e.role = v
+                elseif k == "generations" then
+                    e.gens = tonumber(v) or 2
+                elseif k == "rekey_mask" then
+                    e.rekey = tonumber(v) or 0
+                end
+            end
+            tss_keys[tonumber(sdi)] = e
+        end
+    end
+    f:close()
+    return tss_keys
+end
+
+local function trailing_zeros(m)
+    local n = 0
+    while m ~= 0 and band(m, 1) == 0 do
+        m, n = rshift(m, 1), n + 1
+    end
+    return n
+end
+
+local function xor_str(a, b)
+    local out = {}
+    for i = 1, #a do
+        out[i] = string.char(bxor(a:byte(i), b:byte(i)))
+    end
+    return table.concat(out)
+end
+
+local client_ssi = {}  -- server mode: a client's address -> its SSI (from its own frames)
+
+-- authenticate and decrypt the frame whose TSS header ctx.tss describes; the plaintext
+-- (PDS header onwards) or nil and why
+local function tss_open(ctx, e, stop)
+    local h = ctx.tss
+    if not crypto_selftest() then
+        return nil, "the AES self-test failed"
+    end
+    local src, dst, v6 = ip_addresses()
+    if not src then
+        return nil, "no IP addresses"
+    end
+    local tvb = ctx.tvb
+    local four
+    if ctx.native then
+        four = tvb:raw(0, 4)
+    else
+        local sport = ctx.pinfo.src_port
+        four = string.char(math.floor(sport / 256) % 256, sport % 256) .. "\0\0"
+    end
+    local body_at = h.start + h.hl
+    if stop - 16 < body_at then
+        return nil, "too short for the ICV"
+    end
+    local aad = src .. dst .. four .. h.raw
+    local body = tvb:raw(body_at, stop - 16 - body_at)
+    local tag = tvb:raw(stop - 16, 16)
+    local epoch2 = string.char(math.floor(h.epoch / 256), h.epoch % 256)
+    local tsc6 = string.char(math.floor(h.tsc_hi / 256), h.tsc_hi % 256) .. be32(h.tsc_lo)
+    local ssi4 = be32(h.ssi)
+    local ident_iv = h.sp and ssi4 or (v6 and be32(h.sdi) or src)
+    local rekey = 0
+    if e.mode == "cluster" and e.rekey ~= 0 then
+        rekey = rshift(band(h.tsc_lo, e.rekey), trailing_zeros(e.rekey))
+    end
+    local function context(ident, rk)
+        if #ident == 16 then
+            return "\0\0\0\0" .. epoch2 .. be32(rk) .. ident
+        end
+        return epoch2 .. be32(rk) .. ident
+    end
+    local idents
+    if e.mode == "cluster" then
+        idents = { v6 and src or (h.sp and ssi4 or src) }
+    elseif e.mode == "server" then
+        local cdst = (not v6 and client_ssi[dst]) and be32(client_ssi[dst]) or dst
+        idents = { v6 and src or (h.sp and ssi4 or src), cdst }
+    else
+        idents = { "" }
+    end
+    for gen = h.an, math.max(e.gens - 1, h.an), 2 do
+        local base = e.key
+        if gen > 0 then
+            base = kdf(e.key, "UG", "\0\0\0\0" .. be32(gen), 32)
+        end
+        for i, ident in ipairs(idents) do
+            local key, mask = base, nil
+            if #base == 44 then
+                key, mask = base:sub(1, 32), base:sub(33, 44)
+            elseif e.mode == "cluster" then
+                local d = kdf(base, "U1", context(ident, rekey), 44)
+                key, mask = d:sub(1, 32), d:sub(33, 44)
+            elseif e.mode == "server" then
+                local d = kdf(base, "U2", context(ident, 0), 44)
+                key, mask = d:sub(1, 32), d:sub(33, 44)
+            end
+            local iv = ident_iv .. epoch2 .. tsc6
+            if mask then
+                iv = xor_str(iv, mask)
+            end
+            local pt = gcm_open(schedule(key), iv, aad, body, tag)
+            if pt then
+                if e.mode == "server" and i == 1 and h.sp and not v6 then
+                    client_ssi[src] = h.ssi
+                end
+                return pt
+            end
+        end
+    end
+    return nil, "the ICV does not verify (wrong key, or the frame was changed)"
 end
 
 -------------------------------------------------------------------------------- PDS
@@ -1416,8 +1842,29 @@ local function dissect_common(tvb, pinfo, tree, native)
         end
     end
 
+    local outer = tvb
     if tss then
         o = dissect_tss(ctx, o, stop)
+        local e = o and ctx.tss and trailer == 16 and load_keys()[ctx.tss.sdi]
+        if e then
+            local pt, why = tss_open(ctx, e, len)
+            local di = ctx.tss.item:add(F["uet.tss.decrypted"], pt ~= nil)
+            di:set_generated()
+            if pt then
+                tvb = ByteArray.new(hexstr(pt)):tvb("Decrypted UET")
+                ctx.tvb, o, stop = tvb, 0, tvb:len()
+            else
+                di:add_proto_expert_info(E.tss_auth, "TSS authentication failed: " .. why)
+                root:add(F["uet.tss.encrypted"], tvb(o, stop - o))
+                ctx.info[#ctx.info + 1] = "[AUTH FAILED]"
+                o = nil
+            end
+        elseif o and not uet.prefs.tss_cleartext then
+            root:add(F["uet.tss.encrypted"], tvb(o, stop - o))
+            ctx.info[#ctx.info + 1] = string.format("encrypted (no key for SDI %d)",
+                ctx.tss and ctx.tss.sdi or -1)
+            o = nil
+        end
     end
     local nh
     if o then
@@ -1447,7 +1894,7 @@ local function dissect_common(tvb, pinfo, tree, native)
         table.insert(ctx.info, 1, "[TRIMMED]")
     end
     if trailer == 16 then
-        root:add(F["uet.tss.icv"], tvb(stop, 16))
+        root:add(F["uet.tss.icv"], outer(len - 16, 16))
     elseif trailer == 4 then
         check_crc(ctx, stop)
     end

@@ -128,8 +128,18 @@ def _first_window(peer, mp):
     (the first MP_RANGE packets). Returns (flow, Start_PSN)."""
     flow = DutFlow(peer, mp + 2, region="rma")
     flow.read_pdc.send_msg(peer.ses.read("rma", 0, (mp + 2) * 4096))
-    got = peer.collect(PdsRequest, within_us=peer.setup.rto_us / 2,
-                       where=lambda r: isinstance(r.ses, SesResponseData))
+    # collect until the window is full (a loaded host may need more than rto/2 for 128
+    # packets; retransmissions reuse their PSNs, so waiting longer cannot fill it falsely),
+    # then rto/4 more: a PSN beyond the window would show there
+    def data(r):
+        return isinstance(r.ses, SesResponseData)
+    rto = peer.setup.rto_us
+    got = peer.collect(PdsRequest, within_us=rto / 2, where=data)
+    for _ in range(6):
+        if len({r.pds.psn for r in got}) >= mp:
+            break
+        got += peer.collect(PdsRequest, within_us=rto / 2, where=data)
+    got += peer.collect(PdsRequest, within_us=rto / 4, where=data)
     require(peer, bool(got), f"the device sent no data for a READ of {mp + 2} x 4 KiB")
     syn = [r for r in got if r.pds.flags & 0x04]
     require(peer, bool(syn), "no SYN packet among the device's first packets")
