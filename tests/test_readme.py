@@ -19,3 +19,13 @@ def test_readme_names_the_two_setup_commands():
     text = README.read_text(encoding="utf-8")
     assert "pip install -e . && uet run" in text
     assert "make test" in text
+
+
+def test_readme_counts_the_catalogue_as_it_is():
+    """The README's rule count follows the catalogue (it said 233, then 245, while the
+    catalogue grew)."""
+    from uet.conformance.registry import catalogue
+
+    said = re.search(r"`uet conformance` \((\d+) protocol rules", README.read_text("utf-8"))
+    assert said is not None
+    assert int(said.group(1)) == len(catalogue())
