@@ -16,8 +16,9 @@ import random
 from pds_harness import A_IP, B_IP, MS, US, Host, Net, is_request, request
 
 from uet.pds import PdsConfig, PdsEndpoint
+from uet.wire.constants import ReqFlag
 
-SYN = 0x04
+SYN = int(ReqFlag.SYN)
 
 
 def _cfg() -> PdsConfig:

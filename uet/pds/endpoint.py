@@ -407,29 +407,35 @@ class PdsEndpoint:
                 ctx.nack(now, frame, NackCode.PDC_HDR_MISMATCH, pds.psn, pdc.pdc_id,
                          pds.spdcid, why="secure domain differs from the PDC's")
                 return
-            elif pdc.mode != mode:
-                ctx.nack(now, frame, NackCode.PDC_MODE_MISMATCH, pds.psn, pdc.pdc_id,
-                         pds.spdcid, why=f"{mode.name} request on a {pdc.mode.name} PDC")
-                return
         else:
-            pdc = mgr.by_id.get(pds.dpdcid)
-            if pdc is None or pdc.role != TARGET:
-                ctx.nack(now, frame, NackCode.INV_DPDCID, pds.psn, 0, pds.spdcid,
-                         why=f"unknown DPDCID {pds.dpdcid}")
+            pdc = self._named_target(now, frame, pds)
+            if pdc is None:
                 return
-            if pdc.peer_ip != frame.src_ip or pdc.peer_pdcid != pds.spdcid:
-                ctx.nack(now, frame, NackCode.PDC_HDR_MISMATCH, pds.psn, pdc.pdc_id,
-                         pds.spdcid, why="source address or SPDCID differs from the PDC's")
-                return
-            if pdc.sdi != frame_sdi(frame):
-                ctx.nack(now, frame, NackCode.PDC_HDR_MISMATCH, pds.psn, pdc.pdc_id,
-                         pds.spdcid, why="secure domain differs from the PDC's")
-                return
-            if pdc.mode != mode:
-                ctx.nack(now, frame, NackCode.PDC_MODE_MISMATCH, pds.psn, pdc.pdc_id,
-                         pds.spdcid, why=f"{mode.name} request on a {pdc.mode.name} PDC")
-                return
+        if pdc.mode != mode:  # (a PDC just opened has the request's mode)
+            ctx.nack(now, frame, NackCode.PDC_MODE_MISMATCH, pds.psn, pdc.pdc_id,
+                     pds.spdcid, why=f"{mode.name} request on a {pdc.mode.name} PDC")
+            return
         pdc.rx_request(now, frame, pds)
+
+    def _named_target(self, now: int, frame: Frame, hdr: Any) -> TargetPdc | None:
+        """The target PDC a non-SYN request or control packet names by its DPDCID, if it
+        is one and its source address, SPDCID and secure domain match; otherwise the
+        packet is NACKed (INV_DPDCID / PDC_HDR_MISMATCH) and None returned."""
+        ctx = self.ctx
+        pdc: Any = self.mgr.by_id.get(hdr.dpdcid)
+        if pdc is None or pdc.role != TARGET:
+            ctx.nack(now, frame, NackCode.INV_DPDCID, hdr.psn, 0, hdr.spdcid,
+                     why=f"unknown DPDCID {hdr.dpdcid}")
+            return None
+        if pdc.peer_ip != frame.src_ip or pdc.peer_pdcid != hdr.spdcid:
+            ctx.nack(now, frame, NackCode.PDC_HDR_MISMATCH, hdr.psn, pdc.pdc_id,
+                     hdr.spdcid, why="source address or SPDCID differs from the PDC's")
+            return None
+        if pdc.sdi != frame_sdi(frame):
+            ctx.nack(now, frame, NackCode.PDC_HDR_MISMATCH, hdr.psn, pdc.pdc_id,
+                     hdr.spdcid, why="secure domain differs from the PDC's")
+            return None
+        return pdc
 
     def _open_target(self, now: int, frame: Frame, pds: Any, mode: DeliveryMode,
                      key: tuple, *, start: int | None = None, cc: bool = False,
@@ -636,18 +642,8 @@ class PdsEndpoint:
                          cp.spdcid, why="secure domain differs from the PDC's")
                 return
         else:
-            pdc = mgr.by_id.get(cp.dpdcid)
-            if pdc is None or pdc.role != TARGET:
-                ctx.nack(now, frame, NackCode.INV_DPDCID, cp.psn, 0, cp.spdcid,
-                         why=f"unknown DPDCID {cp.dpdcid}")
-                return
-            if pdc.peer_ip != frame.src_ip or pdc.peer_pdcid != cp.spdcid:
-                ctx.nack(now, frame, NackCode.PDC_HDR_MISMATCH, cp.psn, pdc.pdc_id,
-                         cp.spdcid, why="source address or SPDCID differs from the PDC's")
-                return
-            if pdc.sdi != frame_sdi(frame):
-                ctx.nack(now, frame, NackCode.PDC_HDR_MISMATCH, cp.psn, pdc.pdc_id,
-                         cp.spdcid, why="secure domain differs from the PDC's")
+            pdc = self._named_target(now, frame, cp)
+            if pdc is None:
                 return
         pdc.rx_cp(now, frame, cp)
 
