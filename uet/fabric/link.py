@@ -4,6 +4,10 @@ A channel carries a frame from the transmitting port to the far end: the far end
 whole frame (store and forward) at ``tx_end + delay``. Serialisation happens in the sending
 port at ``channel.rate_bps``. Impairments (``uet.fabric.impairments``) act per channel with
 their own seeded generator; a clean channel costs one heap event per frame.
+
+What the transmitter reads per frame (rate, delay, far end, ``clean``, the frame counters)
+is the channel's core: :class:`PyChannelCore`, or the same fields in C
+(``uet.native._event_core.ChannelCore``) when the C fabric path is in use.
 """
 
 from __future__ import annotations
@@ -14,18 +18,40 @@ from typing import TYPE_CHECKING, Any
 
 from uet.fabric.clock import ps_per_byte
 from uet.fabric.impairments import Impairments, ImpairmentState
+from uet.fabric.scheduler import FABRIC_CORE
 
 if TYPE_CHECKING:
     from uet.fabric.eventlog import EventLog
     from uet.fabric.scheduler import EventLoop
 
 
-class Channel:
+class PyChannelCore:
+    """The per-frame fields of a channel in Python: the reference of the C ``ChannelCore``."""
+
+    __slots__ = ("push", "rate_bps", "ppb", "delay_ps", "rx", "carry", "clean", "tx_frames",
+                 "tx_bytes")
+
+
+#: the channel's core in use: C unless the extension is missing or UET_PURE_PYTHON=1
+ChannelCore: Any = PyChannelCore if FABRIC_CORE is None else FABRIC_CORE.ChannelCore
+
+
+class Channel(ChannelCore):
     """One direction of a link: rate, propagation delay, impairments, counters."""
 
-    __slots__ = ("name", "loop", "push", "rate_bps", "ppb", "delay_ps", "up", "rx", "carry",
-                 "imp", "tx_frames", "tx_bytes", "delivered", "drops", "corrupted",
-                 "duplicated", "log", "_nominal_rate", "clean", "on_change", "fcs_sink")
+    __slots__ = ("name", "loop", "up", "imp", "delivered", "drops", "corrupted",
+                 "duplicated", "log", "_nominal_rate", "on_change", "fcs_sink")
+
+    if TYPE_CHECKING:  # the core's (PyChannelCore or C)
+        push: Any
+        rate_bps: int
+        ppb: int | None
+        delay_ps: int
+        rx: Any
+        carry: Any
+        clean: bool
+        tx_frames: int
+        tx_bytes: int
 
     def __init__(self, name: str, loop: EventLoop, rate_bps: int, delay_ps: int,
                  log: EventLog) -> None:

@@ -192,12 +192,13 @@ class Network:
         if limits is None:
             raise ValueError(f"impairments.queue_factor: {iface} is a host NIC, which has "
                              "no switch queue; select the switch-to-host direction")
+        kmins, kmaxs = port.kmin, port.kmax
         for tc, lim in enumerate(limits):
             if lim < UNLIMITED:
-                limits[tc] = max(int(lim * factor), 1)
-            if port.kmin[tc] < UNLIMITED:
-                port.kmin[tc] = int(port.kmin[tc] * factor)
-                port.kmax[tc] = max(int(port.kmax[tc] * factor), port.kmin[tc] + 1)
+                port.set_limit(tc, max(int(lim * factor), 1))
+            if kmins[tc] < UNLIMITED:
+                kmin = int(kmins[tc] * factor)
+                port.set_ecn(tc, kmin, max(int(kmaxs[tc] * factor), kmin + 1))
 
     def set_link_up(self, iface: str, up: bool, at_ps: int | None = None) -> None:
         """Bring the link at ``iface`` down/up now or at ``at_ps``."""

@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from uet.fabric.port import ET_IPV4, ET_MAC_CONTROL, Port
+from uet.fabric.port import ET_IPV4, ET_MAC_CONTROL, Port, PortCore
 from uet.fabric.qos import QosConfig
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from uet.fabric.scheduler import EventLoop
 
 
-class Nic(Port):
+class Nic(Port, PortCore):
     """Host interface ``h<i>`` with its end point ``ep``."""
 
     __slots__ = ("ep", "index", "held", "held_n", "held_hwm", "tos_tc", "data_tc",

@@ -6,6 +6,12 @@ peer is not served until the pause expires or is lifted. ``_dequeue(now)`` (subc
 returns the next frame or None. After a transmission, a wake-up is scheduled at its end only
 if more may be sent (``queued`` non-zero: frames waiting in a switch port; a NIC keeps it at
 1 because its end point may always have more), so an idle switch port costs no events.
+
+The per-frame part (``kick``, ``_wake``, ``_start`` and the counters they keep) is the port's
+*core*: :class:`PyPortCore` here, or the same in C (``uet.native._event_core.PortCore``,
+docs/native.md) when the extension is built and ``UET_PURE_PYTHON`` is not set; both run
+the same events in the same order. :class:`Port` adds what is not per frame (PFC pauses,
+drops, counters) to either.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from uet.fabric.clock import ser_ps
 from uet.fabric.pfc import ET_MAC_CONTROL, decode_pause, encode_pause, quanta_ps
+from uet.fabric.scheduler import FABRIC_CORE
 
 if TYPE_CHECKING:
     from uet.fabric.eventlog import EventLog
@@ -32,41 +39,18 @@ def mac_bytes(mac: str) -> bytes:
     return bytes.fromhex(mac.replace(":", ""))
 
 
-class Port:
-    """Transmitter + receive-side pause handling. ``channel`` is the outgoing direction."""
+class PyPortCore:
+    """A port's transmitter in Python: the reference of the C ``PortCore``."""
 
     __slots__ = ("name", "loop", "push", "log", "channel", "mac", "free_at", "wake_pending",
                  "paused_until", "pause_started", "paused_ps", "mac_ctl", "tx_frames",
                  "tx_bytes", "rx_frames", "rx_bytes", "drops", "pause_rx", "pause_tx",
                  "taps", "queued", "__weakref__")
 
-    def __init__(self, name: str, loop: EventLoop, log: EventLog, mac: str) -> None:
-        self.name = name
-        self.loop = loop
-        self.push = loop.pusher()
-        self.log = log
-        self.channel: Channel | None = None
-        self.mac = mac_bytes(mac)
-        self.free_at = 0
-        self.wake_pending = False
-        self.paused_until = [0] * 8
-        self.pause_started = [-1] * 8
-        self.paused_ps = [0] * 8
-        self.mac_ctl: deque[bytes] = deque()
-        self.tx_frames = 0
-        self.tx_bytes = 0
-        self.rx_frames = 0
-        self.rx_bytes = 0
-        self.drops: Counter[str] = Counter()
-        self.pause_rx = 0
-        self.pause_tx = 0
-        self.taps: list[Tap] = []
-        self.queued = 0
+    if TYPE_CHECKING:
+        channel: Channel | None
 
-    # ---------------------------------------------------------------- transmit
-
-    def _dequeue(self, now: int) -> bytes | None:  # pragma: no cover - abstract
-        raise NotImplementedError
+        def _dequeue(self, now: int) -> bytes | None: ...
 
     def kick(self) -> None:
         """Start transmitting if idle; else make sure a wake-up is pending."""
@@ -112,6 +96,70 @@ class Port:
         if self.queued or self.mac_ctl:
             self.wake_pending = True
             self.push(end, self._wake, None)
+
+
+#: the transmitter's core in use: C unless the extension is missing or UET_PURE_PYTHON=1
+PortCore: Any = PyPortCore if FABRIC_CORE is None else FABRIC_CORE.PortCore
+
+
+class Port:
+    """Transmitter + receive-side pause handling. ``channel`` is the outgoing direction.
+
+    A mixin over a port core (``class Nic(Port, PortCore)``): it holds no fields of its
+    own, so that the C core's layout is the instance's.
+    """
+
+    __slots__ = ()
+
+    if TYPE_CHECKING:  # the core's fields and per-frame methods (PyPortCore or C)
+        name: str
+        loop: EventLoop
+        push: Callable[[int, Callable[[Any], None], Any], None]
+        log: EventLog
+        channel: Channel | None
+        mac: bytes
+        free_at: int
+        wake_pending: bool
+        paused_until: list[int]
+        pause_started: list[int]
+        paused_ps: list[int]
+        mac_ctl: deque[bytes]
+        tx_frames: int
+        tx_bytes: int
+        rx_frames: int
+        rx_bytes: int
+        drops: Counter[str]
+        pause_rx: int
+        pause_tx: int
+        taps: list[Tap]
+        queued: int
+
+        def kick(self) -> None: ...
+        def _wake(self, _: Any) -> None: ...
+        def _start(self, now: int) -> None: ...
+
+    def __init__(self, name: str, loop: EventLoop, log: EventLog, mac: str) -> None:
+        self.name = name
+        self.loop = loop
+        self.push = loop.pusher()
+        self.log = log
+        self.channel = None
+        self.mac = mac_bytes(mac)
+        self.free_at = 0
+        self.wake_pending = False
+        self.paused_until = [0] * 8
+        self.pause_started = [-1] * 8
+        self.paused_ps = [0] * 8
+        self.mac_ctl = deque()
+        self.tx_frames = 0
+        self.tx_bytes = 0
+        self.rx_frames = 0
+        self.rx_bytes = 0
+        self.drops = Counter()
+        self.pause_rx = 0
+        self.pause_tx = 0
+        self.taps = []
+        self.queued = 0
 
     # ---------------------------------------------------------------- PFC
 
@@ -189,4 +237,5 @@ class Port:
         return out
 
 
-__all__ = ["Port", "Tap", "ET_IPV4", "ET_IPV6", "ET_MAC_CONTROL", "mac_bytes"]
+__all__ = ["Port", "PortCore", "PyPortCore", "Tap", "ET_IPV4", "ET_IPV6", "ET_MAC_CONTROL",
+           "mac_bytes"]

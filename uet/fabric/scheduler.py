@@ -149,6 +149,11 @@ except ImportError:  # the C extension was not built: the Python core
 else:
     NativeEventLoop = _event_core.EventLoop
 
+#: the C per-frame path of ports, switch ports and channels (``uet/native/fabric_core.c``:
+#: ``PortCore``, ``SwitchPortCore``, ``ChannelCore``, ``SwitchCore``), in use exactly when the
+#: C event core is; None: the Python cores of port.py, switch.py and link.py
+FABRIC_CORE: Any = None if NativeEventLoop is None or FORCED_PURE else _event_core
+
 if TYPE_CHECKING:  # both cores have PyEventLoop's interface
     EventLoop = PyEventLoop
 else:

@@ -30,8 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 from uet.fabric.ecmp import hash_tuple, pick
 from uet.fabric.pfc import PfcConfig, quanta_ps
-from uet.fabric.port import ET_IPV4, ET_IPV6, ET_MAC_CONTROL, Port
+from uet.fabric.port import ET_IPV4, ET_IPV6, ET_MAC_CONTROL, Port, PyPortCore
 from uet.fabric.qos import QosConfig
+from uet.fabric.scheduler import FABRIC_CORE
 from uet.wire.codec import mark_ce, peek_flow, trim_frame
 from uet.wire.constants import UET_DEFAULT_IP_PROTO
 from uet.wire.errors import DecodeError
@@ -46,27 +47,196 @@ _NO_QUEUE: Any = ()
 _CACHE_MAX = 1 << 16
 
 
-class SwitchPort(Port):
+def _forward(self: Any, data: bytes) -> None:
+    """A whole frame arrived on this switch port (store and forward): route it, queue it.
+
+    ``SwitchPort.on_frame`` of the Python core, and the C core's fallback for frames it
+    leaves to Python (``SwitchPort._on_frame_py``: too short for their IP header).
+    """
+    self.rx_frames += 1
+    self.rx_bytes += len(data)
+    if self.taps:
+        for tap in self.taps:
+            tap(self.loop.now, data, "rx")
+    sw = self.switch
+    et = data[12:14]
+    if et == ET_IPV4:
+        if len(data) < 34:  # cut inside its IP header: no address to route by
+            self._drop("malformed", data)
+            return
+        tos = data[15]
+        out = sw.direct.get(data[30:34])
+        if out is None:
+            p = data[23]
+            key = data[26:38] if p == 17 or p == sw.ip_proto else None
+            out = sw.cache.get(key) if key is not None else None
+            if out is None:
+                out = sw.route(data, key)
+    elif et == ET_IPV6:
+        if len(data) < 54:
+            self._drop("malformed", data)
+            return
+        tos = (data[14] & 0x0F) << 4 | data[15] >> 4
+        out = sw.direct.get(data[38:54])
+        if out is None:
+            p = data[20]
+            key = data[22:58] if p == 17 or p == sw.ip_proto else None
+            out = sw.cache.get(key) if key is not None else None
+            if out is None:
+                out = sw.route(data, key)
+    elif et == ET_MAC_CONTROL:
+        self._on_pause(data)
+        return
+    else:
+        self._drop("ethertype", data)
+        return
+    if out is None:
+        self._drop("no_route", data)
+        return
+    tc = sw.tos_tc[tos]
+    out.enqueue(data, tc, tos, self.pfc_in[tc])
+
+
+class PySwitchPortCore(PyPortCore):
+    """A switch port's forwarding, queues and ECN in Python: the reference of the C
+    ``SwitchPortCore`` (one FIFO of ``(frame, ingress)`` per class, byte counts, limits,
+    high-water marks and ECN thresholds per class)."""
+
+    __slots__ = ("switch", "queues", "qbytes", "limit", "hwm", "kmin", "kmax", "pfc_in",
+                 "ecn_marked", "prio")
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        self = super().__new__(cls)
+        # a FIFO is made for a class when it is first used (a deque is ~600 bytes)
+        self.queues = [_NO_QUEUE] * 8
+        self.qbytes = [0] * 8
+        self.limit = [UNLIMITED] * 8
+        self.hwm = [0] * 8
+        self.kmin = [UNLIMITED] * 8
+        self.kmax = [UNLIMITED] * 8
+        self.ecn_marked = 0
+        self.prio = ()
+        return self
+
+    on_frame = _forward
+
+    def set_limit(self, tc: int, nbytes: int) -> None:
+        """Byte limit of class ``tc``."""
+        self.limit[tc] = nbytes
+
+    def set_ecn(self, tc: int, kmin: int, kmax: int) -> None:
+        """ECN marking thresholds of class ``tc``."""
+        self.kmin[tc], self.kmax[tc] = kmin, kmax
+
+    def queue_len(self, tc: int) -> int:
+        """Frames queued in class ``tc``."""
+        return len(self.queues[tc])
+
+    def enqueue(self, data: bytes, tc: int, tos: int, ingress: SwitchPort | None) -> None:
+        """Queue ``data`` in class ``tc`` (trim or drop if it does not fit)."""
+        n = len(data)
+        qb = self.qbytes[tc] + n
+        if ingress is not None:
+            if not ingress._account(tc, n):
+                self._drop("pfc_headroom", data)
+                return
+        elif qb > self.limit[tc]:
+            self._overflow(data, tc, tos)
+            return
+        self.qbytes[tc] = qb
+        if qb > self.hwm[tc]:
+            self.hwm[tc] = qb
+        q = self.queues[tc]
+        if q is _NO_QUEUE:
+            q = self.queues[tc] = deque()
+        q.append((data, ingress))
+        self.queued += 1
+        if not self.wake_pending:
+            now = self.loop.now
+            if now >= self.free_at:
+                self._start(now)
+            else:
+                self.wake_pending = True
+                self.push(self.free_at, self._wake, None)
+
+    def _admit(self, tc: int, data: bytes, ingress: SwitchPort | None) -> None:
+        """Queue a frame that fits in class ``tc``, then kick the transmitter."""
+        qb = self.qbytes[tc] + len(data)
+        self.qbytes[tc] = qb
+        if qb > self.hwm[tc]:
+            self.hwm[tc] = qb
+        q = self.queues[tc]
+        if q is _NO_QUEUE:
+            q = self.queues[tc] = deque()
+        q.append((data, ingress))
+        self.queued += 1
+        self.kick()
+
+    def _dequeue(self, now: int) -> bytes | None:
+        pu = self.paused_until
+        queues = self.queues
+        for tc in self.prio:
+            q = queues[tc]
+            if q and pu[tc] <= now:
+                break
+        else:
+            return None
+        data, ingress = q.popleft()
+        self.queued -= 1
+        n = len(data)
+        qb = self.qbytes[tc]
+        self.qbytes[tc] = qb - n
+        if ingress is not None:
+            ingress._release(tc, n)
+        if qb > self.kmin[tc]:
+            kmax = self.kmax[tc]
+            if qb >= kmax or self.switch.rng.random() * (kmax - self.kmin[tc]) < qb - self.kmin[tc]:
+                buf = bytearray(data)
+                if mark_ce(buf):
+                    if buf[15] != data[15] or buf[14] != data[14]:
+                        self.ecn_marked += 1
+                    data = bytes(buf)
+        return data
+
+
+#: the switch port's core in use: C unless the extension is missing or UET_PURE_PYTHON=1
+SwitchPortCore: Any = PySwitchPortCore if FABRIC_CORE is None else FABRIC_CORE.SwitchPortCore
+
+
+class SwitchPort(Port, SwitchPortCore):
     """One switch port: ingress forwarding + PFC accounting, egress queues."""
 
-    __slots__ = ("switch", "index", "queues", "qbytes", "limit", "hwm", "kmin",
-                 "kmax", "lasthop", "faces", "in_bytes", "in_limit", "in_hwm", "xoff_sent",
-                 "xoff_gen", "pfc_in", "trimmed", "ecn_marked", "prio")
+    __slots__ = ("index", "lasthop", "faces", "in_bytes", "in_limit", "in_hwm", "xoff_sent",
+                 "xoff_gen", "trimmed")
+
+    if TYPE_CHECKING:  # the core's (PySwitchPortCore or C)
+        switch: Switch
+        qbytes: list[int]
+        limit: list[int]
+        hwm: list[int]
+        kmin: list[int]
+        kmax: list[int]
+        pfc_in: list[SwitchPort | None]
+        ecn_marked: int
+        prio: tuple[int, ...]
+
+        def on_frame(self, data: bytes) -> None: ...
+        def enqueue(self, data: bytes, tc: int, tos: int,
+                    ingress: SwitchPort | None) -> None: ...
+        def _admit(self, tc: int, data: bytes, ingress: SwitchPort | None) -> None: ...
+        def set_limit(self, tc: int, nbytes: int) -> None: ...
+        def set_ecn(self, tc: int, kmin: int, kmax: int) -> None: ...
+        def queue_len(self, tc: int) -> int: ...
+
+    #: the Python forwarding the C core falls back on
+    _on_frame_py = _forward
 
     def __init__(self, switch: Switch, index: int, mac: str) -> None:
         super().__init__(f"{switch.name}.p{index}", switch.loop, switch.log, mac)
         self.switch = switch
         self.index = index
-        # a FIFO for each class the QoS serves (the others are never enqueued into)
-        used = set(switch.qos.priority)
-        self.queues: list[deque[tuple[bytes, SwitchPort | None]]] = [
-            deque() if tc in used else _NO_QUEUE for tc in range(8)]
-        self.qbytes = [0] * 8
-        self.limit = [UNLIMITED] * 8
-        self.hwm = [0] * 8
+        self.prio = switch.qos.priority
         self.queued = 0
-        self.kmin = [UNLIMITED] * 8
-        self.kmax = [UNLIMITED] * 8
         self.lasthop = False
         self.faces = ""  # name of the peer interface
         self.in_bytes = [0] * 8
@@ -74,51 +244,8 @@ class SwitchPort(Port):
         self.in_hwm = [0] * 8
         self.xoff_sent = [False] * 8
         self.xoff_gen = [0] * 8
-        self.pfc_in: list[SwitchPort | None] = [None] * 8
+        self.pfc_in = [None] * 8
         self.trimmed = 0
-        self.ecn_marked = 0
-        self.prio = switch.qos.priority
-
-    # ---------------------------------------------------------------- ingress
-
-    def on_frame(self, data: bytes) -> None:
-        """A whole frame arrived on this port (store and forward)."""
-        self.rx_frames += 1
-        self.rx_bytes += len(data)
-        if self.taps:
-            for tap in self.taps:
-                tap(self.loop.now, data, "rx")
-        sw = self.switch
-        et = data[12:14]
-        if et == ET_IPV4:
-            tos = data[15]
-            out = sw.direct.get(data[30:34])
-            if out is None:
-                p = data[23]
-                key = data[26:38] if p == 17 or p == sw.ip_proto else None
-                out = sw.cache.get(key) if key is not None else None
-                if out is None:
-                    out = sw.route(data, key)
-        elif et == ET_IPV6:
-            tos = (data[14] & 0x0F) << 4 | data[15] >> 4
-            out = sw.direct.get(data[38:54])
-            if out is None:
-                p = data[20]
-                key = data[22:58] if p == 17 or p == sw.ip_proto else None
-                out = sw.cache.get(key) if key is not None else None
-                if out is None:
-                    out = sw.route(data, key)
-        elif et == ET_MAC_CONTROL:
-            self._on_pause(data)
-            return
-        else:
-            self._drop("ethertype", data)
-            return
-        if out is None:
-            self._drop("no_route", data)
-            return
-        tc = sw.tos_tc[tos]
-        out.enqueue(data, tc, tos, self.pfc_in[tc])
 
     # ---------------------------------------------------------------- PFC (ingress side)
 
@@ -163,31 +290,8 @@ class SwitchPort(Port):
 
     # ---------------------------------------------------------------- egress
 
-    def enqueue(self, data: bytes, tc: int, tos: int, ingress: SwitchPort | None) -> None:
-        """Queue ``data`` in class ``tc`` (trim or drop if it does not fit)."""
-        n = len(data)
-        qb = self.qbytes[tc] + n
-        if ingress is not None:
-            if not ingress._account(tc, n):
-                self._drop("pfc_headroom", data)
-                return
-        elif qb > self.limit[tc]:
-            self._overflow(data, tc, tos)
-            return
-        self.qbytes[tc] = qb
-        if qb > self.hwm[tc]:
-            self.hwm[tc] = qb
-        self.queues[tc].append((data, ingress))
-        self.queued += 1
-        if not self.wake_pending:
-            now = self.loop.now
-            if now >= self.free_at:
-                self._start(now)
-            else:
-                self.wake_pending = True
-                self.push(self.free_at, self._wake, None)
-
     def _overflow(self, data: bytes, tc: int, tos: int) -> None:
+        """``data`` does not fit class ``tc``: trim it into the trimmed class, or drop it."""
         sw = self.switch
         if not sw.trimming or tos >> 2 != sw.qos.dscp_trimmable:
             self._drop("queue_full", data)
@@ -200,60 +304,38 @@ class SwitchPort(Port):
             return
         ttc = sw.trim_tc
         n = len(cut)
-        qb = self.qbytes[ttc] + n
-        if qb > self.limit[ttc]:
+        if self.qbytes[ttc] + n > self.limit[ttc]:
             self._drop("queue_full", data)
             return
         self.trimmed += 1
         if self.log.enabled:
             self.log.emit(self.loop.now, "trim", port=self.name, bytes=len(data), kept=n,
                           lasthop=self.lasthop)
-        self.qbytes[ttc] = qb
-        if qb > self.hwm[ttc]:
-            self.hwm[ttc] = qb
-        self.queues[ttc].append((cut, None))
-        self.queued += 1
-        self.kick()
-
-    def _dequeue(self, now: int) -> bytes | None:
-        pu = self.paused_until
-        queues = self.queues
-        for tc in self.prio:
-            q = queues[tc]
-            if q and pu[tc] <= now:
-                break
-        else:
-            return None
-        data, ingress = q.popleft()
-        self.queued -= 1
-        n = len(data)
-        qb = self.qbytes[tc]
-        self.qbytes[tc] = qb - n
-        if ingress is not None:
-            ingress._release(tc, n)
-        if qb > self.kmin[tc]:
-            kmax = self.kmax[tc]
-            if qb >= kmax or self.switch.rng.random() * (kmax - self.kmin[tc]) < qb - self.kmin[tc]:
-                buf = bytearray(data)
-                if mark_ce(buf):
-                    if buf[15] != data[15] or buf[14] != data[14]:
-                        self.ecn_marked += 1
-                    data = bytes(buf)
-        return data
+        self._admit(ttc, cut, None)
 
     def counters(self) -> dict[str, Any]:
         out = super().counters()
         out["trimmed"] = self.trimmed
         out["ecn_marked"] = self.ecn_marked
+        hwm, in_hwm = self.hwm, self.in_hwm
         for tc in range(8):
-            if self.hwm[tc]:
-                out[f"queue_hwm.{tc}"] = self.hwm[tc]
-            if self.in_hwm[tc]:
-                out[f"ingress_hwm.{tc}"] = self.in_hwm[tc]
+            if hwm[tc]:
+                out[f"queue_hwm.{tc}"] = hwm[tc]
+            if in_hwm[tc]:
+                out[f"ingress_hwm.{tc}"] = in_hwm[tc]
         return out
 
 
-class Switch:
+class PySwitchCore:
+    """The switch's forwarding tables as plain attributes (``direct``, ``cache``, ``rng``,
+    ``ip_proto``, ``tos_tc``): the Python reference of the C ``SwitchCore``."""
+
+
+#: the switch's core in use: C unless the extension is missing or UET_PURE_PYTHON=1
+SwitchCore: Any = PySwitchCore if FABRIC_CORE is None else FABRIC_CORE.SwitchCore
+
+
+class Switch(SwitchCore):
     """A switch: ports, host routes, ECMP, QoS, trimming and PFC settings."""
 
     def __init__(self, name: str, loop: EventLoop, log: EventLog, *, qos: QosConfig,
@@ -289,13 +371,13 @@ class Switch:
                        ecn: dict[int, tuple[int, int]]) -> None:
         """Byte limits and ECN thresholds per class; PFC per the switch's ``pfc``."""
         for tc, lim in queue_bytes.items():
-            p.limit[tc] = lim
+            p.set_limit(tc, lim)
         for tc, (kmin, kmax) in ecn.items():
             if not 0 <= kmin <= kmax:
                 raise ValueError(f"{p.name}: ECN thresholds need 0 <= kmin <= kmax")
-            p.kmin[tc], p.kmax[tc] = kmin, max(kmax, kmin + 1)
+            p.set_ecn(tc, kmin, max(kmax, kmin + 1))
         for tc in self.pfc.classes:
-            p.limit[tc] = UNLIMITED
+            p.set_limit(tc, UNLIMITED)
             p.pfc_in[tc] = p
             if p.channel is not None:
                 p.in_limit[tc] = self.pfc.xoff + self.pfc.headroom_for(

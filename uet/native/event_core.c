@@ -10,6 +10,10 @@
  * The loop holds strong references to every pending fn and arg and takes part in the
  * cyclic garbage collector (ports and NICs hold the loop, its events hold their bound
  * methods).
+ *
+ * Besides fn(arg) events, the loop runs the fabric's per-frame events without a Python
+ * call: a frame arriving at a switch port and a port's transmitter waking up
+ * (fabric_core.c, EV_ARRIVE / EV_WAKE in event_core.h).
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -18,24 +22,7 @@
 #include <stdint.h>
 #include <string.h>
 
-typedef struct {
-    int64_t t;
-    uint64_t seq;
-    PyObject *fn;
-    PyObject *arg;
-} Event;
-
-typedef struct {
-    PyObject_HEAD
-    Event *heap;
-    Py_ssize_t n;
-    Py_ssize_t cap;
-    uint64_t seq;
-    int64_t now;
-    int64_t events;
-    int stop;
-    PyObject *weakrefs;
-} EventLoop;
+#include "event_core.h"
 
 static inline int before(const Event *a, const Event *b) {
     return a->t < b->t || (a->t == b->t && a->seq < b->seq);
@@ -53,11 +40,13 @@ static int grow(EventLoop *self) {
     return 0;
 }
 
-/* Insert (t, fn, arg) with the next sequence number; takes new references. */
-static int heap_push(EventLoop *self, int64_t t, PyObject *fn, PyObject *arg) {
+/* Insert (t, fn, arg) of dispatch `kind` (EV_CALL: fn(arg); the others: fabric_core.c)
+ * with the next sequence number; takes new references. The kind sits in the two low bits
+ * of seq, below the counter, so the order by (t, seq) is the order of scheduling. */
+int ec_push(EventLoop *self, int64_t t, int kind, PyObject *fn, PyObject *arg) {
     if (self->n == self->cap && grow(self) < 0)
         return -1;
-    Event e = {t, self->seq++, fn, arg};
+    Event e = {t, (self->seq++ << 2) | (uint64_t)kind, fn, arg};
     Py_INCREF(fn);
     Py_INCREF(arg);
     Event *h = self->heap;
@@ -158,7 +147,7 @@ static PyObject *EventLoop_push(EventLoop *self, PyObject *const *args, Py_ssize
         return NULL;
     }
     int64_t t;
-    if (as_time(args[0], &t) < 0 || heap_push(self, t, args[1], args[2]) < 0)
+    if (as_time(args[0], &t) < 0 || ec_push(self, t, EV_CALL, args[1], args[2]) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -173,7 +162,7 @@ static PyObject *EventLoop_at(EventLoop *self, PyObject *const *args, Py_ssize_t
         return NULL;
     if (t < self->now)
         t = self->now;
-    if (heap_push(self, t, args[1], nargs == 3 ? args[2] : Py_None) < 0)
+    if (ec_push(self, t, EV_CALL, args[1], nargs == 3 ? args[2] : Py_None) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -188,7 +177,7 @@ static PyObject *EventLoop_after(EventLoop *self, PyObject *const *args, Py_ssiz
         return NULL;
     if (dt < 0)
         dt = 0;
-    if (heap_push(self, self->now + dt, args[1], nargs == 3 ? args[2] : Py_None) < 0)
+    if (ec_push(self, self->now + dt, EV_CALL, args[1], nargs == 3 ? args[2] : Py_None) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -232,14 +221,21 @@ static PyObject *EventLoop_run(EventLoop *self, PyObject *args, PyObject *kwds) 
     while (self->n > 0 && self->heap[0].t <= limit) {
         heap_pop(self, &e);
         self->now = e.t;
-        PyObject *r = PyObject_CallOneArg(e.fn, e.arg);
+        int kind = (int)(e.seq & 3);
+        int rc;
+        if (kind == EV_CALL) {
+            PyObject *r = PyObject_CallOneArg(e.fn, e.arg);
+            rc = r == NULL ? -1 : 0;
+            Py_XDECREF(r);
+        } else {
+            rc = fabric_dispatch(kind, e.fn, e.arg, e.t);
+        }
         Py_DECREF(e.fn);
         Py_DECREF(e.arg);
-        if (r == NULL) {
+        if (rc < 0) {
             self->events += n;
             return NULL;
         }
-        Py_DECREF(r);
         n++;
         if (self->stop)
             break;
@@ -318,7 +314,7 @@ static PySequenceMethods EventLoop_as_sequence = {
     .sq_length = (lenfunc)EventLoop_len,
 };
 
-static PyTypeObject EventLoopType = {
+PyTypeObject EventLoopType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "uet.native._event_core.EventLoop",
     .tp_doc = "Integer-picosecond event queue (C). now is the time of the event being run.",
@@ -349,6 +345,10 @@ PyMODINIT_FUNC PyInit__event_core(void) {
     Py_INCREF(&EventLoopType);
     if (PyModule_AddObject(m, "EventLoop", (PyObject *)&EventLoopType) < 0) {
         Py_DECREF(&EventLoopType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (fabric_core_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -1,0 +1,45 @@
+/* Shared between event_core.c (the event loop) and fabric_core.c (switch ports, ports and
+ * channels whose per-frame path runs in C): the event struct, the loop, its push, and the
+ * dispatch of the fabric's own event kinds. */
+#ifndef UET_EVENT_CORE_H
+#define UET_EVENT_CORE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+/* What the run loop does with an event: EV_CALL calls fn(arg); the others are the fabric's
+ * per-frame events, run in C by fabric_dispatch (fn is the port, arg the frame or None). */
+enum { EV_CALL = 0, EV_ARRIVE = 1, EV_WAKE = 2 };
+
+typedef struct {
+    int64_t t;
+    uint64_t seq; /* scheduling counter << 2 | kind */
+    PyObject *fn;
+    PyObject *arg;
+} Event;
+
+typedef struct {
+    PyObject_HEAD
+    Event *heap;
+    Py_ssize_t n;
+    Py_ssize_t cap;
+    uint64_t seq;
+    int64_t now;
+    int64_t events;
+    int stop;
+    PyObject *weakrefs;
+} EventLoop;
+
+extern PyTypeObject EventLoopType;
+
+/* Schedule an event (new references to fn and arg are taken); -1 with an exception set. */
+int ec_push(EventLoop *loop, int64_t t, int kind, PyObject *fn, PyObject *arg);
+
+/* Run one fabric event of `kind` at time `now`; -1 with an exception set. */
+int fabric_dispatch(int kind, PyObject *fn, PyObject *arg, int64_t now);
+
+/* Add the fabric types to the module; -1 on error. */
+int fabric_core_init(PyObject *module);
+
+#endif

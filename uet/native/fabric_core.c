@@ -1,0 +1,1358 @@
+/* The fabric's per-frame path in C: switch ports, the transmitter of every port, channels.
+ *
+ * Base types of the Python classes in uet.fabric (port.py, switch.py, link.py), which keep
+ * everything that is not per frame (PFC, trimming, taps' files, counters, reports):
+ *
+ *   PortCore       the transmitter: kick / _wake / _start (Port._start of port.py's
+ *                  PyPortCore), the port's counters and pause table as members;
+ *   SwitchPortCore a switch port: forwarding (on_frame: host route, ECMP cache, class),
+ *                  the per-class FIFOs with their byte limits and high-water marks, ECN
+ *                  marking at dequeue (switch.py's PySwitchPortCore);
+ *   ChannelCore    one direction of a cable: rate, delay, counters, far end;
+ *   SwitchCore     a switch's forwarding tables as members (direct routes, ECMP cache, the
+ *                  DSCP -> class table, IP protocol of native IP, the ECN generator).
+ *
+ * The Python classes of switch.py / port.py / link.py (PySwitchPortCore, PyPortCore,
+ * PyChannelCore) are the reference: UET_PURE_PYTHON=1 runs them, and the same run gives the
+ * same events in the same order, byte for byte (tests/fabric/test_fabric_core.py). Anything
+ * out of the ordinary goes back to Python: a frame too short for its IP header, PAUSE
+ * frames, unknown ethertypes, a route not cached yet, PFC accounting, a full queue
+ * (trimming or drop), impaired channels, taps. Frames stay the bytes objects the NICs made;
+ * an ECN mark makes a new one with CE set and the IPv4 checksum updated (RFC 1624).
+ *
+ * A frame arriving at a switch port and a transmitter waking up are events of the C loop
+ * (EV_ARRIVE, EV_WAKE) run here without a Python call. With another loop (the Python one,
+ * or any object with push(t, fn, arg) and now), the same pushes go through its push.
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <structmember.h>
+
+#include "event_core.h"
+
+#define NTC 8
+#define UNLIMITED ((int64_t)1 << 62)
+
+static PyObject *s_dequeue, *s_on_pause, *s_drop, *s_route, *s_overflow, *s_account,
+    *s_release, *s_on_frame_py, *s_popleft, *s_on_frame, *s_wake, *s_tx, *s_rx, *s_now,
+    *s_random, *s_ethertype, *s_no_route, *s_pfc_headroom, *s_enqueue;
+
+/* ------------------------------------------------------------------ types */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *name, *loop, *push, *log, *channel, *mac, *paused_until, *pause_started,
+        *paused_ps, *mac_ctl, *drops, *taps;
+    int64_t free_at, tx_frames, tx_bytes, rx_frames, rx_bytes, pause_rx, pause_tx, queued;
+    char wake_pending;
+    char is_switch;
+    PyObject *weakrefs;
+} PortCore;
+
+typedef struct {
+    PyObject *data;
+    PyObject *ingress;
+} QItem;
+
+typedef struct {
+    QItem *buf;
+    Py_ssize_t head, len, cap;
+} Ring;
+
+typedef struct {
+    PortCore port;
+    PyObject *switch_, *pfc_in;
+    Ring q[NTC];
+    int64_t qbytes[NTC], limit[NTC], hwm[NTC], kmin[NTC], kmax[NTC];
+    int64_t ecn_marked;
+    uint8_t prio[NTC];
+    int nprio;
+} SwitchPortCore;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *push, *rx, *rx_on_frame, *carry;
+    int64_t rate_bps, ppb, delay_ps, tx_frames, tx_bytes;
+    char clean, rx_switch;
+} ChannelCore;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *direct, *cache, *rng, *tos_list, *routes;
+    int ip_proto;
+    unsigned long long ecmp_seed;
+    uint8_t tos_tc[256];
+} SwitchCore;
+
+static PyTypeObject PortCoreType, SwitchPortCoreType, ChannelCoreType, SwitchCoreType;
+
+/* ------------------------------------------------------------------ helpers */
+
+static inline int is_c_loop(PyObject *loop) {
+    return loop != NULL && Py_IS_TYPE(loop, &EventLoopType);
+}
+
+static int loop_now(PyObject *loop, int64_t *out) {
+    if (is_c_loop(loop)) {
+        *out = ((EventLoop *)loop)->now;
+        return 0;
+    }
+    if (loop == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "port has no event loop");
+        return -1;
+    }
+    PyObject *v = PyObject_GetAttr(loop, s_now);
+    if (v == NULL)
+        return -1;
+    long long t = PyLong_AsLongLong(v);
+    Py_DECREF(v);
+    if (t == -1 && PyErr_Occurred())
+        return -1;
+    *out = t;
+    return 0;
+}
+
+/* push(t, fn, arg) through a loop's Python interface */
+static int py_push(PyObject *push, int64_t t, PyObject *fn, PyObject *arg) {
+    if (push == NULL || push == Py_None) {
+        PyErr_SetString(PyExc_AttributeError, "port has no push");
+        return -1;
+    }
+    PyObject *pt = PyLong_FromLongLong(t);
+    if (pt == NULL)
+        return -1;
+    PyObject *args[3] = {pt, fn, arg};
+    PyObject *r = PyObject_Vectorcall(push, args, 3, NULL);
+    Py_DECREF(pt);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+static int call_method_drop(PyObject *self, PyObject *reason, PyObject *data) {
+    PyObject *r = PyObject_CallMethodObjArgs(self, s_drop, reason, data, NULL);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+/* Call every tap(now, data, direction) (Port.taps: a list, usually empty). */
+static int run_taps(PyObject *taps, int64_t now, PyObject *data, PyObject *direction) {
+    if (taps == NULL || taps == Py_None)
+        return 0;
+    if (PyList_CheckExact(taps) && PyList_GET_SIZE(taps) == 0)
+        return 0;
+    PyObject *it = PyObject_GetIter(taps);
+    if (it == NULL)
+        return -1;
+    PyObject *pt = PyLong_FromLongLong(now);
+    if (pt == NULL) {
+        Py_DECREF(it);
+        return -1;
+    }
+    PyObject *tap;
+    int rc = 0;
+    while ((tap = PyIter_Next(it)) != NULL) {
+        PyObject *args[3] = {pt, data, direction};
+        PyObject *r = PyObject_Vectorcall(tap, args, 3, NULL);
+        Py_DECREF(tap);
+        if (r == NULL) {
+            rc = -1;
+            break;
+        }
+        Py_DECREF(r);
+    }
+    Py_DECREF(pt);
+    Py_DECREF(it);
+    if (rc == 0 && PyErr_Occurred())
+        rc = -1;
+    return rc;
+}
+
+static inline int64_t ser_ps(int64_t n, int64_t rate_bps, int *err) {
+    if (rate_bps <= 0) {
+        PyErr_SetString(PyExc_ZeroDivisionError, "channel rate must be positive");
+        *err = 1;
+        return 0;
+    }
+    __int128 bits_ps = (__int128)n * 8000000000000LL;
+    return (int64_t)((bits_ps + rate_bps - 1) / rate_bps);
+}
+
+static int frame_len(PyObject *data, Py_ssize_t *n) {
+    if (PyBytes_CheckExact(data)) {
+        *n = PyBytes_GET_SIZE(data);
+        return 0;
+    }
+    Py_ssize_t k = PyObject_Length(data);
+    if (k < 0)
+        return -1;
+    *n = k;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ PortCore */
+
+static PyObject *swport_dequeue(SwitchPortCore *sp, int64_t now);
+
+static int push_wake(PortCore *p, int64_t t) {
+    if (is_c_loop(p->loop))
+        return ec_push((EventLoop *)p->loop, t, EV_WAKE, (PyObject *)p, Py_None);
+    PyObject *m = PyObject_GetAttr((PyObject *)p, s_wake);
+    if (m == NULL)
+        return -1;
+    int rc = py_push(p->push, t, m, Py_None);
+    Py_DECREF(m);
+    return rc;
+}
+
+static int push_arrival(PortCore *p, ChannelCore *ch, int64_t t, PyObject *data) {
+    if (is_c_loop(p->loop)) {
+        if (ch->rx_switch)
+            return ec_push((EventLoop *)p->loop, t, EV_ARRIVE, ch->rx, data);
+        if (ch->rx_on_frame != NULL)
+            return ec_push((EventLoop *)p->loop, t, EV_CALL, ch->rx_on_frame, data);
+    }
+    PyObject *m = ch->rx_on_frame;
+    if (m != NULL)
+        Py_INCREF(m);
+    else if ((m = PyObject_GetAttr(ch->rx ? ch->rx : Py_None, s_on_frame)) == NULL)
+        return -1;
+    int rc = py_push(p->push, t, m, data);
+    Py_DECREF(m);
+    return rc;
+}
+
+static int mac_ctl_pending(PortCore *p) {
+    if (p->mac_ctl == NULL || p->mac_ctl == Py_None)
+        return 0;
+    return PyObject_IsTrue(p->mac_ctl);
+}
+
+/* Port._start: put the next frame (PFC first) on the channel. */
+static int port_start(PortCore *p, int64_t now) {
+    PyObject *data;
+    int ctl = mac_ctl_pending(p);
+    if (ctl < 0)
+        return -1;
+    if (ctl) {
+        data = PyObject_CallMethodNoArgs(p->mac_ctl, s_popleft);
+        if (data == NULL)
+            return -1;
+        p->pause_tx++;
+    } else {
+        if (p->is_switch) {
+            data = swport_dequeue((SwitchPortCore *)p, now);
+            if (data == NULL)
+                return PyErr_Occurred() ? -1 : 0;
+        } else {
+            PyObject *pt = PyLong_FromLongLong(now);
+            if (pt == NULL)
+                return -1;
+            data = PyObject_CallMethodOneArg((PyObject *)p, s_dequeue, pt);
+            Py_DECREF(pt);
+            if (data == NULL)
+                return -1;
+            if (data == Py_None) {
+                Py_DECREF(data);
+                return 0;
+            }
+        }
+    }
+    PyObject *cho = p->channel;
+    if (cho == NULL || !PyObject_TypeCheck(cho, &ChannelCoreType)) {
+        Py_DECREF(data);
+        PyErr_SetString(PyExc_AttributeError, "port has no channel (not connected)");
+        return -1;
+    }
+    ChannelCore *ch = (ChannelCore *)cho;
+    Py_ssize_t n;
+    if (frame_len(data, &n) < 0) {
+        Py_DECREF(data);
+        return -1;
+    }
+    int err = 0;
+    int64_t end = now + (ch->ppb ? (int64_t)n * ch->ppb : ser_ps(n, ch->rate_bps, &err));
+    if (err) {
+        Py_DECREF(data);
+        return -1;
+    }
+    p->free_at = end;
+    p->tx_frames++;
+    p->tx_bytes += n;
+    if (run_taps(p->taps, now, data, s_tx) < 0) {
+        Py_DECREF(data);
+        return -1;
+    }
+    Py_INCREF(ch);
+    int rc;
+    if (ch->clean) {
+        ch->tx_frames++;
+        ch->tx_bytes += n;
+        rc = push_arrival(p, ch, end + ch->delay_ps, data);
+    } else if (ch->carry == NULL || ch->carry == Py_None) {
+        PyErr_SetString(PyExc_AttributeError, "channel has no carry");
+        rc = -1;
+    } else {
+        PyObject *t0 = PyLong_FromLongLong(now), *t1 = PyLong_FromLongLong(end);
+        if (t0 == NULL || t1 == NULL) {
+            rc = -1;
+        } else {
+            PyObject *args[3] = {data, t0, t1};
+            PyObject *r = PyObject_Vectorcall(ch->carry, args, 3, NULL);
+            rc = r == NULL ? -1 : 0;
+            Py_XDECREF(r);
+        }
+        Py_XDECREF(t0);
+        Py_XDECREF(t1);
+    }
+    Py_DECREF(ch);
+    Py_DECREF(data);
+    if (rc < 0)
+        return -1;
+    if (p->queued == 0) {
+        ctl = mac_ctl_pending(p);
+        if (ctl <= 0)
+            return ctl;
+    }
+    p->wake_pending = 1;
+    return push_wake(p, end);
+}
+
+static int port_kick(PortCore *p) {
+    if (p->wake_pending)
+        return 0;
+    int64_t now;
+    if (loop_now(p->loop, &now) < 0)
+        return -1;
+    if (now >= p->free_at)
+        return port_start(p, now);
+    p->wake_pending = 1;
+    return push_wake(p, p->free_at);
+}
+
+static PyObject *PortCore_kick(PortCore *self, PyObject *Py_UNUSED(ignored)) {
+    if (port_kick(self) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *PortCore_wake(PortCore *self, PyObject *Py_UNUSED(arg)) {
+    int64_t now;
+    self->wake_pending = 0;
+    if (loop_now(self->loop, &now) < 0 || port_start(self, now) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *PortCore_start(PortCore *self, PyObject *arg) {
+    long long now = PyLong_AsLongLong(arg);
+    if (now == -1 && PyErr_Occurred())
+        return NULL;
+    if (port_start(self, now) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+#define PORT_OBJS(X)                                                                          \
+    X(name) X(loop) X(push) X(log) X(channel) X(mac) X(paused_until) X(pause_started)          \
+        X(paused_ps) X(mac_ctl) X(drops) X(taps)
+
+static int PortCore_traverse(PortCore *self, visitproc visit, void *arg) {
+#define V(f) Py_VISIT(self->f);
+    PORT_OBJS(V)
+#undef V
+    return 0;
+}
+
+static int PortCore_clear(PortCore *self) {
+#define C(f) Py_CLEAR(self->f);
+    PORT_OBJS(C)
+#undef C
+    return 0;
+}
+
+static int SwitchPortCore_clear(SwitchPortCore *self);
+
+static void PortCore_dealloc(PortCore *self) {
+    PyObject_GC_UnTrack(self);
+    if (self->weakrefs != NULL)
+        PyObject_ClearWeakRefs((PyObject *)self);
+    if (self->is_switch)
+        SwitchPortCore_clear((SwitchPortCore *)self);
+    else
+        PortCore_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+#define OBJ_MEMBER(T, f, doc) {#f, T_OBJECT, offsetof(T, f), 0, doc}
+#define I64_MEMBER(T, f, doc) {#f, T_LONGLONG, offsetof(T, f), 0, doc}
+
+static PyMemberDef PortCore_members[] = {
+    OBJ_MEMBER(PortCore, name, "interface name"),
+    OBJ_MEMBER(PortCore, loop, "the event core this port runs on"),
+    OBJ_MEMBER(PortCore, push, "the loop's push(t, fn, arg)"),
+    OBJ_MEMBER(PortCore, log, "the event log"),
+    OBJ_MEMBER(PortCore, channel, "the outgoing channel (a ChannelCore)"),
+    OBJ_MEMBER(PortCore, mac, "MAC address (6 bytes)"),
+    OBJ_MEMBER(PortCore, paused_until, "per class: paused by the peer until (ps)"),
+    OBJ_MEMBER(PortCore, pause_started, "per class: when the current pause began, or -1"),
+    OBJ_MEMBER(PortCore, paused_ps, "per class: time paused so far (ps)"),
+    OBJ_MEMBER(PortCore, mac_ctl, "PFC frames waiting to go before all traffic (deque)"),
+    OBJ_MEMBER(PortCore, drops, "drops by reason (Counter)"),
+    OBJ_MEMBER(PortCore, taps, "tap(now, frame, direction) callables"),
+    I64_MEMBER(PortCore, free_at, "the transmitter is busy until (ps)"),
+    I64_MEMBER(PortCore, tx_frames, "frames sent"),
+    I64_MEMBER(PortCore, tx_bytes, "bytes sent"),
+    I64_MEMBER(PortCore, rx_frames, "frames received"),
+    I64_MEMBER(PortCore, rx_bytes, "bytes received"),
+    I64_MEMBER(PortCore, pause_rx, "PFC frames received"),
+    I64_MEMBER(PortCore, pause_tx, "PFC frames sent"),
+    I64_MEMBER(PortCore, queued, "frames waiting (a NIC keeps 1: its end point may have more)"),
+    {"wake_pending", T_BOOL, offsetof(PortCore, wake_pending), 0, "a wake-up is scheduled"},
+    {NULL},
+};
+
+static PyMethodDef PortCore_methods[] = {
+    {"kick", (PyCFunction)PortCore_kick, METH_NOARGS,
+     "Start transmitting if idle; else make sure a wake-up is pending."},
+    {"_wake", (PyCFunction)PortCore_wake, METH_O, "The transmitter's wake-up event."},
+    {"_start", (PyCFunction)PortCore_start, METH_O, "_start(now): send the next frame."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject PortCoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "uet.native._event_core.PortCore",
+    .tp_doc = "A port's transmitter in C (base of uet.fabric.port.Port's ports).",
+    .tp_basicsize = sizeof(PortCore),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_dealloc = (destructor)PortCore_dealloc,
+    .tp_traverse = (traverseproc)PortCore_traverse,
+    .tp_clear = (inquiry)PortCore_clear,
+    .tp_methods = PortCore_methods,
+    .tp_members = PortCore_members,
+    .tp_weaklistoffset = offsetof(PortCore, weakrefs),
+};
+
+/* ------------------------------------------------------------------ SwitchPortCore */
+
+static int ring_push(Ring *r, PyObject *data, PyObject *ingress) {
+    if (r->len == r->cap) {
+        Py_ssize_t cap = r->cap ? r->cap * 2 : 16;
+        QItem *b = PyMem_Malloc((size_t)cap * sizeof(QItem));
+        if (b == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < r->len; i++)
+            b[i] = r->buf[(r->head + i) % r->cap];
+        PyMem_Free(r->buf);
+        r->buf = b;
+        r->head = 0;
+        r->cap = cap;
+    }
+    QItem *it = &r->buf[(r->head + r->len) % r->cap];
+    Py_INCREF(data);
+    Py_INCREF(ingress);
+    it->data = data;
+    it->ingress = ingress;
+    r->len++;
+    return 0;
+}
+
+static QItem ring_pop(Ring *r) {
+    QItem it = r->buf[r->head];
+    r->head = (r->head + 1) % r->cap;
+    r->len--;
+    return it;
+}
+
+static int paused_until_of(PortCore *p, int tc, int64_t *out) {
+    PyObject *pu = p->paused_until;
+    if (pu == NULL || pu == Py_None) {
+        *out = 0;
+        return 0;
+    }
+    PyObject *v = PySequence_GetItem(pu, tc);
+    if (v == NULL)
+        return -1;
+    long long x = PyLong_AsLongLong(v);
+    Py_DECREF(v);
+    if (x == -1 && PyErr_Occurred())
+        return -1;
+    *out = x;
+    return 0;
+}
+
+static inline uint16_t csum_adjust(uint16_t csum, uint16_t old16, uint16_t new16) {
+    uint32_t s = (uint32_t)(~csum & 0xFFFF) + (uint32_t)(~old16 & 0xFFFF) + new16;
+    s = (s & 0xFFFF) + (s >> 16);
+    s = (s & 0xFFFF) + (s >> 16);
+    return (uint16_t)(~s & 0xFFFF);
+}
+
+/* codec.mark_ce on a queued frame: a new bytes object with CE set if the frame is ECT(0)
+ * or ECT(1) (counted in ecn_marked); else the frame itself. Takes and returns a reference. */
+static PyObject *mark_ce_frame(SwitchPortCore *sp, PyObject *data) {
+    if (!PyBytes_CheckExact(data))
+        return data;
+    Py_ssize_t n = PyBytes_GET_SIZE(data);
+    const uint8_t *b = (const uint8_t *)PyBytes_AS_STRING(data);
+    if (n < 16)
+        return data;
+    int et = b[12] << 8 | b[13];
+    if (et == 0x0800) {
+        int ecn = b[15] & 3;
+        if (ecn == 0 || ecn == 3 || n < 26)
+            return data;
+        PyObject *out = PyBytes_FromStringAndSize((const char *)b, n);
+        Py_DECREF(data);
+        if (out == NULL)
+            return NULL;
+        uint8_t *o = (uint8_t *)PyBytes_AS_STRING(out);
+        uint16_t old16 = (uint16_t)(o[14] << 8 | o[15]);
+        uint8_t tos = (uint8_t)(o[15] | 3);
+        uint16_t new16 = (uint16_t)((old16 & 0xFF00) | tos);
+        o[15] = tos;
+        uint16_t c = csum_adjust((uint16_t)(o[24] << 8 | o[25]), old16, new16);
+        o[24] = (uint8_t)(c >> 8);
+        o[25] = (uint8_t)(c & 0xFF);
+        sp->ecn_marked++;
+        return out;
+    }
+    if (et == 0x86DD) {
+        int tc = (b[14] & 0x0F) << 4 | b[15] >> 4;
+        int ecn = tc & 3;
+        if (ecn == 0 || ecn == 3 || n < 18)
+            return data;
+        PyObject *out = PyBytes_FromStringAndSize((const char *)b, n);
+        Py_DECREF(data);
+        if (out == NULL)
+            return NULL;
+        uint8_t *o = (uint8_t *)PyBytes_AS_STRING(out);
+        int ntc = tc | 3;
+        o[14] = (uint8_t)((o[14] & 0xF0) | (ntc >> 4));
+        o[15] = (uint8_t)(((ntc & 0x0F) << 4) | (o[15] & 0x0F));
+        sp->ecn_marked++;
+        return out;
+    }
+    return data;
+}
+
+/* SwitchPort._dequeue: the next frame by strict priority over classes not paused, with
+ * its ECN mark; NULL without an exception when nothing may go. */
+static PyObject *swport_dequeue(SwitchPortCore *sp, int64_t now) {
+    PortCore *p = &sp->port;
+    int tc = -1;
+    for (int i = 0; i < sp->nprio; i++) {
+        int c = sp->prio[i];
+        if (sp->q[c].len == 0)
+            continue;
+        int64_t pu;
+        if (paused_until_of(p, c, &pu) < 0)
+            return NULL;
+        if (pu <= now) {
+            tc = c;
+            break;
+        }
+    }
+    if (tc < 0)
+        return NULL;
+    QItem it = ring_pop(&sp->q[tc]);
+    p->queued--;
+    PyObject *data = it.data;
+    Py_ssize_t n;
+    if (frame_len(data, &n) < 0) {
+        Py_DECREF(data);
+        Py_DECREF(it.ingress);
+        return NULL;
+    }
+    int64_t qb = sp->qbytes[tc];
+    sp->qbytes[tc] = qb - n;
+    if (it.ingress != Py_None) {
+        PyObject *r = PyObject_CallMethod(it.ingress, "_release", "in", tc, n);
+        if (r == NULL) {
+            Py_DECREF(data);
+            Py_DECREF(it.ingress);
+            return NULL;
+        }
+        Py_DECREF(r);
+    }
+    Py_DECREF(it.ingress);
+    int64_t kmin = sp->kmin[tc];
+    if (qb > kmin) {
+        int64_t kmax = sp->kmax[tc];
+        int mark = qb >= kmax;
+        if (!mark) {
+            SwitchCore *sw = (SwitchCore *)sp->switch_;
+            if (sw == NULL || sw->rng == NULL) {
+                Py_DECREF(data);
+                PyErr_SetString(PyExc_AttributeError, "switch port has no switch generator");
+                return NULL;
+            }
+            PyObject *r = PyObject_CallMethodNoArgs(sw->rng, s_random);
+            if (r == NULL) {
+                Py_DECREF(data);
+                return NULL;
+            }
+            double x = PyFloat_AsDouble(r);
+            Py_DECREF(r);
+            if (x == -1.0 && PyErr_Occurred()) {
+                Py_DECREF(data);
+                return NULL;
+            }
+            mark = x * (double)(kmax - kmin) < (double)(qb - kmin);
+        }
+        if (mark)
+            data = mark_ce_frame(sp, data);
+    }
+    return data;
+}
+
+/* Queue `data` in class tc (it fits: the caller checked), then start the transmitter. */
+static int swport_admit(SwitchPortCore *sp, int tc, PyObject *data, PyObject *ingress,
+                        int64_t qb) {
+    PortCore *p = &sp->port;
+    sp->qbytes[tc] = qb;
+    if (qb > sp->hwm[tc])
+        sp->hwm[tc] = qb;
+    if (ring_push(&sp->q[tc], data, ingress) < 0)
+        return -1;
+    p->queued++;
+    return port_kick(p);
+}
+
+static int swport_enqueue(SwitchPortCore *sp, PyObject *data, int tc, int tos,
+                          PyObject *ingress) {
+    if (tc < 0 || tc >= NTC) {
+        PyErr_Format(PyExc_IndexError, "traffic class %d out of range", tc);
+        return -1;
+    }
+    Py_ssize_t n;
+    if (frame_len(data, &n) < 0)
+        return -1;
+    int64_t qb = sp->qbytes[tc] + n;
+    if (ingress != Py_None) {
+        PyObject *r = PyObject_CallMethod(ingress, "_account", "in", tc, n);
+        if (r == NULL)
+            return -1;
+        int ok = PyObject_IsTrue(r);
+        Py_DECREF(r);
+        if (ok < 0)
+            return -1;
+        if (!ok)
+            return call_method_drop((PyObject *)sp, s_pfc_headroom, data);
+    } else if (qb > sp->limit[tc]) {
+        PyObject *r = PyObject_CallMethod((PyObject *)sp, "_overflow", "Oii", data, tc, tos);
+        if (r == NULL)
+            return -1;
+        Py_DECREF(r);
+        return 0;
+    }
+    return swport_admit(sp, tc, data, ingress, qb);
+}
+
+/* ------------------------------------------------------------------ ECMP (uet.fabric.ecmp) */
+
+static inline uint64_t mix64(uint64_t x) {
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
+
+static inline uint64_t be64(const uint8_t *p) {
+    uint64_t x = 0;
+    for (int i = 0; i < 8; i++)
+        x = x << 8 | p[i];
+    return x;
+}
+
+/* ecmp.hash_tuple: the addresses (src then dst, one big-endian integer) folded 64 bits at
+ * a time from the low end, stopping when what is left is zero; then proto and ports. */
+static uint64_t hash_tuple(uint64_t seed, const uint8_t *addrs, int len, int proto,
+                           int sport, int dport) {
+    int nw = len / 8, top = 0;
+    uint64_t w[4];
+    for (int i = 0; i < nw; i++) {
+        w[i] = be64(addrs + len - 8 * (i + 1));
+        if (w[i])
+            top = i;
+    }
+    uint64_t h = seed;
+    for (int i = 0; i <= top; i++)
+        h = mix64(h ^ w[i]);
+    return mix64(h ^ ((uint64_t)proto << 32 | (uint64_t)sport << 16 | (uint64_t)dport));
+}
+
+/* Switch.route for a UDP or native-IP frame whose 5-tuple sits at fixed offsets (IPv4
+ * without options, IPv6): the port (new reference) or None; *handled = 0 leaves the frame
+ * to Python. No cache: the hash costs less than a dictionary lookup here. */
+static PyObject *c_route(SwitchCore *sw, const uint8_t *b, int v6, int proto, PyObject *dkey,
+                         int *handled) {
+    *handled = 0;
+    if (!(proto == 17 || proto == sw->ip_proto) || sw->routes == NULL ||
+        !PyDict_CheckExact(sw->routes) || (!v6 && b[14] != 0x45))
+        return NULL;
+    PyObject *cands = PyDict_GetItemWithError(sw->routes, dkey);
+    if (cands == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        *handled = 1;
+        Py_RETURN_NONE;
+    }
+    if (!PyList_CheckExact(cands))
+        return NULL;
+    *handled = 1;
+    Py_ssize_t m = PyList_GET_SIZE(cands);
+    if (m == 0)
+        Py_RETURN_NONE;
+    PyObject *out;
+    if (m == 1) {
+        out = PyList_GET_ITEM(cands, 0);
+    } else {
+        const uint8_t *addrs = b + (v6 ? 22 : 26), *l4 = b + (v6 ? 54 : 34);
+        int sport = l4[0] << 8 | l4[1], dport = proto == 17 ? (l4[2] << 8 | l4[3]) : 0;
+        uint64_t h = hash_tuple(sw->ecmp_seed, addrs, v6 ? 32 : 8, proto, sport, dport);
+        out = PyList_GET_ITEM(cands, (Py_ssize_t)(((h >> 32) * (uint64_t)m) >> 32));
+    }
+    Py_INCREF(out);
+    return out;
+}
+
+/* A frame the C path leaves to the Python reference (SwitchPort._on_frame_py). */
+static int on_frame_py(SwitchPortCore *sp, PyObject *data) {
+    PyObject *r = PyObject_CallMethodOneArg((PyObject *)sp, s_on_frame_py, data);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+/* SwitchPort.on_frame: forward a whole frame that arrived on this port. */
+static int swport_on_frame(SwitchPortCore *sp, PyObject *data, int64_t now) {
+    PortCore *p = &sp->port;
+    SwitchCore *sw = (SwitchCore *)sp->switch_;
+    if (!PyBytes_CheckExact(data) || sw == NULL || !PyDict_CheckExact(sw->direct) ||
+        !PyDict_CheckExact(sw->cache))
+        return on_frame_py(sp, data);
+    Py_ssize_t n = PyBytes_GET_SIZE(data);
+    const uint8_t *b = (const uint8_t *)PyBytes_AS_STRING(data);
+    if (n < 14)
+        return on_frame_py(sp, data);
+    int et = b[12] << 8 | b[13];
+    if ((et == 0x0800 && n < 38) || (et == 0x86DD && n < 58))
+        return on_frame_py(sp, data);
+    p->rx_frames++;
+    p->rx_bytes += n;
+    if (run_taps(p->taps, now, data, s_rx) < 0)
+        return -1;
+    int tos, proto;
+    Py_ssize_t dst_off, dst_len, key_off, key_len;
+    if (et == 0x0800) {
+        tos = b[15];
+        dst_off = 30, dst_len = 4, proto = b[23], key_off = 26, key_len = 12;
+    } else if (et == 0x86DD) {
+        tos = (b[14] & 0x0F) << 4 | b[15] >> 4;
+        dst_off = 38, dst_len = 16, proto = b[20], key_off = 22, key_len = 36;
+    } else if (et == 0x8808) {
+        PyObject *r = PyObject_CallMethodOneArg((PyObject *)sp, s_on_pause, data);
+        if (r == NULL)
+            return -1;
+        Py_DECREF(r);
+        return 0;
+    } else {
+        return call_method_drop((PyObject *)sp, s_ethertype, data);
+    }
+    PyObject *dkey = PyBytes_FromStringAndSize((const char *)b + dst_off, dst_len);
+    if (dkey == NULL)
+        return -1;
+    PyObject *out = PyDict_GetItemWithError(sw->direct, dkey); /* borrowed */
+    if (out != NULL) {
+        Py_INCREF(out);
+        Py_DECREF(dkey);
+    } else {
+        if (PyErr_Occurred()) {
+            Py_DECREF(dkey);
+            return -1;
+        }
+        int handled;
+        out = c_route(sw, b, et == 0x86DD, proto, dkey, &handled);
+        Py_DECREF(dkey);
+        if (out == NULL && PyErr_Occurred())
+            return -1;
+    }
+    if (out == NULL) {
+        PyObject *key = Py_None;
+        Py_INCREF(key);
+        if (proto == 17 || proto == sw->ip_proto) {
+            Py_DECREF(key);
+            key = PyBytes_FromStringAndSize((const char *)b + key_off, key_len);
+            if (key == NULL)
+                return -1;
+            out = PyDict_GetItemWithError(sw->cache, key);
+            if (out != NULL)
+                Py_INCREF(out);
+            else if (PyErr_Occurred()) {
+                Py_DECREF(key);
+                return -1;
+            }
+        }
+        if (out == NULL)
+            out = PyObject_CallMethodObjArgs((PyObject *)sw, s_route, data, key, NULL);
+        Py_DECREF(key);
+        if (out == NULL)
+            return -1;
+    }
+    int rc;
+    if (out == Py_None) {
+        rc = call_method_drop((PyObject *)sp, s_no_route, data);
+    } else {
+        int tc = sw->tos_tc[tos];
+        PyObject *ingress = sp->pfc_in ? PySequence_GetItem(sp->pfc_in, tc) : (Py_INCREF(Py_None), Py_None);
+        if (ingress == NULL) {
+            Py_DECREF(out);
+            return -1;
+        }
+        if (PyObject_TypeCheck(out, &SwitchPortCoreType)) {
+            rc = swport_enqueue((SwitchPortCore *)out, data, tc, tos, ingress);
+        } else {
+            PyObject *r = PyObject_CallMethod(out, "enqueue", "OiiO", data, tc, tos, ingress);
+            rc = r == NULL ? -1 : 0;
+            Py_XDECREF(r);
+        }
+        Py_DECREF(ingress);
+    }
+    Py_DECREF(out);
+    return rc;
+}
+
+int fabric_dispatch(int kind, PyObject *fn, PyObject *arg, int64_t now) {
+    if (kind == EV_ARRIVE)
+        return swport_on_frame((SwitchPortCore *)fn, arg, now);
+    if (kind == EV_WAKE) {
+        PortCore *p = (PortCore *)fn;
+        p->wake_pending = 0;
+        return port_start(p, now);
+    }
+    PyErr_Format(PyExc_SystemError, "unknown event kind %d", kind);
+    return -1;
+}
+
+static PyObject *SwitchPortCore_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    SwitchPortCore *self = (SwitchPortCore *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->port.is_switch = 1;
+    for (int i = 0; i < NTC; i++) {
+        self->limit[i] = UNLIMITED;
+        self->kmin[i] = UNLIMITED;
+        self->kmax[i] = UNLIMITED;
+    }
+    return (PyObject *)self;
+}
+
+static int SwitchPortCore_traverse(SwitchPortCore *self, visitproc visit, void *arg) {
+    Py_VISIT(self->switch_);
+    Py_VISIT(self->pfc_in);
+    for (int c = 0; c < NTC; c++) {
+        Ring *r = &self->q[c];
+        for (Py_ssize_t i = 0; i < r->len; i++) {
+            QItem *it = &r->buf[(r->head + i) % r->cap];
+            Py_VISIT(it->data);
+            Py_VISIT(it->ingress);
+        }
+    }
+    return PortCore_traverse(&self->port, visit, arg);
+}
+
+static int SwitchPortCore_clear(SwitchPortCore *self) {
+    Py_CLEAR(self->switch_);
+    Py_CLEAR(self->pfc_in);
+    for (int c = 0; c < NTC; c++) {
+        Ring *r = &self->q[c];
+        while (r->len > 0) {
+            QItem it = ring_pop(r);
+            Py_DECREF(it.data);
+            Py_DECREF(it.ingress);
+        }
+        PyMem_Free(r->buf);
+        r->buf = NULL;
+        r->cap = 0;
+        r->head = 0;
+    }
+    return PortCore_clear(&self->port);
+}
+
+static PyObject *i64_list(const int64_t *v) {
+    PyObject *l = PyList_New(NTC);
+    if (l == NULL)
+        return NULL;
+    for (int i = 0; i < NTC; i++) {
+        PyObject *x = PyLong_FromLongLong(v[i]);
+        if (x == NULL) {
+            Py_DECREF(l);
+            return NULL;
+        }
+        PyList_SET_ITEM(l, i, x);
+    }
+    return l;
+}
+
+static PyObject *SP_get_qbytes(SwitchPortCore *s, void *c) { return i64_list(s->qbytes); }
+static PyObject *SP_get_limit(SwitchPortCore *s, void *c) { return i64_list(s->limit); }
+static PyObject *SP_get_hwm(SwitchPortCore *s, void *c) { return i64_list(s->hwm); }
+static PyObject *SP_get_kmin(SwitchPortCore *s, void *c) { return i64_list(s->kmin); }
+static PyObject *SP_get_kmax(SwitchPortCore *s, void *c) { return i64_list(s->kmax); }
+
+static PyObject *SP_get_prio(SwitchPortCore *s, void *c) {
+    PyObject *t = PyTuple_New(s->nprio);
+    if (t == NULL)
+        return NULL;
+    for (int i = 0; i < s->nprio; i++)
+        PyTuple_SET_ITEM(t, i, PyLong_FromLong(s->prio[i]));
+    return t;
+}
+
+static int SP_set_prio(SwitchPortCore *s, PyObject *v, void *c) {
+    if (v == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "prio cannot be deleted");
+        return -1;
+    }
+    PyObject *seq = PySequence_Fast(v, "prio must be a sequence of traffic classes");
+    if (seq == NULL)
+        return -1;
+    Py_ssize_t k = PySequence_Fast_GET_SIZE(seq);
+    if (k > NTC) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "prio: at most 8 traffic classes");
+        return -1;
+    }
+    uint8_t pr[NTC];
+    for (Py_ssize_t i = 0; i < k; i++) {
+        long x = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (x == -1 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        if (x < 0 || x >= NTC) {
+            Py_DECREF(seq);
+            PyErr_Format(PyExc_ValueError, "prio: traffic class %ld not in 0..7", x);
+            return -1;
+        }
+        pr[i] = (uint8_t)x;
+    }
+    Py_DECREF(seq);
+    memcpy(s->prio, pr, sizeof pr);
+    s->nprio = (int)k;
+    return 0;
+}
+
+static PyObject *SP_get_switch(SwitchPortCore *s, void *c) {
+    PyObject *v = s->switch_ ? s->switch_ : Py_None;
+    Py_INCREF(v);
+    return v;
+}
+
+static int SP_set_switch(SwitchPortCore *s, PyObject *v, void *c) {
+    if (v == NULL || !PyObject_TypeCheck(v, &SwitchCoreType)) {
+        PyErr_SetString(PyExc_TypeError, "switch must be a SwitchCore (uet.fabric.switch.Switch)");
+        return -1;
+    }
+    Py_INCREF(v);
+    Py_XSETREF(s->switch_, v);
+    return 0;
+}
+
+static int tc_arg(PyObject *o, int *tc) {
+    long x = PyLong_AsLong(o);
+    if (x == -1 && PyErr_Occurred())
+        return -1;
+    if (x < 0 || x >= NTC) {
+        PyErr_Format(PyExc_IndexError, "traffic class %ld out of range", x);
+        return -1;
+    }
+    *tc = (int)x;
+    return 0;
+}
+
+static PyObject *SP_set_limit(SwitchPortCore *s, PyObject *const *args, Py_ssize_t nargs) {
+    int tc;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "set_limit(tc, nbytes)");
+        return NULL;
+    }
+    if (tc_arg(args[0], &tc) < 0)
+        return NULL;
+    long long v = PyLong_AsLongLong(args[1]);
+    if (v == -1 && PyErr_Occurred())
+        return NULL;
+    s->limit[tc] = v;
+    Py_RETURN_NONE;
+}
+
+static PyObject *SP_set_ecn(SwitchPortCore *s, PyObject *const *args, Py_ssize_t nargs) {
+    int tc;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "set_ecn(tc, kmin, kmax)");
+        return NULL;
+    }
+    if (tc_arg(args[0], &tc) < 0)
+        return NULL;
+    long long a = PyLong_AsLongLong(args[1]);
+    if (a == -1 && PyErr_Occurred())
+        return NULL;
+    long long b = PyLong_AsLongLong(args[2]);
+    if (b == -1 && PyErr_Occurred())
+        return NULL;
+    s->kmin[tc] = a;
+    s->kmax[tc] = b;
+    Py_RETURN_NONE;
+}
+
+static PyObject *SP_enqueue(SwitchPortCore *s, PyObject *const *args, Py_ssize_t nargs) {
+    int tc, tos;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "enqueue(data, tc, tos, ingress)");
+        return NULL;
+    }
+    if (tc_arg(args[1], &tc) < 0)
+        return NULL;
+    long t = PyLong_AsLong(args[2]);
+    if (t == -1 && PyErr_Occurred())
+        return NULL;
+    tos = (int)t;
+    if (swport_enqueue(s, args[0], tc, tos, args[3]) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *SP_admit(SwitchPortCore *s, PyObject *const *args, Py_ssize_t nargs) {
+    int tc;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "_admit(tc, data, ingress)");
+        return NULL;
+    }
+    if (tc_arg(args[0], &tc) < 0)
+        return NULL;
+    Py_ssize_t n;
+    if (frame_len(args[1], &n) < 0)
+        return NULL;
+    if (swport_admit(s, tc, args[1], args[2], s->qbytes[tc] + n) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *SP_dequeue(SwitchPortCore *s, PyObject *arg) {
+    long long now = PyLong_AsLongLong(arg);
+    if (now == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject *d = swport_dequeue(s, now);
+    if (d == NULL && !PyErr_Occurred())
+        Py_RETURN_NONE;
+    return d;
+}
+
+static PyObject *SP_on_frame(SwitchPortCore *s, PyObject *data) {
+    int64_t now;
+    if (loop_now(s->port.loop, &now) < 0 || swport_on_frame(s, data, now) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *SP_queue_len(SwitchPortCore *s, PyObject *arg) {
+    int tc;
+    if (tc_arg(arg, &tc) < 0)
+        return NULL;
+    return PyLong_FromSsize_t(s->q[tc].len);
+}
+
+static PyGetSetDef SwitchPortCore_getset[] = {
+    {"qbytes", (getter)SP_get_qbytes, NULL, "bytes queued per class (a copy)", NULL},
+    {"limit", (getter)SP_get_limit, NULL, "byte limit per class (a copy; set_limit)", NULL},
+    {"hwm", (getter)SP_get_hwm, NULL, "high-water mark per class, bytes (a copy)", NULL},
+    {"kmin", (getter)SP_get_kmin, NULL, "ECN kmin per class (a copy; set_ecn)", NULL},
+    {"kmax", (getter)SP_get_kmax, NULL, "ECN kmax per class (a copy; set_ecn)", NULL},
+    {"prio", (getter)SP_get_prio, (setter)SP_set_prio, "classes in strict priority order",
+     NULL},
+    {"switch", (getter)SP_get_switch, (setter)SP_set_switch, "the switch of this port", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMemberDef SwitchPortCore_members[] = {
+    OBJ_MEMBER(SwitchPortCore, pfc_in, "per class: the ingress port accounting PFC, or None"),
+    I64_MEMBER(SwitchPortCore, ecn_marked, "frames marked CE at dequeue"),
+    {NULL},
+};
+
+static PyMethodDef SwitchPortCore_methods[] = {
+    {"on_frame", (PyCFunction)SP_on_frame, METH_O, "A whole frame arrived on this port."},
+    {"enqueue", (PyCFunction)(void (*)(void))SP_enqueue, METH_FASTCALL,
+     "enqueue(data, tc, tos, ingress): queue in class tc (trim or drop if it does not fit)."},
+    {"_admit", (PyCFunction)(void (*)(void))SP_admit, METH_FASTCALL,
+     "_admit(tc, data, ingress): queue a frame that fits, then kick the transmitter."},
+    {"_dequeue", (PyCFunction)SP_dequeue, METH_O, "_dequeue(now): the next frame or None."},
+    {"set_limit", (PyCFunction)(void (*)(void))SP_set_limit, METH_FASTCALL,
+     "set_limit(tc, nbytes): byte limit of class tc."},
+    {"set_ecn", (PyCFunction)(void (*)(void))SP_set_ecn, METH_FASTCALL,
+     "set_ecn(tc, kmin, kmax): ECN thresholds of class tc."},
+    {"queue_len", (PyCFunction)SP_queue_len, METH_O, "queue_len(tc): frames queued in tc."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject SwitchPortCoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "uet.native._event_core.SwitchPortCore",
+    .tp_doc = "A switch port's forwarding and queues in C (base of uet.fabric.switch.SwitchPort).",
+    .tp_basicsize = sizeof(SwitchPortCore),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_base = &PortCoreType,
+    .tp_new = SwitchPortCore_new,
+    .tp_dealloc = (destructor)PortCore_dealloc,
+    .tp_traverse = (traverseproc)SwitchPortCore_traverse,
+    .tp_clear = (inquiry)SwitchPortCore_clear,
+    .tp_methods = SwitchPortCore_methods,
+    .tp_members = SwitchPortCore_members,
+    .tp_getset = SwitchPortCore_getset,
+};
+
+/* ------------------------------------------------------------------ ChannelCore */
+
+static int ChannelCore_traverse(ChannelCore *self, visitproc visit, void *arg) {
+    Py_VISIT(self->push);
+    Py_VISIT(self->rx);
+    Py_VISIT(self->rx_on_frame);
+    Py_VISIT(self->carry);
+    return 0;
+}
+
+static int ChannelCore_clear(ChannelCore *self) {
+    Py_CLEAR(self->push);
+    Py_CLEAR(self->rx);
+    Py_CLEAR(self->rx_on_frame);
+    Py_CLEAR(self->carry);
+    return 0;
+}
+
+static void ChannelCore_dealloc(ChannelCore *self) {
+    PyObject_GC_UnTrack(self);
+    ChannelCore_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *CH_get_rx(ChannelCore *s, void *c) {
+    PyObject *v = s->rx ? s->rx : Py_None;
+    Py_INCREF(v);
+    return v;
+}
+
+/* The far end; its on_frame is looked up once here (a switch port's runs in C). */
+static int CH_set_rx(ChannelCore *s, PyObject *v, void *c) {
+    if (v == NULL)
+        v = Py_None;
+    PyObject *m = NULL;
+    if (v != Py_None) {
+        m = PyObject_GetAttr(v, s_on_frame);
+        if (m == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+                return -1;
+            PyErr_Clear();
+        }
+    }
+    Py_INCREF(v);
+    Py_XSETREF(s->rx, v);
+    Py_XSETREF(s->rx_on_frame, m);
+    s->rx_switch = (char)(v != Py_None && PyObject_TypeCheck(v, &SwitchPortCoreType));
+    return 0;
+}
+
+static PyObject *CH_get_ppb(ChannelCore *s, void *c) {
+    if (s->ppb)
+        return PyLong_FromLongLong(s->ppb);
+    Py_RETURN_NONE;
+}
+
+static int CH_set_ppb(ChannelCore *s, PyObject *v, void *c) {
+    if (v == NULL || v == Py_None) {
+        s->ppb = 0;
+        return 0;
+    }
+    long long x = PyLong_AsLongLong(v);
+    if (x == -1 && PyErr_Occurred())
+        return -1;
+    s->ppb = x;
+    return 0;
+}
+
+static PyGetSetDef ChannelCore_getset[] = {
+    {"rx", (getter)CH_get_rx, (setter)CH_set_rx,
+     "the far end: has on_frame(data) and rx_drop(reason, data)", NULL},
+    {"ppb", (getter)CH_get_ppb, (setter)CH_set_ppb,
+     "exact picoseconds per byte at rate_bps, or None", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMemberDef ChannelCore_members[] = {
+    OBJ_MEMBER(ChannelCore, push, "the transmitter's loop push(t, fn, arg)"),
+    OBJ_MEMBER(ChannelCore, carry, "carry(data, t0, t1) for a channel that is not clean"),
+    I64_MEMBER(ChannelCore, rate_bps, "serialisation rate, bits per second"),
+    I64_MEMBER(ChannelCore, delay_ps, "propagation delay (ps)"),
+    I64_MEMBER(ChannelCore, tx_frames, "frames put on this channel"),
+    I64_MEMBER(ChannelCore, tx_bytes, "bytes put on this channel"),
+    {"clean", T_BOOL, offsetof(ChannelCore, clean), 0,
+     "up and without per-frame impairments: ports push the arrival themselves"},
+    {NULL},
+};
+
+static PyTypeObject ChannelCoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "uet.native._event_core.ChannelCore",
+    .tp_doc = "One direction of a link in C (base of uet.fabric.link.Channel).",
+    .tp_basicsize = sizeof(ChannelCore),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_dealloc = (destructor)ChannelCore_dealloc,
+    .tp_traverse = (traverseproc)ChannelCore_traverse,
+    .tp_clear = (inquiry)ChannelCore_clear,
+    .tp_members = ChannelCore_members,
+    .tp_getset = ChannelCore_getset,
+};
+
+/* ------------------------------------------------------------------ SwitchCore */
+
+static int SwitchCore_traverse(SwitchCore *self, visitproc visit, void *arg) {
+    Py_VISIT(self->direct);
+    Py_VISIT(self->cache);
+    Py_VISIT(self->rng);
+    Py_VISIT(self->tos_list);
+    Py_VISIT(self->routes);
+    return 0;
+}
+
+static int SwitchCore_clear(SwitchCore *self) {
+    Py_CLEAR(self->direct);
+    Py_CLEAR(self->cache);
+    Py_CLEAR(self->rng);
+    Py_CLEAR(self->tos_list);
+    Py_CLEAR(self->routes);
+    return 0;
+}
+
+static void SwitchCore_dealloc(SwitchCore *self) {
+    PyObject_GC_UnTrack(self);
+    SwitchCore_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *SW_get_tos(SwitchCore *s, void *c) {
+    PyObject *v = s->tos_list ? s->tos_list : Py_None;
+    Py_INCREF(v);
+    return v;
+}
+
+/* The DSCP/TOS byte -> traffic class table (256 entries in 0..7); kept as given and as a
+ * C array for the forwarding path. */
+static int SW_set_tos(SwitchCore *s, PyObject *v, void *c) {
+    if (v == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "tos_tc cannot be deleted");
+        return -1;
+    }
+    PyObject *seq = PySequence_Fast(v, "tos_tc must be a sequence of 256 classes");
+    if (seq == NULL)
+        return -1;
+    if (PySequence_Fast_GET_SIZE(seq) != 256) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "tos_tc must have 256 entries");
+        return -1;
+    }
+    uint8_t t[256];
+    for (int i = 0; i < 256; i++) {
+        long x = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (x == -1 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        if (x < 0 || x >= NTC) {
+            Py_DECREF(seq);
+            PyErr_Format(PyExc_ValueError, "tos_tc: class %ld not in 0..7", x);
+            return -1;
+        }
+        t[i] = (uint8_t)x;
+    }
+    Py_DECREF(seq);
+    memcpy(s->tos_tc, t, sizeof t);
+    Py_INCREF(v);
+    Py_XSETREF(s->tos_list, v);
+    return 0;
+}
+
+static PyGetSetDef SwitchCore_getset[] = {
+    {"tos_tc", (getter)SW_get_tos, (setter)SW_set_tos, "TOS byte -> traffic class", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMemberDef SwitchCore_members[] = {
+    OBJ_MEMBER(SwitchCore, direct, "destinations with a single next hop: packed IP -> port"),
+    OBJ_MEMBER(SwitchCore, cache, "ECMP decisions by raw address + port bytes"),
+    OBJ_MEMBER(SwitchCore, rng, "the switch's seeded generator (ECN marking)"),
+    OBJ_MEMBER(SwitchCore, routes, "host routes: packed IP -> list of equal-cost ports"),
+    {"ecmp_seed", T_ULONGLONG, offsetof(SwitchCore, ecmp_seed), 0,
+     "64-bit seed of the ECMP hash (uet.fabric.ecmp)"},
+    {"ip_proto", T_INT, offsetof(SwitchCore, ip_proto), 0,
+     "IP protocol of native-IP UET (hashed and trimmed like UDP)"},
+    {NULL},
+};
+
+static PyTypeObject SwitchCoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "uet.native._event_core.SwitchCore",
+    .tp_doc = "A switch's forwarding tables for the C path (base of uet.fabric.switch.Switch).",
+    .tp_basicsize = sizeof(SwitchCore),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_dealloc = (destructor)SwitchCore_dealloc,
+    .tp_traverse = (traverseproc)SwitchCore_traverse,
+    .tp_clear = (inquiry)SwitchCore_clear,
+    .tp_members = SwitchCore_members,
+    .tp_getset = SwitchCore_getset,
+};
+
+/* ------------------------------------------------------------------ module */
+
+static int intern(PyObject **slot, const char *s) {
+    *slot = PyUnicode_InternFromString(s);
+    return *slot == NULL ? -1 : 0;
+}
+
+int fabric_core_init(PyObject *m) {
+    if (intern(&s_dequeue, "_dequeue") || intern(&s_on_pause, "_on_pause") ||
+        intern(&s_drop, "_drop") || intern(&s_route, "route") ||
+        intern(&s_overflow, "_overflow") || intern(&s_account, "_account") ||
+        intern(&s_release, "_release") || intern(&s_on_frame_py, "_on_frame_py") ||
+        intern(&s_popleft, "popleft") || intern(&s_on_frame, "on_frame") ||
+        intern(&s_wake, "_wake") || intern(&s_tx, "tx") || intern(&s_rx, "rx") ||
+        intern(&s_now, "now") || intern(&s_random, "random") ||
+        intern(&s_ethertype, "ethertype") || intern(&s_no_route, "no_route") ||
+        intern(&s_pfc_headroom, "pfc_headroom") || intern(&s_enqueue, "enqueue"))
+        return -1;
+    PyTypeObject *types[] = {&PortCoreType, &SwitchPortCoreType, &ChannelCoreType,
+                             &SwitchCoreType};
+    const char *names[] = {"PortCore", "SwitchPortCore", "ChannelCore", "SwitchCore"};
+    for (int i = 0; i < 4; i++) {
+        if (PyType_Ready(types[i]) < 0)
+            return -1;
+        Py_INCREF(types[i]);
+        if (PyModule_AddObject(m, names[i], (PyObject *)types[i]) < 0) {
+            Py_DECREF(types[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
