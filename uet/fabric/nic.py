@@ -6,6 +6,9 @@ then ``pop_data`` (if the data class is not paused). A popped frame whose DSCP m
 paused class is held in a per-class queue until the pause ends. Receive: PFC frames pause
 the transmitter; everything else goes to ``endpoint.receive``. The end point's timer
 (``next_deadline``) is one event on the core, re-armed lazily.
+
+The per-frame glue is the NIC's core: :class:`PyNicCore`, or the same in C
+(``uet.native._event_core.NicCore``) when the C fabric path is in use.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from uet.fabric.port import ET_IPV4, ET_MAC_CONTROL, Port, PortCore
+from uet.fabric.port import ET_IPV4, ET_MAC_CONTROL, Port, PyPortCore
 from uet.fabric.qos import QosConfig
+from uet.fabric.scheduler import FABRIC_CORE
 
 if TYPE_CHECKING:
     from uet.fabric.endpoint import FrameEndpoint
@@ -23,29 +27,14 @@ if TYPE_CHECKING:
     from uet.fabric.scheduler import EventLoop
 
 
-class Nic(Port, PortCore):
-    """Host interface ``h<i>`` with its end point ``ep``."""
+class PyNicCore(PyPortCore):
+    """A NIC's per-frame glue in Python: the reference of the C ``NicCore``."""
 
-    __slots__ = ("ep", "index", "held", "held_n", "held_hwm", "tos_tc", "data_tc",
-                 "control_tc", "prio", "timer_at", "on_change", "timers", "delivered")
+    __slots__ = ("ep", "held", "held_n", "held_hwm", "tos_tc", "data_tc", "control_tc",
+                 "prio", "timer_at", "on_change", "timers", "delivered")
 
-    def __init__(self, name: str, index: int, loop: EventLoop, log: EventLog, mac: str,
-                 qos: QosConfig) -> None:
-        super().__init__(name, loop, log, mac)
-        self.index = index
-        self.ep: FrameEndpoint | None = None
-        self.held: list[deque[bytes]] = [deque() for _ in range(8)]
-        self.held_n = 0
-        self.held_hwm = 0
-        self.tos_tc = qos.tos_table()
-        self.data_tc = qos.data_tc
-        self.control_tc = qos.control_tc
-        self.prio = qos.priority
-        self.timer_at: int | None = None
-        self.on_change: Callable[[Nic], None] | None = None
-        self.timers = 0
-        self.delivered = 0
-        self.queued = 1  # the end point may always have more: wake after every frame
+    if TYPE_CHECKING:
+        ep: FrameEndpoint | None
 
     # ---------------------------------------------------------------- transmit
 
@@ -101,7 +90,7 @@ class Nic(Port, PortCore):
         if self.on_change is not None:
             self.on_change(self)
 
-    # ---------------------------------------------------------------- timers, pokes
+    # ---------------------------------------------------------------- timers
 
     def _retimer(self) -> None:
         d = self.ep.next_deadline()
@@ -131,6 +120,55 @@ class Nic(Port, PortCore):
             if self.on_change is not None:
                 self.on_change(self)
         self._retimer()
+
+
+#: the NIC's core in use: C unless the extension is missing or UET_PURE_PYTHON=1
+NicCore: Any = PyNicCore if FABRIC_CORE is None else FABRIC_CORE.NicCore
+
+
+class Nic(Port, NicCore):
+    """Host interface ``h<i>`` with its end point ``ep``."""
+
+    __slots__ = ("index",)
+
+    if TYPE_CHECKING:  # the core's (PyNicCore or C)
+        ep: FrameEndpoint | None
+        held: list[deque[bytes]]
+        held_n: int
+        held_hwm: int
+        tos_tc: list[int]
+        data_tc: int
+        control_tc: int
+        prio: tuple[int, ...]
+        timer_at: int | None
+        on_change: Callable[[Nic], None] | None
+        timers: int
+        delivered: int
+
+        def on_frame(self, data: bytes) -> None: ...
+        def _retimer(self) -> None: ...
+        def _on_timer(self, _: Any) -> None: ...
+
+    #: the Python receive path the C core falls back on (a frame that is not bytes)
+    _on_frame_py = PyNicCore.on_frame
+
+    def __init__(self, name: str, index: int, loop: EventLoop, log: EventLog, mac: str,
+                 qos: QosConfig) -> None:
+        super().__init__(name, loop, log, mac)
+        self.index = index
+        self.ep = None
+        self.held = [deque() for _ in range(8)]
+        self.held_n = 0
+        self.held_hwm = 0
+        self.tos_tc = qos.tos_table()
+        self.data_tc = qos.data_tc
+        self.control_tc = qos.control_tc
+        self.prio = qos.priority
+        self.timer_at = None
+        self.on_change = None
+        self.timers = 0
+        self.delivered = 0
+        self.queued = 1  # the end point may always have more: wake after every frame
 
     def poke(self) -> None:
         """Call after changing the end point from outside (e.g. a new message)."""

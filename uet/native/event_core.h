@@ -9,8 +9,10 @@
 #include <stdint.h>
 
 /* What the run loop does with an event: EV_CALL calls fn(arg); the others are the fabric's
- * per-frame events, run in C by fabric_dispatch (fn is the port, arg the frame or None). */
-enum { EV_CALL = 0, EV_ARRIVE = 1, EV_WAKE = 2 };
+ * per-frame events, run in C by fabric_dispatch (fn is the port, arg the frame or None):
+ * a frame arriving at a switch port or NIC, a transmitter waking up, a NIC's end-point
+ * timer. */
+enum { EV_CALL = 0, EV_ARRIVE = 1, EV_WAKE = 2, EV_TIMER = 3 };
 
 typedef struct {
     int64_t t;

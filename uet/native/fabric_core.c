@@ -5,23 +5,26 @@
  *
  *   PortCore       the transmitter: kick / _wake / _start (Port._start of port.py's
  *                  PyPortCore), the port's counters and pause table as members;
- *   SwitchPortCore a switch port: forwarding (on_frame: host route, ECMP cache, class),
+ *   SwitchPortCore a switch port: forwarding (on_frame: host route, ECMP hash, class),
  *                  the per-class FIFOs with their byte limits and high-water marks, ECN
  *                  marking at dequeue (switch.py's PySwitchPortCore);
+ *   NicCore        a NIC's glue around its end point: receive, the transmit order
+ *                  (held, control, data), the end point's timer event (nic.py's PyNicCore);
  *   ChannelCore    one direction of a cable: rate, delay, counters, far end;
  *   SwitchCore     a switch's forwarding tables as members (direct routes, ECMP cache, the
  *                  DSCP -> class table, IP protocol of native IP, the ECN generator).
  *
- * The Python classes of switch.py / port.py / link.py (PySwitchPortCore, PyPortCore,
- * PyChannelCore) are the reference: UET_PURE_PYTHON=1 runs them, and the same run gives the
+ * The Python classes of switch.py / nic.py / port.py / link.py (PySwitchPortCore, PyNicCore,
+ * PyPortCore, PyChannelCore) are the reference: UET_PURE_PYTHON=1 runs them, and the same run gives the
  * same events in the same order, byte for byte (tests/fabric/test_fabric_core.py). Anything
  * out of the ordinary goes back to Python: a frame too short for its IP header, PAUSE
  * frames, unknown ethertypes, a route not cached yet, PFC accounting, a full queue
  * (trimming or drop), impaired channels, taps. Frames stay the bytes objects the NICs made;
  * an ECN mark makes a new one with CE set and the IPv4 checksum updated (RFC 1624).
  *
- * A frame arriving at a switch port and a transmitter waking up are events of the C loop
- * (EV_ARRIVE, EV_WAKE) run here without a Python call. With another loop (the Python one,
+ * A frame arriving at a switch port or NIC, a transmitter waking up and a NIC's timer are
+ * events of the C loop (EV_ARRIVE, EV_WAKE, EV_TIMER) run here without a Python call of
+ * the fabric's own (the end point's methods are called, of course). With another loop (the Python one,
  * or any object with push(t, fn, arg) and now), the same pushes go through its push.
  */
 
@@ -35,11 +38,13 @@
 #include "event_core.h"
 
 #define NTC 8
+enum { PORT_GENERIC = 0, PORT_SWITCH = 1, PORT_NIC = 2 };
 #define UNLIMITED ((int64_t)1 << 62)
 
 static PyObject *s_dequeue, *s_on_pause, *s_drop, *s_route, *s_overflow, *s_account,
     *s_release, *s_on_frame_py, *s_popleft, *s_on_frame, *s_wake, *s_tx, *s_rx, *s_now,
-    *s_random, *s_ethertype, *s_no_route, *s_pfc_headroom, *s_enqueue;
+    *s_random, *s_ethertype, *s_no_route, *s_pfc_headroom, *s_enqueue, *s_next_deadline,
+    *s_handle_timer, *s_pop_control, *s_pop_data, *s_append, *s_receive;
 
 /* ------------------------------------------------------------------ types */
 
@@ -49,7 +54,7 @@ typedef struct {
         *paused_ps, *mac_ctl, *drops, *taps;
     int64_t free_at, tx_frames, tx_bytes, rx_frames, rx_bytes, pause_rx, pause_tx, queued;
     char wake_pending;
-    char is_switch;
+    char kind; /* PORT_GENERIC, PORT_SWITCH (SwitchPortCore), PORT_NIC (NicCore) */
     PyObject *weakrefs;
 } PortCore;
 
@@ -74,10 +79,21 @@ typedef struct {
 } SwitchPortCore;
 
 typedef struct {
+    PortCore port;
+    PyObject *ep, *held, *tos_list, *on_change;
+    int64_t held_n, held_hwm, timers, delivered, timer_at;
+    char has_timer;
+    int data_tc, control_tc;
+    uint8_t tos_tc[256];
+    uint8_t prio[NTC];
+    int nprio;
+} NicCore;
+
+typedef struct {
     PyObject_HEAD
     PyObject *push, *rx, *rx_on_frame, *carry;
     int64_t rate_bps, ppb, delay_ps, tx_frames, tx_bytes;
-    char clean, rx_switch;
+    char clean, rx_native; /* rx_native: the far end is a SwitchPortCore or NicCore */
 } ChannelCore;
 
 typedef struct {
@@ -88,7 +104,7 @@ typedef struct {
     uint8_t tos_tc[256];
 } SwitchCore;
 
-static PyTypeObject PortCoreType, SwitchPortCoreType, ChannelCoreType, SwitchCoreType;
+static PyTypeObject PortCoreType, SwitchPortCoreType, NicCoreType, ChannelCoreType, SwitchCoreType;
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -197,9 +213,81 @@ static int frame_len(PyObject *data, Py_ssize_t *n) {
     return 0;
 }
 
+/* A TOS byte -> traffic class table (256 entries in 0..7): kept as given in *keep and as
+ * a C array for the per-frame path. */
+static int set_tos_table(PyObject *v, uint8_t *table, PyObject **keep) {
+    if (v == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "tos_tc cannot be deleted");
+        return -1;
+    }
+    PyObject *seq = PySequence_Fast(v, "tos_tc must be a sequence of 256 classes");
+    if (seq == NULL)
+        return -1;
+    if (PySequence_Fast_GET_SIZE(seq) != 256) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "tos_tc must have 256 entries");
+        return -1;
+    }
+    uint8_t t[256];
+    for (int i = 0; i < 256; i++) {
+        long x = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (x == -1 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        if (x < 0 || x >= NTC) {
+            Py_DECREF(seq);
+            PyErr_Format(PyExc_ValueError, "tos_tc: class %ld not in 0..7", x);
+            return -1;
+        }
+        t[i] = (uint8_t)x;
+    }
+    Py_DECREF(seq);
+    memcpy(table, t, sizeof t);
+    Py_INCREF(v);
+    Py_XSETREF(*keep, v);
+    return 0;
+}
+
+/* Classes in strict priority order (at most 8, each in 0..7). */
+static int set_prio(PyObject *v, uint8_t *prio, int *nprio) {
+    if (v == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "prio cannot be deleted");
+        return -1;
+    }
+    PyObject *seq = PySequence_Fast(v, "prio must be a sequence of traffic classes");
+    if (seq == NULL)
+        return -1;
+    Py_ssize_t k = PySequence_Fast_GET_SIZE(seq);
+    if (k > NTC) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "prio: at most 8 traffic classes");
+        return -1;
+    }
+    uint8_t pr[NTC];
+    for (Py_ssize_t i = 0; i < k; i++) {
+        long x = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (x == -1 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        if (x < 0 || x >= NTC) {
+            Py_DECREF(seq);
+            PyErr_Format(PyExc_ValueError, "prio: traffic class %ld not in 0..7", x);
+            return -1;
+        }
+        pr[i] = (uint8_t)x;
+    }
+    Py_DECREF(seq);
+    memcpy(prio, pr, sizeof pr);
+    *nprio = (int)k;
+    return 0;
+}
+
 /* ------------------------------------------------------------------ PortCore */
 
 static PyObject *swport_dequeue(SwitchPortCore *sp, int64_t now);
+static PyObject *nic_dequeue(NicCore *n, int64_t now);
 
 static int push_wake(PortCore *p, int64_t t) {
     if (is_c_loop(p->loop))
@@ -214,7 +302,7 @@ static int push_wake(PortCore *p, int64_t t) {
 
 static int push_arrival(PortCore *p, ChannelCore *ch, int64_t t, PyObject *data) {
     if (is_c_loop(p->loop)) {
-        if (ch->rx_switch)
+        if (ch->rx_native)
             return ec_push((EventLoop *)p->loop, t, EV_ARRIVE, ch->rx, data);
         if (ch->rx_on_frame != NULL)
             return ec_push((EventLoop *)p->loop, t, EV_CALL, ch->rx_on_frame, data);
@@ -247,8 +335,9 @@ static int port_start(PortCore *p, int64_t now) {
             return -1;
         p->pause_tx++;
     } else {
-        if (p->is_switch) {
-            data = swport_dequeue((SwitchPortCore *)p, now);
+        if (p->kind == PORT_SWITCH || p->kind == PORT_NIC) {
+            data = p->kind == PORT_SWITCH ? swport_dequeue((SwitchPortCore *)p, now)
+                                          : nic_dequeue((NicCore *)p, now);
             if (data == NULL)
                 return PyErr_Occurred() ? -1 : 0;
         } else {
@@ -379,13 +468,16 @@ static int PortCore_clear(PortCore *self) {
 }
 
 static int SwitchPortCore_clear(SwitchPortCore *self);
+static int NicCore_clear(NicCore *self);
 
 static void PortCore_dealloc(PortCore *self) {
     PyObject_GC_UnTrack(self);
     if (self->weakrefs != NULL)
         PyObject_ClearWeakRefs((PyObject *)self);
-    if (self->is_switch)
+    if (self->kind == PORT_SWITCH)
         SwitchPortCore_clear((SwitchPortCore *)self);
+    else if (self->kind == PORT_NIC)
+        NicCore_clear((NicCore *)self);
     else
         PortCore_clear(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -834,9 +926,17 @@ static int swport_on_frame(SwitchPortCore *sp, PyObject *data, int64_t now) {
     return rc;
 }
 
+static int nic_on_frame(NicCore *n, PyObject *data, int64_t now);
+static int nic_on_timer(NicCore *n, int64_t now);
+
 int fabric_dispatch(int kind, PyObject *fn, PyObject *arg, int64_t now) {
-    if (kind == EV_ARRIVE)
+    if (kind == EV_ARRIVE) {
+        if (((PortCore *)fn)->kind == PORT_NIC)
+            return nic_on_frame((NicCore *)fn, arg, now);
         return swport_on_frame((SwitchPortCore *)fn, arg, now);
+    }
+    if (kind == EV_TIMER)
+        return nic_on_timer((NicCore *)fn, now);
     if (kind == EV_WAKE) {
         PortCore *p = (PortCore *)fn;
         p->wake_pending = 0;
@@ -850,7 +950,7 @@ static PyObject *SwitchPortCore_new(PyTypeObject *type, PyObject *args, PyObject
     SwitchPortCore *self = (SwitchPortCore *)type->tp_alloc(type, 0);
     if (self == NULL)
         return NULL;
-    self->port.is_switch = 1;
+    self->port.kind = PORT_SWITCH;
     for (int i = 0; i < NTC; i++) {
         self->limit[i] = UNLIMITED;
         self->kmin[i] = UNLIMITED;
@@ -922,37 +1022,7 @@ static PyObject *SP_get_prio(SwitchPortCore *s, void *c) {
 }
 
 static int SP_set_prio(SwitchPortCore *s, PyObject *v, void *c) {
-    if (v == NULL) {
-        PyErr_SetString(PyExc_AttributeError, "prio cannot be deleted");
-        return -1;
-    }
-    PyObject *seq = PySequence_Fast(v, "prio must be a sequence of traffic classes");
-    if (seq == NULL)
-        return -1;
-    Py_ssize_t k = PySequence_Fast_GET_SIZE(seq);
-    if (k > NTC) {
-        Py_DECREF(seq);
-        PyErr_SetString(PyExc_ValueError, "prio: at most 8 traffic classes");
-        return -1;
-    }
-    uint8_t pr[NTC];
-    for (Py_ssize_t i = 0; i < k; i++) {
-        long x = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
-        if (x == -1 && PyErr_Occurred()) {
-            Py_DECREF(seq);
-            return -1;
-        }
-        if (x < 0 || x >= NTC) {
-            Py_DECREF(seq);
-            PyErr_Format(PyExc_ValueError, "prio: traffic class %ld not in 0..7", x);
-            return -1;
-        }
-        pr[i] = (uint8_t)x;
-    }
-    Py_DECREF(seq);
-    memcpy(s->prio, pr, sizeof pr);
-    s->nprio = (int)k;
-    return 0;
+    return set_prio(v, s->prio, &s->nprio);
 }
 
 static PyObject *SP_get_switch(SwitchPortCore *s, void *c) {
@@ -1123,6 +1193,369 @@ static PyTypeObject SwitchPortCoreType = {
     .tp_getset = SwitchPortCore_getset,
 };
 
+/* ------------------------------------------------------------------ NicCore */
+
+/* Nic._retimer: one end-point timer event on the core, re-armed lazily. */
+static int nic_push_timer(NicCore *n, int64_t t) {
+    PortCore *p = &n->port;
+    n->has_timer = 1;
+    n->timer_at = t;
+    if (is_c_loop(p->loop))
+        return ec_push((EventLoop *)p->loop, t, EV_TIMER, (PyObject *)n, Py_None);
+    PyObject *m = PyObject_GetAttrString((PyObject *)n, "_on_timer");
+    if (m == NULL)
+        return -1;
+    int rc = py_push(p->push, t, m, Py_None);
+    Py_DECREF(m);
+    return rc;
+}
+
+/* ep.next_deadline(): 1 and *d, 0 for None, -1 on error */
+static int nic_deadline(NicCore *n, int64_t *d) {
+    if (n->ep == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "NIC has no end point");
+        return -1;
+    }
+    PyObject *r = PyObject_CallMethodNoArgs(n->ep, s_next_deadline);
+    if (r == NULL)
+        return -1;
+    if (r == Py_None) {
+        Py_DECREF(r);
+        return 0;
+    }
+    long long v = PyLong_AsLongLong(r);
+    Py_DECREF(r);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    *d = v;
+    return 1;
+}
+
+static int nic_retimer(NicCore *n) {
+    int64_t d;
+    int k = nic_deadline(n, &d);
+    if (k <= 0)
+        return k;
+    if (!n->has_timer || d < n->timer_at) {
+        int64_t now;
+        if (loop_now(n->port.loop, &now) < 0)
+            return -1;
+        return nic_push_timer(n, d > now ? d : now);
+    }
+    return 0;
+}
+
+static int call_on_change(NicCore *n) {
+    if (n->on_change == NULL || n->on_change == Py_None)
+        return 0;
+    PyObject *r = PyObject_CallOneArg(n->on_change, (PyObject *)n);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+static int call_ep_now(PyObject *ep, PyObject *name, int64_t now, PyObject **out) {
+    PyObject *pt = PyLong_FromLongLong(now);
+    if (pt == NULL)
+        return -1;
+    *out = PyObject_CallMethodOneArg(ep, name, pt);
+    Py_DECREF(pt);
+    return *out == NULL ? -1 : 0;
+}
+
+/* Nic._on_timer */
+static int nic_on_timer(NicCore *n, int64_t now) {
+    if (!n->has_timer || n->timer_at != now)
+        return 0; /* superseded by an earlier timer */
+    n->has_timer = 0;
+    int64_t d;
+    int k = nic_deadline(n, &d);
+    if (k < 0)
+        return -1;
+    if (k && d <= now) {
+        n->timers++;
+        PyObject *r;
+        if (call_ep_now(n->ep, s_handle_timer, now, &r) < 0)
+            return -1;
+        Py_DECREF(r);
+        k = nic_deadline(n, &d);
+        if (k < 0)
+            return -1;
+        if (k && d <= now && nic_push_timer(n, now + 1) < 0) /* an end point that spins */
+            return -1;
+        if (port_kick(&n->port) < 0 || call_on_change(n) < 0)
+            return -1;
+    }
+    return nic_retimer(n);
+}
+
+/* the class of a frame the end point made (Nic._tc_of) */
+static int nic_tc_of(NicCore *n, PyObject *data, int *tc) {
+    if (!PyBytes_Check(data) || PyBytes_GET_SIZE(data) < 16) {
+        PyErr_SetString(PyExc_IndexError, "frame too short for its IP header");
+        return -1;
+    }
+    const uint8_t *b = (const uint8_t *)PyBytes_AS_STRING(data);
+    int tos = (b[12] == 0x08 && b[13] == 0x00) ? b[15] : ((b[14] & 0x0F) << 4 | b[15] >> 4);
+    *tc = n->tos_tc[tos];
+    return 0;
+}
+
+/* Nic._dequeue: frames held by a pause first, then control, then data (each only if its
+ * class is not paused); a frame of a paused class is held. */
+static PyObject *nic_dequeue(NicCore *n, int64_t now) {
+    PortCore *p = &n->port;
+    int64_t pu;
+    if (n->held_n) {
+        for (int i = 0; i < n->nprio; i++) {
+            int tc = n->prio[i];
+            PyObject *dq = PySequence_GetItem(n->held, tc);
+            if (dq == NULL)
+                return NULL;
+            Py_ssize_t len = PyObject_Length(dq);
+            if (len < 0 || (len > 0 && paused_until_of(p, tc, &pu) < 0)) {
+                Py_DECREF(dq);
+                return NULL;
+            }
+            if (len > 0 && pu <= now) {
+                n->held_n--;
+                PyObject *data = PyObject_CallMethodNoArgs(dq, s_popleft);
+                Py_DECREF(dq);
+                return data;
+            }
+            Py_DECREF(dq);
+        }
+    }
+    PyObject *data = NULL;
+    for (;;) {
+        data = NULL;
+        if (paused_until_of(p, n->control_tc, &pu) < 0)
+            return NULL;
+        if (pu <= now && call_ep_now(n->ep, s_pop_control, now, &data) < 0)
+            return NULL;
+        if (data == Py_None)
+            Py_CLEAR(data);
+        if (data == NULL) {
+            if (paused_until_of(p, n->data_tc, &pu) < 0)
+                return NULL;
+            if (pu <= now && call_ep_now(n->ep, s_pop_data, now, &data) < 0)
+                return NULL;
+            if (data == Py_None)
+                Py_CLEAR(data);
+        }
+        if (data == NULL)
+            break;
+        int tc;
+        if (nic_tc_of(n, data, &tc) < 0 || paused_until_of(p, tc, &pu) < 0) {
+            Py_DECREF(data);
+            return NULL;
+        }
+        if (pu <= now)
+            break;
+        PyObject *dq = PySequence_GetItem(n->held, tc);
+        PyObject *r = dq ? PyObject_CallMethodOneArg(dq, s_append, data) : NULL;
+        Py_XDECREF(dq);
+        Py_DECREF(data);
+        if (r == NULL)
+            return NULL;
+        Py_DECREF(r);
+        n->held_n++;
+        if (n->held_n > n->held_hwm)
+            n->held_hwm = n->held_n;
+    }
+    if (nic_retimer(n) < 0) {
+        Py_XDECREF(data);
+        return NULL;
+    }
+    return data;
+}
+
+/* Nic.on_frame: a whole frame arrived from the link. */
+static int nic_on_frame(NicCore *n, PyObject *data, int64_t now) {
+    PortCore *p = &n->port;
+    if (!PyBytes_CheckExact(data)) {
+        PyObject *r = PyObject_CallMethodOneArg((PyObject *)n, s_on_frame_py, data);
+        if (r == NULL)
+            return -1;
+        Py_DECREF(r);
+        return 0;
+    }
+    Py_ssize_t len = PyBytes_GET_SIZE(data);
+    const uint8_t *b = (const uint8_t *)PyBytes_AS_STRING(data);
+    p->rx_frames++;
+    p->rx_bytes += len;
+    if (run_taps(p->taps, now, data, s_rx) < 0)
+        return -1;
+    if (len >= 14 && b[12] == 0x88 && b[13] == 0x08) {
+        PyObject *r = PyObject_CallMethodOneArg((PyObject *)n, s_on_pause, data);
+        if (r == NULL)
+            return -1;
+        Py_DECREF(r);
+        return 0;
+    }
+    n->delivered++;
+    if (n->ep == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "NIC has no end point");
+        return -1;
+    }
+    PyObject *pt = PyLong_FromLongLong(now);
+    if (pt == NULL)
+        return -1;
+    PyObject *r = PyObject_CallMethodObjArgs(n->ep, s_receive, pt, data, NULL);
+    Py_DECREF(pt);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    if (nic_retimer(n) < 0)
+        return -1;
+    if (!p->wake_pending && now >= p->free_at && port_start(p, now) < 0)
+        return -1;
+    return call_on_change(n);
+}
+
+static PyObject *NicCore_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    NicCore *self = (NicCore *)type->tp_alloc(type, 0);
+    if (self != NULL)
+        self->port.kind = PORT_NIC;
+    return (PyObject *)self;
+}
+
+static int NicCore_traverse(NicCore *self, visitproc visit, void *arg) {
+    Py_VISIT(self->ep);
+    Py_VISIT(self->held);
+    Py_VISIT(self->tos_list);
+    Py_VISIT(self->on_change);
+    return PortCore_traverse(&self->port, visit, arg);
+}
+
+static int NicCore_clear(NicCore *self) {
+    Py_CLEAR(self->ep);
+    Py_CLEAR(self->held);
+    Py_CLEAR(self->tos_list);
+    Py_CLEAR(self->on_change);
+    return PortCore_clear(&self->port);
+}
+
+static PyObject *NIC_get_timer_at(NicCore *n, void *c) {
+    if (!n->has_timer)
+        Py_RETURN_NONE;
+    return PyLong_FromLongLong(n->timer_at);
+}
+
+static int NIC_set_timer_at(NicCore *n, PyObject *v, void *c) {
+    if (v == NULL || v == Py_None) {
+        n->has_timer = 0;
+        return 0;
+    }
+    long long t = PyLong_AsLongLong(v);
+    if (t == -1 && PyErr_Occurred())
+        return -1;
+    n->has_timer = 1;
+    n->timer_at = t;
+    return 0;
+}
+
+static PyObject *NIC_get_tos(NicCore *n, void *c) {
+    PyObject *v = n->tos_list ? n->tos_list : Py_None;
+    Py_INCREF(v);
+    return v;
+}
+
+static int NIC_set_tos(NicCore *n, PyObject *v, void *c) {
+    return set_tos_table(v, n->tos_tc, &n->tos_list);
+}
+
+static PyObject *NIC_get_prio(NicCore *n, void *c) {
+    PyObject *t = PyTuple_New(n->nprio);
+    if (t == NULL)
+        return NULL;
+    for (int i = 0; i < n->nprio; i++)
+        PyTuple_SET_ITEM(t, i, PyLong_FromLong(n->prio[i]));
+    return t;
+}
+
+static int NIC_set_prio(NicCore *n, PyObject *v, void *c) {
+    return set_prio(v, n->prio, &n->nprio);
+}
+
+static PyObject *NIC_on_frame(NicCore *n, PyObject *data) {
+    int64_t now;
+    if (loop_now(n->port.loop, &now) < 0 || nic_on_frame(n, data, now) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *NIC_dequeue(NicCore *n, PyObject *arg) {
+    long long now = PyLong_AsLongLong(arg);
+    if (now == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject *d = nic_dequeue(n, now);
+    if (d == NULL && !PyErr_Occurred())
+        Py_RETURN_NONE;
+    return d;
+}
+
+static PyObject *NIC_retimer(NicCore *n, PyObject *Py_UNUSED(ignored)) {
+    if (nic_retimer(n) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *NIC_on_timer(NicCore *n, PyObject *Py_UNUSED(arg)) {
+    int64_t now;
+    if (loop_now(n->port.loop, &now) < 0 || nic_on_timer(n, now) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyGetSetDef NicCore_getset[] = {
+    {"timer_at", (getter)NIC_get_timer_at, (setter)NIC_set_timer_at,
+     "time of the end point's timer event on the core, or None", NULL},
+    {"tos_tc", (getter)NIC_get_tos, (setter)NIC_set_tos, "TOS byte -> traffic class", NULL},
+    {"prio", (getter)NIC_get_prio, (setter)NIC_set_prio, "classes in strict priority order",
+     NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMemberDef NicCore_members[] = {
+    OBJ_MEMBER(NicCore, ep, "the end point (uet.fabric.endpoint.FrameEndpoint)"),
+    OBJ_MEMBER(NicCore, held, "per class: frames held while their class is paused (deques)"),
+    OBJ_MEMBER(NicCore, on_change, "called with the NIC after it handled a frame or timer"),
+    I64_MEMBER(NicCore, held_n, "frames held"),
+    I64_MEMBER(NicCore, held_hwm, "most frames held at once"),
+    I64_MEMBER(NicCore, timers, "end-point timer events run"),
+    I64_MEMBER(NicCore, delivered, "frames handed to the end point"),
+    {"data_tc", T_INT, offsetof(NicCore, data_tc), 0, "the data traffic class"},
+    {"control_tc", T_INT, offsetof(NicCore, control_tc), 0, "the control traffic class"},
+    {NULL},
+};
+
+static PyMethodDef NicCore_methods[] = {
+    {"on_frame", (PyCFunction)NIC_on_frame, METH_O, "A whole frame arrived from the link."},
+    {"_dequeue", (PyCFunction)NIC_dequeue, METH_O, "_dequeue(now): the next frame or None."},
+    {"_retimer", (PyCFunction)NIC_retimer, METH_NOARGS,
+     "Arm the end point's next deadline on the core if it is earlier."},
+    {"_on_timer", (PyCFunction)NIC_on_timer, METH_O, "The end point's timer event."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject NicCoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "uet.native._event_core.NicCore",
+    .tp_doc = "A NIC's transmit and receive glue in C (base of uet.fabric.nic.Nic).",
+    .tp_basicsize = sizeof(NicCore),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_base = &PortCoreType,
+    .tp_new = NicCore_new,
+    .tp_dealloc = (destructor)PortCore_dealloc,
+    .tp_traverse = (traverseproc)NicCore_traverse,
+    .tp_clear = (inquiry)NicCore_clear,
+    .tp_methods = NicCore_methods,
+    .tp_members = NicCore_members,
+    .tp_getset = NicCore_getset,
+};
+
 /* ------------------------------------------------------------------ ChannelCore */
 
 static int ChannelCore_traverse(ChannelCore *self, visitproc visit, void *arg) {
@@ -1169,7 +1602,8 @@ static int CH_set_rx(ChannelCore *s, PyObject *v, void *c) {
     Py_INCREF(v);
     Py_XSETREF(s->rx, v);
     Py_XSETREF(s->rx_on_frame, m);
-    s->rx_switch = (char)(v != Py_None && PyObject_TypeCheck(v, &SwitchPortCoreType));
+    s->rx_native = (char)(v != Py_None && (PyObject_TypeCheck(v, &SwitchPortCoreType) ||
+                                           PyObject_TypeCheck(v, &NicCoreType)));
     return 0;
 }
 
@@ -1260,37 +1694,7 @@ static PyObject *SW_get_tos(SwitchCore *s, void *c) {
 /* The DSCP/TOS byte -> traffic class table (256 entries in 0..7); kept as given and as a
  * C array for the forwarding path. */
 static int SW_set_tos(SwitchCore *s, PyObject *v, void *c) {
-    if (v == NULL) {
-        PyErr_SetString(PyExc_AttributeError, "tos_tc cannot be deleted");
-        return -1;
-    }
-    PyObject *seq = PySequence_Fast(v, "tos_tc must be a sequence of 256 classes");
-    if (seq == NULL)
-        return -1;
-    if (PySequence_Fast_GET_SIZE(seq) != 256) {
-        Py_DECREF(seq);
-        PyErr_SetString(PyExc_ValueError, "tos_tc must have 256 entries");
-        return -1;
-    }
-    uint8_t t[256];
-    for (int i = 0; i < 256; i++) {
-        long x = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
-        if (x == -1 && PyErr_Occurred()) {
-            Py_DECREF(seq);
-            return -1;
-        }
-        if (x < 0 || x >= NTC) {
-            Py_DECREF(seq);
-            PyErr_Format(PyExc_ValueError, "tos_tc: class %ld not in 0..7", x);
-            return -1;
-        }
-        t[i] = (uint8_t)x;
-    }
-    Py_DECREF(seq);
-    memcpy(s->tos_tc, t, sizeof t);
-    Py_INCREF(v);
-    Py_XSETREF(s->tos_list, v);
-    return 0;
+    return set_tos_table(v, s->tos_tc, &s->tos_list);
 }
 
 static PyGetSetDef SwitchCore_getset[] = {
@@ -1340,12 +1744,16 @@ int fabric_core_init(PyObject *m) {
         intern(&s_wake, "_wake") || intern(&s_tx, "tx") || intern(&s_rx, "rx") ||
         intern(&s_now, "now") || intern(&s_random, "random") ||
         intern(&s_ethertype, "ethertype") || intern(&s_no_route, "no_route") ||
-        intern(&s_pfc_headroom, "pfc_headroom") || intern(&s_enqueue, "enqueue"))
+        intern(&s_pfc_headroom, "pfc_headroom") || intern(&s_enqueue, "enqueue") ||
+        intern(&s_next_deadline, "next_deadline") || intern(&s_handle_timer, "handle_timer") ||
+        intern(&s_pop_control, "pop_control") || intern(&s_pop_data, "pop_data") ||
+        intern(&s_append, "append") || intern(&s_receive, "receive"))
         return -1;
-    PyTypeObject *types[] = {&PortCoreType, &SwitchPortCoreType, &ChannelCoreType,
-                             &SwitchCoreType};
-    const char *names[] = {"PortCore", "SwitchPortCore", "ChannelCore", "SwitchCore"};
-    for (int i = 0; i < 4; i++) {
+    PyTypeObject *types[] = {&PortCoreType, &SwitchPortCoreType, &NicCoreType,
+                             &ChannelCoreType, &SwitchCoreType};
+    const char *names[] = {"PortCore", "SwitchPortCore", "NicCore", "ChannelCore",
+                           "SwitchCore"};
+    for (int i = 0; i < 5; i++) {
         if (PyType_Ready(types[i]) < 0)
             return -1;
         Py_INCREF(types[i]);
