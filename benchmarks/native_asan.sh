@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Build uet.native's C extension with AddressSanitizer (+ UBSan) into a temporary copy of the
-# package and run the native tests against it, then a leak check of the C allocations.
+# Build uet.native's C extensions with AddressSanitizer (+ UBSan) into a temporary copy of the
+# package and run the native tests against them, then a leak check of the C allocations.
+# The cffi extension (_uet_native) and the CPython one (_event_core: the event loop and the
+# fabric's per-frame path, event_core.c + fabric_core.c) are both instrumented; the fabric
+# tests that drive the latter (scheduler, C-vs-Python equivalence, PFC, impairments) run too.
 # Not part of CI (slow, needs gcc's libasan). Usage: benchmarks/native_asan.sh [pytest args]
 set -euo pipefail
 
@@ -15,9 +18,12 @@ trap 'rm -rf "$TMP"' EXIT
 cp -r "$ROOT/uet" "$TMP/uet"
 find "$TMP/uet" -name '__pycache__' -prune -exec rm -rf {} +
 rm -f "$TMP"/uet/native/_uet_native*.so "$TMP"/uet/native/_uet_native.c
+rm -f "$TMP"/uet/native/_event_core*.so
 mkdir -p "$TMP/tests"
 cp "$ROOT/tests/conftest.py" "$TMP/tests/"
+touch "$TMP/tests/__init__.py"
 cp -r "$ROOT/tests/native" "$TMP/tests/native"
+cp -r "$ROOT/tests/fabric" "$TMP/tests/fabric"
 cp "$ROOT/pyproject.toml" "$TMP/"
 
 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -g"
@@ -32,6 +38,20 @@ if ! nm -D "$TMP"/uet/native/_uet_native*.so | grep -q __asan; then
     echo "== FAIL: the extension is not instrumented"
     exit 1
 fi
+EXT=$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+INC=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+# shellcheck disable=SC2086
+if ! "$CC" -shared -fPIC -O1 $SAN -I"$INC" "$TMP/uet/native/event_core.c" \
+    "$TMP/uet/native/fabric_core.c" -o "$TMP/uet/native/_event_core$EXT" >"$TMP/build2.log" 2>&1
+then
+    cat "$TMP/build2.log"
+    echo "== FAIL: build of the event core"
+    exit 1
+fi
+if ! nm -D "$TMP/uet/native/_event_core$EXT" | grep -q __asan; then
+    echo "== FAIL: the event core is not instrumented"
+    exit 1
+fi
 
 LIBASAN=$("$CC" -print-file-name=libasan.so)
 LIBUBSAN=$("$CC" -print-file-name=libubsan.so)
@@ -44,13 +64,18 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 cd "$TMP"
 ASAN_OPTIONS=detect_leaks=0 LD_PRELOAD="$PRELOAD" "$PY" - <<'EOF'
 import uet.native as n
+from uet.fabric.scheduler import FABRIC_CORE
 assert n.IMPLEMENTATION == "native", n.IMPLEMENTATION
-print("== extension under test:", n.fast.__file__.replace("fast.py", ""), n.crc32c_impl())
+assert FABRIC_CORE is not None and FABRIC_CORE.__file__.startswith(n.fast.__file__[:-7])
+print("== extensions under test:", n.fast.__file__.replace("fast.py", ""), n.crc32c_impl(),
+      FABRIC_CORE.__file__.rsplit("/", 1)[1])
 EOF
 
-echo "== native tests under ASan"
+echo "== native tests and the fabric's C path under ASan"
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:strict_string_checks=1 LD_PRELOAD="$PRELOAD" \
-    "$PY" -m pytest -q -p no:cacheprovider tests/native "$@"
+    "$PY" -m pytest -q -p no:cacheprovider tests/native tests/fabric/test_scheduler.py \
+    tests/fabric/test_fabric_core.py tests/fabric/test_pfc.py tests/fabric/test_impairments.py \
+    tests/fabric/test_ecn_trim.py "$@"
 
 echo "== leak check of the C allocations (trackers and their registry slots and output buffers,"
 echo "   the combined operations, reorder buffers)"
