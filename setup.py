@@ -1,7 +1,8 @@
-"""Build hook: compiles the cffi extension ``uet.native._uet_native`` and the C event core
-``uet.native._event_core`` (see docs/native.md).
+"""Build hook: compiles the cffi extension ``uet.native._uet_native``, the C event core and
+fabric path ``uet.native._event_core`` and the codec's common frames
+``uet.native._codec_core`` (see docs/native.md).
 
-All metadata lives in pyproject.toml; this file only adds the two extensions.
+All metadata lives in pyproject.toml; this file only adds the extensions.
 """
 
 from setuptools import Extension, setup
@@ -13,5 +14,8 @@ setup(
     # they hold the callbacks and frames they run (cffi cannot keep Python objects)
     ext_modules=[Extension("uet.native._event_core",
                            ["uet/native/event_core.c", "uet/native/fabric_core.c"],
-                           depends=["uet/native/event_core.h"], optional=True)],
+                           depends=["uet/native/event_core.h"], optional=True),
+                 # the codec's two common frames (uet.wire.codec's fast path), in C
+                 Extension("uet.native._codec_core", ["uet/native/codec_core.c"],
+                           optional=True)],
 )

@@ -2,8 +2,9 @@
 # Build uet.native's C extensions with AddressSanitizer (+ UBSan) into a temporary copy of the
 # package and run the native tests against them, then a leak check of the C allocations.
 # The cffi extension (_uet_native) and the CPython one (_event_core: the event loop and the
-# fabric's per-frame path, event_core.c + fabric_core.c) are both instrumented; the fabric
-# tests that drive the latter (scheduler, C-vs-Python equivalence, PFC, impairments) run too.
+# fabric's per-frame path, event_core.c + fabric_core.c; _codec_core, codec_core.c) are all
+# instrumented; the fabric tests that drive the event core (scheduler, C-vs-Python
+# equivalence, PFC, impairments) and the codec's fast-path tests run too.
 # Not part of CI (slow, needs gcc's libasan). Usage: benchmarks/native_asan.sh [pytest args]
 set -euo pipefail
 
@@ -18,12 +19,13 @@ trap 'rm -rf "$TMP"' EXIT
 cp -r "$ROOT/uet" "$TMP/uet"
 find "$TMP/uet" -name '__pycache__' -prune -exec rm -rf {} +
 rm -f "$TMP"/uet/native/_uet_native*.so "$TMP"/uet/native/_uet_native.c
-rm -f "$TMP"/uet/native/_event_core*.so
+rm -f "$TMP"/uet/native/_event_core*.so "$TMP"/uet/native/_codec_core*.so
 mkdir -p "$TMP/tests"
 cp "$ROOT/tests/conftest.py" "$TMP/tests/"
 touch "$TMP/tests/__init__.py"
 cp -r "$ROOT/tests/native" "$TMP/tests/native"
 cp -r "$ROOT/tests/fabric" "$TMP/tests/fabric"
+cp -r "$ROOT/tests/wire" "$TMP/tests/wire"
 cp "$ROOT/pyproject.toml" "$TMP/"
 
 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -g"
@@ -48,10 +50,19 @@ then
     echo "== FAIL: build of the event core"
     exit 1
 fi
-if ! nm -D "$TMP/uet/native/_event_core$EXT" | grep -q __asan; then
-    echo "== FAIL: the event core is not instrumented"
+# shellcheck disable=SC2086
+if ! "$CC" -shared -fPIC -O1 $SAN -I"$INC" "$TMP/uet/native/codec_core.c" \
+    -o "$TMP/uet/native/_codec_core$EXT" >"$TMP/build3.log" 2>&1; then
+    cat "$TMP/build3.log"
+    echo "== FAIL: build of the codec core"
     exit 1
 fi
+for so in _event_core _codec_core; do
+    if ! nm -D "$TMP/uet/native/$so$EXT" | grep -q __asan; then
+        echo "== FAIL: $so is not instrumented"
+        exit 1
+    fi
+done
 
 LIBASAN=$("$CC" -print-file-name=libasan.so)
 LIBUBSAN=$("$CC" -print-file-name=libubsan.so)
@@ -75,7 +86,8 @@ echo "== native tests and the fabric's C path under ASan"
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:strict_string_checks=1 LD_PRELOAD="$PRELOAD" \
     "$PY" -m pytest -q -p no:cacheprovider tests/native tests/fabric/test_scheduler.py \
     tests/fabric/test_fabric_core.py tests/fabric/test_pfc.py tests/fabric/test_impairments.py \
-    tests/fabric/test_ecn_trim.py "$@"
+    tests/fabric/test_ecn_trim.py tests/wire/test_codec_core.py tests/wire/test_fast_paths.py \
+    "$@"
 
 echo "== leak check of the C allocations (trackers and their registry slots and output buffers,"
 echo "   the combined operations, reorder buffers)"

@@ -588,7 +588,7 @@ def encode_frame(frame: Frame) -> bytes:
     """
     pds = frame.pds
     if type(pds) is PdsRequest or type(pds) is PdsAckCc:
-        out = _encode_fast(frame, pds)
+        out = (_c_encode(frame) if _c_encode is not None else None) or _encode_fast(frame, pds)
         if out is not None:
             return out
     return _encode_general(frame)
@@ -823,6 +823,23 @@ _KNOWN_CTL = rules.KNOWN_CTL_TYPES
 _RSP_OPCODES = rules.RSP_OPCODES
 _ATOMIC_OPS = rules.ATOMIC_OPCODES_INT
 _RNDV_OPS = rules.RENDEZVOUS_OPCODES_INT
+
+# The two common frames (see ``_FAST_REQ``) in C: ``uet/native/codec_core.c`` packs and
+# unpacks exactly what ``_encode_fast`` / ``_decode_fast`` do, or answers None (anything
+# else, or an address the caches below have not seen yet) and the Python paths go on.
+# Not with UET_PURE_PYTHON=1, nor when the extension was not built.
+_c_encode: Any = None
+_c_decode: Any = None
+if not _native.FORCED_PURE:
+    try:
+        from uet.native import _codec_core  # type: ignore[attr-defined]
+    except ImportError:  # pragma: no cover - the extension is optional
+        pass
+    else:
+        _codec_core.configure(Frame, PdsRequest, SesStandard, PdsAckCc, _ip_pack, _mac_pack,
+                              _ip_text, _mac_text, UET_DEFAULT_IP_PROTO,
+                              _ATOMIC_OPS | _RNDV_OPS)
+        _c_encode, _c_decode = _codec_core.encode, _codec_core.decode
 _CAS_OPS = rules.CAS_OPCODES_INT
 
 
@@ -1145,7 +1162,8 @@ def decode_frame(data: bytes | bytearray | memoryview, trailer_len: int = 0, *,
     """
     try:
         if not trailer_len:
-            frame = _decode_fast(data, udp_port)
+            frame = ((_c_decode(data, udp_port) if _c_decode is not None else None)
+                     or _decode_fast(data, udp_port))
             if frame is not None:
                 return frame
         return _decode_general(data, trailer_len, udp_port, ip_proto)
