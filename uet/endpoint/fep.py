@@ -99,43 +99,72 @@ class DeliveryAudit:
         self.finished: dict[tuple, None] = {}
         self.duplicates = 0
         self.seen = 0
+        #: per-flow accounting (experiments' FlowAudit): (source IP, message ID) -> flow
+        #: ID; None: off. With it, every packet seen counts its bytes to its flow
+        #: (``flow_bytes``) or, a duplicate, one to ``flow_dups``.
+        self.flow_of: dict[tuple[str, int], int] | None = None
+        self.flow_bytes: Counter[int] = Counter()
+        self.flow_dups: Counter[int] = Counter()
 
     def see(self, src: str, ses: Any, nbytes: int, conn: int = 0) -> bool:
         """Record one delivered request packet (``conn``: the target PDC it came on, which
         scopes message IDs); returns False if it is a duplicate."""
+        flows = self.flow_of
         if type(ses) is not SesStandard:
+            if flows is not None:
+                fid = flows.get((src, getattr(ses, "message_id", -1)))
+                if fid is not None:
+                    self.flow_bytes[fid] += nbytes
             return True
         self.seen += 1
-        offset = 0 if int(ses.flags) & _SOM else ses.message_offset
-        if ses.opcode == _READ:
+        mid = ses.message_id
+        offset = 0 if ses.flags & _SOM else ses.message_offset
+        op = ses.opcode
+        size = nbytes  # the flow counts the packet's bytes, the audit a READ's slice
+        if op == _READ:
             nbytes = max(0, min(self.mtu_payload, ses.request_length - offset))
-        key = (src, conn, ses.initiator, ses.job_id, ses.message_id, ses.opcode)
-        if key in self.finished:
-            self.duplicates += 1
-            return False
+        key = (src, conn, ses.initiator, ses.job_id, mid, op)
         messages = self.messages
+        # a key in progress is never in the finished FIFO (its packets are duplicates
+        # there): that FIFO is only looked at for a key not in progress
         entry = messages.get(key)
         new = entry is None
         if new:
+            if key in self.finished:
+                return self._duplicate(flows, src, mid)
             if len(messages) >= self.max_messages:
                 messages.pop(next(iter(messages)))
             entry = [set(), 0]
         offsets = entry[0]
         if offset in offsets:
-            self.duplicates += 1
-            return False
+            return self._duplicate(flows, src, mid)
         offsets.add(offset)
+        if flows is not None:
+            fid = flows.get((src, mid))
+            if fid is not None:
+                self.flow_bytes[fid] += size
         got = entry[1] + nbytes
         if got >= ses.request_length:
-            messages.pop(key, None)
-            self.finished[key] = None
-            if len(self.finished) > self.history:
-                self.finished.pop(next(iter(self.finished)))
+            if not new:
+                del messages[key]
+            finished = self.finished
+            finished[key] = None
+            if len(finished) > self.history:
+                finished.pop(next(iter(finished)))
         else:
             entry[1] = got  # updated in place: the entry keeps its place in the FIFO
             if new:
                 messages[key] = entry
         return True
+
+    def _duplicate(self, flows: dict[tuple[str, int], int] | None, src: str,
+                   mid: int) -> bool:
+        self.duplicates += 1
+        if flows is not None:
+            fid = flows.get((src, mid))
+            if fid is not None:
+                self.flow_dups[fid] += 1
+        return False
 
 
 class BulkMessage:
