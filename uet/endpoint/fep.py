@@ -32,7 +32,6 @@ from uet.pds.config import PdsConfig
 from uet.pds.endpoint import PdsEndpoint
 from uet.pds.events import (
     MessageFailed,
-    PacketAcked,
     PdcClosed,
     PdcOpened,
     PeerNegotiated,
@@ -243,7 +242,7 @@ class FabricEndpoint:
             self.pds_config, ip, random.Random(self.rng.getrandbits(64)),
             sender_cc=lambda m: make_sender(cms_cfg, cms_rng, ordered=m == DeliveryMode.ROD),
             receiver_cc=lambda key: make_receiver(cms_cfg, credit, key=key),
-            credit_scheduler=credit, log=log)
+            credit_scheduler=credit, log=log, acked_events=False)
         self.pds.capabilities = int(self.profile.fep_cap)
         #: guaranteed responses due later (DC requests answered NO_RESPONSE first):
         #: a heap of (due ps, seq, token, reply); bounded by the PDS's open tokens
@@ -571,9 +570,8 @@ class FabricEndpoint:
             while ev is not None:
                 moved = True
                 t = type(ev)
-                if t is PacketAcked:  # the most frequent event: nothing for the SES to do
-                    pass
-                elif t is RequestDelivered:
+                # (no PacketAcked: nothing for the SES to do, so the PDS makes none)
+                if t is RequestDelivered:
                     self.deliver(now, ev)
                 elif t is ResponseReceived:
                     ses.initiator.on_response(ev.msg_ref, ev.ses, ev.payload, now=now)
