@@ -737,7 +737,7 @@ class FabricEndpoint:
         ``dc``: delivery complete (the response waits for host memory, docs/ses.md).
         """
         tgt = self.target(dst, resource_index=SINK_INDEX)
-        data = payload if payload is not None else bytes(nbytes)
+        data = payload if payload is not None else _zeros(nbytes)
         op = self.call(now, "write", tgt, SINK_KEY, offset, data, mode=self.mode, dc=dc)
         msg = BulkMessage(op, self.ip, tgt.dst, nbytes, now)
         self.messages.append(msg)
@@ -765,6 +765,26 @@ class FabricEndpoint:
 
     def idle(self) -> bool:
         return self.pds.idle() and not self._open_bulk
+
+
+#: zero payloads of bulk transfers that carry no data of their own (send_message), by
+#: size: bytes are immutable, so every message of one size shares one. A fresh
+#: ``bytes(n)`` is zero pages the kernel maps in as each packet first reads its 4 KiB (a
+#: page fault per packet sent, several microseconds in a VM); a shared one, once.
+_ZEROS: dict[int, bytes] = {}
+_ZEROS_KEPT = 8  # sizes kept (oldest dropped first)
+_ZEROS_MAX_BYTES = 1 << 26  # larger payloads are made per message
+
+
+def _zeros(n: int) -> bytes:
+    z = _ZEROS.get(n)
+    if z is None:
+        z = bytes(n)
+        if n <= _ZEROS_MAX_BYTES:
+            if len(_ZEROS) >= _ZEROS_KEPT:
+                del _ZEROS[next(iter(_ZEROS))]
+            _ZEROS[n] = z
+    return z
 
 
 def _ip_id(ip: str) -> int:
