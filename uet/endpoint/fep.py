@@ -32,7 +32,6 @@ from uet.pds.config import PdsConfig
 from uet.pds.endpoint import PdsEndpoint
 from uet.pds.events import (
     MessageFailed,
-    PacketAcked,
     PdcClosed,
     PdcOpened,
     PeerNegotiated,
@@ -99,43 +98,72 @@ class DeliveryAudit:
         self.finished: dict[tuple, None] = {}
         self.duplicates = 0
         self.seen = 0
+        #: per-flow accounting (experiments' FlowAudit): (source IP, message ID) -> flow
+        #: ID; None: off. With it, every packet seen counts its bytes to its flow
+        #: (``flow_bytes``) or, a duplicate, one to ``flow_dups``.
+        self.flow_of: dict[tuple[str, int], int] | None = None
+        self.flow_bytes: Counter[int] = Counter()
+        self.flow_dups: Counter[int] = Counter()
 
     def see(self, src: str, ses: Any, nbytes: int, conn: int = 0) -> bool:
         """Record one delivered request packet (``conn``: the target PDC it came on, which
         scopes message IDs); returns False if it is a duplicate."""
+        flows = self.flow_of
         if type(ses) is not SesStandard:
+            if flows is not None:
+                fid = flows.get((src, getattr(ses, "message_id", -1)))
+                if fid is not None:
+                    self.flow_bytes[fid] += nbytes
             return True
         self.seen += 1
-        offset = 0 if int(ses.flags) & _SOM else ses.message_offset
-        if ses.opcode == _READ:
+        mid = ses.message_id
+        offset = 0 if ses.flags & _SOM else ses.message_offset
+        op = ses.opcode
+        size = nbytes  # the flow counts the packet's bytes, the audit a READ's slice
+        if op == _READ:
             nbytes = max(0, min(self.mtu_payload, ses.request_length - offset))
-        key = (src, conn, ses.initiator, ses.job_id, ses.message_id, ses.opcode)
-        if key in self.finished:
-            self.duplicates += 1
-            return False
+        key = (src, conn, ses.initiator, ses.job_id, mid, op)
         messages = self.messages
+        # a key in progress is never in the finished FIFO (its packets are duplicates
+        # there): that FIFO is only looked at for a key not in progress
         entry = messages.get(key)
         new = entry is None
         if new:
+            if key in self.finished:
+                return self._duplicate(flows, src, mid)
             if len(messages) >= self.max_messages:
                 messages.pop(next(iter(messages)))
             entry = [set(), 0]
         offsets = entry[0]
         if offset in offsets:
-            self.duplicates += 1
-            return False
+            return self._duplicate(flows, src, mid)
         offsets.add(offset)
+        if flows is not None:
+            fid = flows.get((src, mid))
+            if fid is not None:
+                self.flow_bytes[fid] += size
         got = entry[1] + nbytes
         if got >= ses.request_length:
-            messages.pop(key, None)
-            self.finished[key] = None
-            if len(self.finished) > self.history:
-                self.finished.pop(next(iter(self.finished)))
+            if not new:
+                del messages[key]
+            finished = self.finished
+            finished[key] = None
+            if len(finished) > self.history:
+                finished.pop(next(iter(finished)))
         else:
             entry[1] = got  # updated in place: the entry keeps its place in the FIFO
             if new:
                 messages[key] = entry
         return True
+
+    def _duplicate(self, flows: dict[tuple[str, int], int] | None, src: str,
+                   mid: int) -> bool:
+        self.duplicates += 1
+        if flows is not None:
+            fid = flows.get((src, mid))
+            if fid is not None:
+                self.flow_dups[fid] += 1
+        return False
 
 
 class BulkMessage:
@@ -214,7 +242,7 @@ class FabricEndpoint:
             self.pds_config, ip, random.Random(self.rng.getrandbits(64)),
             sender_cc=lambda m: make_sender(cms_cfg, cms_rng, ordered=m == DeliveryMode.ROD),
             receiver_cc=lambda key: make_receiver(cms_cfg, credit, key=key),
-            credit_scheduler=credit, log=log)
+            credit_scheduler=credit, log=log, acked_events=False)
         self.pds.capabilities = int(self.profile.fep_cap)
         #: guaranteed responses due later (DC requests answered NO_RESPONSE first):
         #: a heap of (due ps, seq, token, reply); bounded by the PDS's open tokens
@@ -357,7 +385,13 @@ class FabricEndpoint:
         """A frame arrived from the wire: decode it (TSS: authenticate and decrypt first),
         run the PDS, let the SES answer."""
         try:
-            if frame_is_secured(data, ip_proto=self.ip_proto):
+            if len(data) > 42 and data[12] == 8 and not data[13] and data[14] == 0x45 \
+                    and data[23] == 17:
+                # IPv4 without options, UDP: frame_is_secured's answer, inline (per frame)
+                secured = data[42] >> 3 == 1
+            else:
+                secured = frame_is_secured(data, ip_proto=self.ip_proto)
+            if secured:
                 if self.tss is None:
                     self._unsecured_tss(now)
                     return
@@ -370,7 +404,15 @@ class FabricEndpoint:
         except DecodeError as exc:
             self._decode_error(now, exc)
             return
-        self.receive_frame(now, frame)
+        # receive_frame and _receive, inline (per frame)
+        if frame.tss is not None:
+            self._unsecured_tss(now)
+            return
+        if self.tss is not None and not self.tss.accept_cleartext(now, frame):
+            return
+        self.counters["rx_frames"] += 1
+        self.pds.receive(now, frame)
+        self.pump(now)
 
     def receive_uet(self, now: int, payload: bytes, **fields: Any) -> bool:
         """The UET bytes of a datagram (what follows the UDP header; ``fields``: ``src_ip``,
@@ -422,6 +464,9 @@ class FabricEndpoint:
             self.log_hook(now, "decode_error", error=str(exc))
 
     def pop_control(self, now: int) -> bytes | None:
+        pds = self.pds
+        if not (pds.ctrl or pds.ack_ring or pds._seen):
+            return None  # poll_transmit would find nothing to do (the NIC asks per frame)
         return self._pop(now, True, "tx_control")
 
     def pop_data(self, now: int) -> bytes | None:
@@ -430,11 +475,16 @@ class FabricEndpoint:
     def _pop(self, now: int, control: bool, counter: str) -> bytes | None:
         """The next frame of a class as bytes (a frame its domain refuses to seal is
         counted there and skipped)."""
+        poll = self.pds.poll_transmit
         while True:
-            frame = self.pds.poll_transmit(now, control)
+            frame = poll(now, control)
             if frame is None:
                 return None
             self.counters[counter] += 1
+            if frame.tss is None and self._frame_encap == "udp":  # _encode, inline
+                frame.src_mac = self.mac
+                frame.dst_mac = self.peer_macs.get(frame.dst_ip, self.gateway_mac)
+                return encode_frame(frame)
             data = self._encode(now, frame)
             if data is not None:
                 return data
@@ -520,9 +570,8 @@ class FabricEndpoint:
             while ev is not None:
                 moved = True
                 t = type(ev)
-                if t is PacketAcked:  # the most frequent event: nothing for the SES to do
-                    pass
-                elif t is RequestDelivered:
+                # (no PacketAcked: nothing for the SES to do, so the PDS makes none)
+                if t is RequestDelivered:
                     self.deliver(now, ev)
                 elif t is ResponseReceived:
                     ses.initiator.on_response(ev.msg_ref, ev.ses, ev.payload, now=now)
@@ -576,8 +625,9 @@ class FabricEndpoint:
             refuse = self._isolate(now, ev)
             if refuse == _MISMATCH:
                 return
-        reply = self.ses.target.handle(ev.src_ip, ev.ses, ev.ext, ev.payload, mode=ev.mode,
-                                       psn=ev.psn, conn=ev.pdc_id, now=now, refuse=refuse)
+        # positional (a keyword call costs more, per packet)
+        reply = self.ses.target.handle(ev.src_ip, ev.ses, ev.ext, ev.payload, ev.mode,
+                                       ev.psn, ev.pdc_id, now, refuse)
         if reply.nack is None:
             # a refused packet counts as never delivered: its retransmission is no duplicate
             self.audit.see(ev.src_ip, ev.ses, len(ev.payload), ev.pdc_id)
@@ -687,7 +737,7 @@ class FabricEndpoint:
         ``dc``: delivery complete (the response waits for host memory, docs/ses.md).
         """
         tgt = self.target(dst, resource_index=SINK_INDEX)
-        data = payload if payload is not None else bytes(nbytes)
+        data = payload if payload is not None else _zeros(nbytes)
         op = self.call(now, "write", tgt, SINK_KEY, offset, data, mode=self.mode, dc=dc)
         msg = BulkMessage(op, self.ip, tgt.dst, nbytes, now)
         self.messages.append(msg)
@@ -715,6 +765,26 @@ class FabricEndpoint:
 
     def idle(self) -> bool:
         return self.pds.idle() and not self._open_bulk
+
+
+#: zero payloads of bulk transfers that carry no data of their own (send_message), by
+#: size: bytes are immutable, so every message of one size shares one. A fresh
+#: ``bytes(n)`` is zero pages the kernel maps in as each packet first reads its 4 KiB (a
+#: page fault per packet sent, several microseconds in a VM); a shared one, once.
+_ZEROS: dict[int, bytes] = {}
+_ZEROS_KEPT = 8  # sizes kept (oldest dropped first)
+_ZEROS_MAX_BYTES = 1 << 26  # larger payloads are made per message
+
+
+def _zeros(n: int) -> bytes:
+    z = _ZEROS.get(n)
+    if z is None:
+        z = bytes(n)
+        if n <= _ZEROS_MAX_BYTES:
+            if len(_ZEROS) >= _ZEROS_KEPT:
+                del _ZEROS[next(iter(_ZEROS))]
+            _ZEROS[n] = z
+    return z
 
 
 def _ip_id(ip: str) -> int:

@@ -32,6 +32,7 @@ _REQUEST_TYPES = frozenset({2, 3, 4, 6, 13, 14})
 _ETH_IPV4 = b"\x08\x00"
 _ETH_IPV6 = b"\x86\xdd"
 _UET_PORT = UET_UDP_PORT.to_bytes(2, "big")
+_UET_PORT_INT = int(UET_UDP_PORT)
 
 
 class FlowSignals:
@@ -110,10 +111,14 @@ class EvLoad:
         def tap(now: int, data: bytes, direction: str) -> None:
             if direction != "tx":
                 return
-            et = data[12:14]
-            if et == _ETH_IPV4 and data[14] == 0x45 and data[23] == 17:
-                udp = 34
-            elif et == _ETH_IPV6 and data[20] == 17:
+            # IPv4 without options, UDP to the UET port: byte tests, no slices (per frame)
+            if data[12] == 8 and not data[13] and data[14] == 0x45 and data[23] == 17:
+                if len(data) <= 42 or data[36] << 8 | data[37] != _UET_PORT_INT:
+                    return
+                if data[42] >> 3 in _REQUEST_TYPES:
+                    counts[data[34] << 8 | data[35]] += len(data)
+                return
+            if data[12:14] == _ETH_IPV6 and data[20] == 17:
                 udp = 54
             else:
                 return

@@ -100,24 +100,14 @@ def _some(names: list[str], n: int = 6) -> str:
 
 class FlowAudit(DeliveryAudit):
     """The end point's duplicate audit, also counting per flow: first-copy bytes and
-    duplicates delivered, by (source IP, message ID) of the flow's WRITE."""
+    duplicates delivered, by (source IP, message ID) of the flow's WRITE (the audit's
+    ``flow_of`` accounting, switched on)."""
 
     def __init__(self, base: DeliveryAudit) -> None:
         self.__dict__.update(base.__dict__)
         self.flow_of: dict[tuple[str, int], int] = {}
         self.flow_bytes: Counter[int] = Counter()
         self.flow_dups: Counter[int] = Counter()
-
-    def see(self, src: str, ses: Any, nbytes: int, conn: int = 0) -> Any:
-        before = self.duplicates
-        out = super().see(src, ses, nbytes, conn)
-        fid = self.flow_of.get((src, getattr(ses, "message_id", -1)))
-        if fid is not None:
-            if self.duplicates != before:
-                self.flow_dups[fid] += 1
-            else:
-                self.flow_bytes[fid] += nbytes
-        return out
 
 
 class SinkSpace:

@@ -123,7 +123,7 @@ class PdcContext:
     __slots__ = ("cfg", "local_ip", "rng", "counters", "events", "emit", "tx_memory",
                  "rx_memory", "mgr", "ctrl", "ack_ring", "ring", "heap", "_heap_seq",
                  "_tokens", "_next_token", "log_hook", "credit_changed", "fep_cap",
-                 "secure_floor", "secure_learned")
+                 "secure_floor", "secure_learned", "report_acked")
 
     def __init__(self, cfg: PdsConfig, local_ip: str, mgr: PdcManager[Any, Any], rng: Any,
                  log: Callable[..., None] | None = None) -> None:
@@ -135,6 +135,9 @@ class PdcContext:
         self.events: deque[PdsEvent] = deque()
         #: queue an event for the SES / reports (``events.append``)
         self.emit: Callable[[PdsEvent], None] = self.events.append
+        #: emit a PacketAcked per released request packet (a driver that ignores them,
+        #: like the FEP, turns them off: one event object per packet less)
+        self.report_acked = True
         self.tx_memory = MemoryAccount("tx", cfg.max_tx_memory_bytes)
         self.rx_memory = MemoryAccount("rx", cfg.max_rx_memory_bytes)
         self.tx_memory.on_release = self._wake_all

@@ -127,12 +127,15 @@ class PdsEndpoint:
                  sender_cc: Callable[[DeliveryMode], SenderCongestion] | None = None,
                  receiver_cc: Callable[[int], ReceiverCongestion] | None = None,
                  credit_scheduler: Any = None,
-                 log: Callable[..., None] | None = None) -> None:
+                 log: Callable[..., None] | None = None,
+                 acked_events: bool = True) -> None:
         """``sender_cc(mode)`` builds the SenderCongestion of each initiator PDC (and of the
         RUDI and UUD senders); ``receiver_cc(pdc_id)`` the ReceiverCongestion of each target
         PDC, ``pdc_id`` being the key its credit grants name; ``credit_scheduler`` (RCCC:
         ``poll_grants(now)``, ``next_deadline()``) is polled after receiver calls and at
-        its deadline, one CREDIT CP per grant; ``log(now, kind, **fields)`` gets events."""
+        its deadline, one CREDIT CP per grant; ``log(now, kind, **fields)`` gets events;
+        ``acked_events=False``: no :class:`~uet.pds.events.PacketAcked` events (for a
+        driver that has no use for them)."""
         self.cfg = config
         self.local_ip = local_ip
         self.rng = rng
@@ -143,6 +146,7 @@ class PdsEndpoint:
         self.mgr: PdcManager[InitiatorPdc, TargetPdc] = PdcManager(config, rng)
         ctx = self.ctx = PdcContext(config, local_ip, self.mgr, rng, log)
         ctx.credit_changed = self._credit_changed
+        ctx.report_acked = acked_events
         self.log_hook = log
         # the context's queues, under the names callers and tests have used
         self.counters: Counter[str] = ctx.counters

@@ -197,7 +197,7 @@ class InitiatorPdc(PdcBase):
         if req is None:  # the CLOSE
             self.transition(InitiatorEvent.CLOSE_ACKED)
             self.ctx.closed(now, self, error=False, reason="closed")
-        else:
+        elif self.ctx.report_acked:
             self.ctx.emit(PacketAcked(req.msg_ref, pkt.psn))
 
     def _resend_control(self, now: int, pkt: SentPacket) -> None:

@@ -315,7 +315,8 @@ class LossRecovery:
             self.max_cack = cack
             while outstanding:
                 psn = next(iter(outstanding))
-                if psn_diff(psn, cack) > 0:
+                d = (psn - cack) & 0xFFFFFFFF
+                if d and d < 0x80000000:  # psn_diff(psn, cack) > 0, without a call
                     break
                 # serial "psn <= named" without a call: this loop runs per packet
                 self._release(now, outstanding[psn], newly,
@@ -475,7 +476,8 @@ class LossRecovery:
                 break
             if pkt.seq != seq or pkt.arrived or pkt.released or pkt.retx_queued:
                 continue
-            if psn_diff(pkt.psn, reach) > 0:
+            d = (pkt.psn - reach) & 0xFFFFFFFF
+            if d and d < 0x80000000:  # psn_diff(pkt.psn, reach) > 0, without a call
                 continue  # beyond what the SACK bitmap could name: no news either way
             due = pkt.send_time + wnd
             if due > now:

@@ -158,7 +158,8 @@ class RudiInitiator:
         if ses is None:
             ses = default_response(tx.req.ses)
         ctx.emit(ResponseReceived(tx.req.msg_ref, ses, frame.payload, tx.pkt_id))
-        ctx.emit(PacketAcked(tx.req.msg_ref, tx.pkt_id))
+        if ctx.report_acked:
+            ctx.emit(PacketAcked(tx.req.msg_ref, tx.pkt_id))
         self._finish(now, tx)
 
     def rx_nack(self, now: int, frame: Frame, nack: Any) -> None:

@@ -20,9 +20,13 @@ class TargetAddr:
     ri_generation: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class PacketRef:
-    """``msg_ref`` of one request packet: which operation, which attempt, which packet."""
+    """``msg_ref`` of one request packet: which operation, which attempt, which packet.
+
+    Hashable and compared by value as the frozen dataclass it was, but not frozen: a
+    frozen dataclass sets each field through ``object.__setattr__`` and took twice as
+    long to make (one per request packet). Treat it as immutable."""
 
     op_id: int
     attempt: int

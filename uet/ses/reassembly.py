@@ -38,6 +38,16 @@ class Intervals:
         if end <= start:
             return 0
         starts, ends = self._starts, self._ends
+        # ranges never touch (touching ones are merged), so ``ends`` rises strictly: a
+        # range at or after the last one (packets mostly arrive in order) needs no search
+        if ends and start >= ends[-1]:
+            if start == ends[-1]:
+                ends[-1] = end
+            else:
+                starts.append(start)
+                ends.append(end)
+            self.covered += end - start
+            return end - start
         i = bisect.bisect_left(ends, start)
         j = bisect.bisect_right(starts, end)
         if j == i + 1:  # touches one range (the usual case: the packet after the last one)
@@ -64,6 +74,9 @@ class Intervals:
         """Whether ``[start, end)`` is entirely covered (empty ranges never are)."""
         if end <= start:
             return False
+        ends = self._ends
+        if not ends or start >= ends[-1]:
+            return False  # at or beyond the end of the last range (the usual case)
         i = bisect.bisect_right(self._starts, start) - 1
         return i >= 0 and self._ends[i] >= end
 

@@ -173,7 +173,7 @@ class Target:
 
     # ------------------------------------------------------------------ packets
 
-    def handle(self, src: str, ses: Any, ext: Any, payload: bytes, *,
+    def handle(self, src: str, ses: Any, ext: Any, payload: bytes,
                mode: DeliveryMode = DeliveryMode.RUD, psn: int = 0,
                conn: int = 0, now: int = 0, refuse: int | None = None) -> TargetReply:
         """Process one delivered request packet; never raises on bad input.
@@ -675,7 +675,8 @@ class Target:
         """The checks every message-carrying request passes first: a late copy of a
         finished message is a duplicate; the resource must resolve; an initiator error
         (IE) ends the message. Returns (reassembly key, resource) or the reply to send."""
-        key = self._key(src, req)
+        mid = req.message_id  # self._key(src, req), inline: per packet
+        key = None if mid is None else (src, self._conn, req.initiator, req.job_id, mid)
         if key is not None and self.reassembly.finished(key):
             late = self.reassembly.late(key)
             if isinstance(late, int):  # the first late packet of an abandoned message

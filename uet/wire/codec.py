@@ -132,6 +132,7 @@ _mac_pack: dict[str, bytes] = {}
 _mac_text: dict[bytes, str] = {}
 _ip_pack: dict[str, bytes] = {}
 _ip_text: dict[bytes, str] = {}
+_ip4_wsum: dict[bytes, int] = {}  # packed IPv4 address -> its word sum mod 0xFFFF
 
 
 def _mac_to_bytes(mac: str) -> bytes:
@@ -497,8 +498,23 @@ _FAST_ACK_CC = _S(_L24 + "HhIHHBBhQ" + "HIH")  # + ACK_CC, cc_type 0 (NSCC): 74
 _FAST_ACK_CREDIT = _S(_L24 + "HhIHHBBhQ" + "IHH")  # + ACK_CC, cc_type 1 (credit): 74
 
 
+def _wsum4(b: bytes) -> int:
+    """Sum of the two 16-bit words of a packed IPv4 address modulo 0xFFFF (cached)."""
+    s = _ip4_wsum.get(b)
+    if s is None:
+        s = int.from_bytes(b, "big") % 0xFFFF
+        if len(_ip4_wsum) >= _CACHE_MAX:
+            _ip4_wsum.clear()
+        _ip4_wsum[b] = s
+    return s
+
+
 def _encode_fast(frame: Frame, pds: Any) -> bytes | None:
-    """:func:`encode_frame` of the two common frames, or None (the general path)."""
+    """:func:`encode_frame` of the two common frames, or None (the general path).
+
+    The IPv4 header checksum is computed from the field values (the word sums of the two
+    addresses are cached) and packed with the rest in the one ``pack_into`` call: the same
+    value :func:`_ipv4_header_checksum` gives over the packed header."""
     try:
         src = _ip_pack.get(frame.src_ip)
         dst = _ip_pack.get(frame.dst_ip)
@@ -510,6 +526,12 @@ def _encode_fast(frame: Frame, pds: Any) -> bytes | None:
             return None
         payload = frame.payload
         tos = (frame.dscp & 0x3F) << 2 | (frame.ecn & 3)
+        ipid = frame.ip_id
+        ttl = frame.ttl
+        # word sum of the IPv4 header without its checksum: 0x4500 (version, IHL) + 0x4000
+        # (DF) + protocol 17, the variable fields, the two addresses
+        m = 0x8511 + tos + ipid + (ttl << 8) + (_ip4_wsum.get(src) or _wsum4(src)) \
+            + (_ip4_wsum.get(dst) or _wsum4(dst))
         if type(pds) is PdsRequest:
             h = frame.ses
             if type(h) is not SesStandard or frame.ext is not None:
@@ -522,31 +544,36 @@ def _encode_fast(frame: Frame, pds: Any) -> bytes | None:
             sflags = h.flags & 0x3F
             tail = (h.header_data if sflags & 0x01 else
                     (h.payload_length & 0x3FFF) << 32 | (h.message_offset & 0xFFFFFFFF))
-            ses = (h.opcode & 0x3F, (h.version & 3) << 6 | sflags, h.message_id,
-                   (h.ri_generation & 0xFF) << 24 | (h.job_id & 0xFFFFFF),
-                   h.pid_on_fep & 0xFFF, h.resource_index & 0xFFF, h.buffer_offset,
-                   h.initiator, h.memory_key, tail, h.request_length)
             if t == 13 or t == 14:
-                n = 102
                 l4_len = 68 + len(payload)
                 if l4_len > 0xFFEB:
                     return None
-                buf = bytearray(n)
+                m = (m + l4_len + 20) % 0xFFFF
+                buf = bytearray(102)
                 _FAST_REQ_CC.pack_into(
-                    buf, 0, dmac, smac, b"\x08\x00", 0x45, tos, 20 + l4_len, frame.ip_id,
-                    _IPV4_DF, frame.ttl, IPPROTO_UDP, 0, src, dst, frame.ev, frame.udp_dport,
-                    l4_len, 0, word, pds.clear_psn_offset, pds.psn, pds.spdcid, last,
-                    (pds.ccc_id & 0xFF) << 24 | (pds.credit_target & 0xFFFFFF), *ses)
+                    buf, 0, dmac, smac, b"\x08\x00", 0x45, tos, 20 + l4_len, ipid,
+                    _IPV4_DF, ttl, IPPROTO_UDP, 0xFFFF - m if m else 0, src, dst, frame.ev,
+                    frame.udp_dport, l4_len, 0, word, pds.clear_psn_offset, pds.psn,
+                    pds.spdcid, last, (pds.ccc_id & 0xFF) << 24 | (pds.credit_target & 0xFFFFFF),
+                    h.opcode & 0x3F, (h.version & 3) << 6 | sflags, h.message_id,
+                    (h.ri_generation & 0xFF) << 24 | (h.job_id & 0xFFFFFF),
+                    h.pid_on_fep & 0xFFF, h.resource_index & 0xFFF, h.buffer_offset,
+                    h.initiator, h.memory_key, tail, h.request_length)
             else:
-                n = 98
                 l4_len = 64 + len(payload)
                 if l4_len > 0xFFEB:
                     return None
-                buf = bytearray(n)
+                m = (m + l4_len + 20) % 0xFFFF
+                buf = bytearray(98)
                 _FAST_REQ.pack_into(
-                    buf, 0, dmac, smac, b"\x08\x00", 0x45, tos, 20 + l4_len, frame.ip_id,
-                    _IPV4_DF, frame.ttl, IPPROTO_UDP, 0, src, dst, frame.ev, frame.udp_dport,
-                    l4_len, 0, word, pds.clear_psn_offset, pds.psn, pds.spdcid, last, *ses)
+                    buf, 0, dmac, smac, b"\x08\x00", 0x45, tos, 20 + l4_len, ipid,
+                    _IPV4_DF, ttl, IPPROTO_UDP, 0xFFFF - m if m else 0, src, dst, frame.ev,
+                    frame.udp_dport, l4_len, 0, word, pds.clear_psn_offset, pds.psn,
+                    pds.spdcid, last,
+                    h.opcode & 0x3F, (h.version & 3) << 6 | sflags, h.message_id,
+                    (h.ri_generation & 0xFF) << 24 | (h.job_id & 0xFFFFFF),
+                    h.pid_on_fep & 0xFFF, h.resource_index & 0xFFF, h.buffer_offset,
+                    h.initiator, h.memory_key, tail, h.request_length)
         else:  # PdsAckCc
             if frame.ses is not None or frame.ext is not None or pds.type != 8:
                 return None
@@ -557,24 +584,28 @@ def _encode_fast(frame: Frame, pds: Any) -> bytes | None:
             l4_len = 40 + len(payload)
             if l4_len > 0xFFEB:
                 return None
+            m = (m + l4_len + 20) % 0xFFFF
             buf = bytearray(74)
-            n = 74
-            head = (dmac, smac, b"\x08\x00", 0x45, tos, 20 + l4_len, frame.ip_id, _IPV4_DF,
-                    frame.ttl, IPPROTO_UDP, 0, src, dst, frame.ev, frame.udp_dport, l4_len, 0,
-                    0x4000 | (pds.next_hdr & 0xF) << 7 | flags, pds.ack_psn_offset,
-                    pds.cack_psn, pds.spdcid, pds.dpdcid, (cc & 0xF) << 4 | (pds.cc_flags & 0xF),
-                    pds.mpr, pds.sack_psn_offset, pds.sack_bitmap)
             if cc == 0:
                 _FAST_ACK_CC.pack_into(
-                    buf, 0, *head, pds.service_time,
+                    buf, 0, dmac, smac, b"\x08\x00", 0x45, tos, 20 + l4_len, ipid, _IPV4_DF,
+                    ttl, IPPROTO_UDP, 0xFFFF - m if m else 0, src, dst, frame.ev,
+                    frame.udp_dport, l4_len, 0, 0x4000 | (pds.next_hdr & 0xF) << 7 | flags,
+                    pds.ack_psn_offset, pds.cack_psn, pds.spdcid, pds.dpdcid,
+                    (pds.cc_flags & 0xF), pds.mpr, pds.sack_psn_offset, pds.sack_bitmap,
+                    pds.service_time,
                     (0x80000000 if pds.restore_cwnd else 0) | (pds.rcv_cwnd_pend & 0x7F) << 24
                     | (pds.rcvd_bytes & 0xFFFFFF), pds.ooo_count)
             else:
-                _FAST_ACK_CREDIT.pack_into(buf, 0, *head, (pds.credit & 0xFFFFFF) << 8, 0,
-                                           pds.ooo_count)
-    except struct.error:
+                _FAST_ACK_CREDIT.pack_into(
+                    buf, 0, dmac, smac, b"\x08\x00", 0x45, tos, 20 + l4_len, ipid, _IPV4_DF,
+                    ttl, IPPROTO_UDP, 0xFFFF - m if m else 0, src, dst, frame.ev,
+                    frame.udp_dport, l4_len, 0, 0x4000 | (pds.next_hdr & 0xF) << 7 | flags,
+                    pds.ack_psn_offset, pds.cack_psn, pds.spdcid, pds.dpdcid,
+                    0x10 | (pds.cc_flags & 0xF), pds.mpr, pds.sack_psn_offset,
+                    pds.sack_bitmap, (pds.credit & 0xFFFFFF) << 8, 0, pds.ooo_count)
+    except (struct.error, TypeError):
         return None  # the general path raises the error it always raised
-    _H.pack_into(buf, 24, _ipv4_header_checksum(buf[14:34]))
     if payload:
         return b"".join((buf, payload))
     return bytes(buf)
@@ -1072,78 +1103,96 @@ def _decode_l3_fast(data: Any, udp_port: int | None) -> tuple | None:
 def _decode_fast(data: Any, udp_port: int | None) -> Frame | None:
     """:func:`decode_frame` of the two common frames (see ``_FAST_REQ``) without a
     trailer, or None: anything else, or anything the general path would refuse, goes there
-    (and is decoded, or reported, exactly as before)."""
+    (and is decoded, or reported, exactly as before). Each form is unpacked in one call
+    straight into its fields; the IPv4 header checksum is verified from them (the word
+    sum of the header modulo 0xFFFF, as :func:`_decode_l3` computes it over the bytes)."""
     n = len(data)
     if n < 74:
         return None
     word = data[42] << 8 | data[43]
     t = word >> 11
     nh = word >> 7 & 0xF
-    if nh == 3 and (t == 2 or t == 3):
-        st, hl = _FAST_REQ, 98
-    elif nh == 3 and (t == 13 or t == 14):
-        st, hl = _FAST_REQ_CC, 102
-    elif t == 8 and not nh and not word & 0x08:
-        cc = data[54] >> 4
-        if cc == 0:
-            st, hl = _FAST_ACK_CC, 74
-        elif cc == 1:
-            st, hl = _FAST_ACK_CREDIT, 74
-        else:
-            return None
-    else:
-        return None
-    if n < hl:
-        return None
-    v = st.unpack_from(data, 0)
-    (dmac, smac, et, vihl, tos, tot, ipid, frag, ttl, proto, _c, src, dst, sport, dport,
-     ulen, ucsum) = v[:17]
-    end = 14 + tot
-    if (et != b"\x08\x00" or vihl != 0x45 or proto != IPPROTO_UDP or ucsum
-            or ulen != tot - 20 or end < hl or end > n or frag & 0x3FFF
-            or (udp_port is not None and dport != udp_port)
-            or int.from_bytes(data[14:34], "big") % 0xFFFF):
-        return None
     flags = word & 0x7F
-    if hl == 74:
-        (_w, aoff, cack, spdcid, dpdcid, ccb, mpr, soff, bitmap, a, b, ooo) = v[17:]
-        if cc == 0:
-            pds: Any = PdsAckCc(8, 0, flags, aoff, cack, spdcid, dpdcid, 0, ccb & 0xF, mpr,
-                                soff, bitmap, a, b >= 0x80000000, b >> 24 & 0x7F,
-                                b & 0xFFFFFF, 0, ooo, b"", b"")
-        else:
-            pds = PdsAckCc(8, 0, flags, aoff, cack, spdcid, dpdcid, 1, ccb & 0xF, mpr, soff,
-                           bitmap, 0, False, 0, 0, a >> 8, ooo, b"", b"")
-        ses = None
-    else:
-        if hl == 98:
-            (_w, cpo, psn, spdcid, last, b0, b1, msg_id, gj, pid, ri, boff, init, mkey, tail,
-             rlen) = v[17:]
+    if nh == 3 and t in _REQ_TYPES:
+        if t <= 3:
+            if n < 98:
+                return None
+            hl = 98
+            (dmac, smac, et, vihl, tos, tot, ipid, frag, ttl, proto, ck, src, dst, sport,
+             dport, ulen, ucsum, _w, cpo, psn, spdcid, last, b0, b1, msg_id, gj, pid, ri,
+             boff, init, mkey, tail, rlen) = _FAST_REQ.unpack_from(data, 0)
             ccc = credit = 0
         else:
-            (_w, cpo, psn, spdcid, last, ccw, b0, b1, msg_id, gj, pid, ri, boff, init, mkey,
-             tail, rlen) = v[17:]
+            if n < 102:
+                return None
+            hl = 102
+            (dmac, smac, et, vihl, tos, tot, ipid, frag, ttl, proto, ck, src, dst, sport,
+             dport, ulen, ucsum, _w, cpo, psn, spdcid, last, ccw, b0, b1, msg_id, gj, pid,
+             ri, boff, init, mkey, tail, rlen) = _FAST_REQ_CC.unpack_from(data, 0)
             ccc, credit = ccw >> 24, ccw & 0xFFFFFF
+        end = 14 + tot
+        if (et != b"\x08\x00" or vihl != 0x45 or proto != IPPROTO_UDP or ucsum
+                or ulen != tot - 20 or end < hl or end > n or frag & 0x3FFF
+                or (udp_port is not None and dport != udp_port)
+                or (0x4511 + tos + tot + ipid + frag + (ttl << 8) + ck
+                    + (_ip4_wsum.get(src) or _wsum4(src))
+                    + (_ip4_wsum.get(dst) or _wsum4(dst))) % 0xFFFF):
+            return None
         op = b0 & 0x3F
         if op in _ATOMIC_OPS or op in _RNDV_OPS:
             return None  # an extension header follows: the general path
         if flags & 0x04:
-            pds = PdsRequest(t, 3, flags, cpo, psn, spdcid, 0, last >= 0x8000, last & 0xFFF,
-                             ccc, credit)
+            pds: Any = PdsRequest(t, 3, flags, cpo, psn, spdcid, 0, last >= 0x8000,
+                                  last & 0xFFF, ccc, credit)
         else:
             pds = PdsRequest(t, 3, flags, cpo, psn, spdcid, last, False, 0, ccc, credit)
         if b1 & 0x01:
-            ses = SesStandard(op, b1 >> 6, b1 & 0x3F, msg_id, gj >> 24, gj & 0xFFFFFF,
-                              pid & 0xFFF, ri & 0xFFF, boff, init, mkey, tail, 0, 0, rlen)
+            ses: Any = SesStandard(op, b1 >> 6, b1 & 0x3F, msg_id, gj >> 24, gj & 0xFFFFFF,
+                                   pid & 0xFFF, ri & 0xFFF, boff, init, mkey, tail, 0, 0, rlen)
         else:
             ses = SesStandard(op, b1 >> 6, b1 & 0x3F, msg_id, gj >> 24, gj & 0xFFFFFF,
                               pid & 0xFFF, ri & 0xFFF, boff, init, mkey, 0,
                               tail >> 32 & 0x3FFF, tail & 0xFFFFFFFF, rlen)
-    return Frame(pds, ses, None, bytes(data[hl:end]), _mac_text.get(smac)
-                 or _mac_to_text(smac), _mac_text.get(dmac) or _mac_to_text(dmac),
+        payload = bytes(data[hl:end])
+    elif t == 8 and not nh and not word & 0x08:
+        cc = data[54] >> 4
+        if cc == 0:
+            (dmac, smac, et, vihl, tos, tot, ipid, frag, ttl, proto, ck, src, dst, sport,
+             dport, ulen, ucsum, _w, aoff, cack, spdcid, dpdcid, ccb, mpr, soff, bitmap, a,
+             b, ooo) = _FAST_ACK_CC.unpack_from(data, 0)
+        elif cc == 1:
+            (dmac, smac, et, vihl, tos, tot, ipid, frag, ttl, proto, ck, src, dst, sport,
+             dport, ulen, ucsum, _w, aoff, cack, spdcid, dpdcid, ccb, mpr, soff, bitmap, a,
+             b, ooo) = _FAST_ACK_CREDIT.unpack_from(data, 0)
+        else:
+            return None
+        end = 14 + tot
+        if (et != b"\x08\x00" or vihl != 0x45 or proto != IPPROTO_UDP or ucsum
+                or ulen != tot - 20 or end < 74 or end > n or frag & 0x3FFF
+                or (udp_port is not None and dport != udp_port)
+                or (0x4511 + tos + tot + ipid + frag + (ttl << 8) + ck
+                    + (_ip4_wsum.get(src) or _wsum4(src))
+                    + (_ip4_wsum.get(dst) or _wsum4(dst))) % 0xFFFF):
+            return None
+        if cc == 0:
+            pds = PdsAckCc(8, 0, flags, aoff, cack, spdcid, dpdcid, 0, ccb & 0xF, mpr,
+                           soff, bitmap, a, b >= 0x80000000, b >> 24 & 0x7F,
+                           b & 0xFFFFFF, 0, ooo, b"", b"")
+        else:
+            pds = PdsAckCc(8, 0, flags, aoff, cack, spdcid, dpdcid, 1, ccb & 0xF, mpr, soff,
+                           bitmap, 0, False, 0, 0, a >> 8, ooo, b"", b"")
+        ses = None
+        payload = bytes(data[74:end])
+    else:
+        return None
+    return Frame(pds, ses, None, payload, _mac_text.get(smac) or _mac_to_text(smac),
+                 _mac_text.get(dmac) or _mac_to_text(dmac),
                  _ip_text.get(src) or _ip_to_text(src), _ip_text.get(dst) or _ip_to_text(dst),
                  sport, tos >> 2, tos & 3, ttl, ipid, dport, False, "udp",
                  UET_DEFAULT_IP_PROTO, None, b"")
+
+
+_REQ_TYPES = frozenset({2, 3, 13, 14})
 
 
 def decode_frame(data: bytes | bytearray | memoryview, trailer_len: int = 0, *,
