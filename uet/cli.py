@@ -12,12 +12,18 @@ What every command gets from :func:`main`, so that no command has to remember it
   setup: the ``*Error`` classes defined in ``uet.*``) is printed as one line, ``uet CMD:
   message``, with exit status 2; ``UET_TRACEBACK=1`` shows the traceback instead. Python's
   own exceptions (a bug) keep their traceback;
-* Ctrl-C ends the command with exit status 130 and no traceback.
+* Ctrl-C ends the command with exit status 130 and no traceback;
+* called as the process's command (``argv`` None: the ``uet`` script, ``python -m uet``),
+  the objects left when the command ends are frozen out of the garbage collector
+  (``gc.freeze``): the process exits next, and the interpreter's last full collection
+  would traverse (and free, object by object) a run's whole fabric first, 0.3-0.4 s after
+  a 128-host run. Files are closed by their owners, never left to that collection.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import sys
@@ -37,7 +43,9 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``uet`` parser. ``command``: only that subcommand's module is imported and
+    adds its options (the others keep their help line); None: every subcommand's."""
     parser = argparse.ArgumentParser(prog="uet", description="Ultra Ethernet Transport emulator")
     from uet import __version__
 
@@ -46,10 +54,21 @@ def build_parser() -> argparse.ArgumentParser:
     for name, (module, help_text) in SUBCOMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         p.set_defaults(_module=module)
+        if command is not None and name != command:
+            continue
         mod = _load(module)
         if mod is not None:
             mod.add_arguments(p)
     return parser
+
+
+def command_of(argv: list[str]) -> str | None:
+    """The subcommand ``argv`` names: its first argument that is not an option (``uet``'s
+    own options take no value); None when there is none or it is no subcommand."""
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg if arg in SUBCOMMANDS else None
+    return None
 
 
 def _load(module: str):
@@ -92,7 +111,7 @@ def _silence_stdout() -> None:
 def main(argv: list[str] | None = None) -> int:
     command = "uet"
     try:
-        parser = build_parser()
+        parser = build_parser(command_of(sys.argv[1:] if argv is None else argv))
         args = parser.parse_args(argv)
         if not getattr(args, "_module", None):
             parser.print_help()
@@ -117,6 +136,9 @@ def main(argv: list[str] | None = None) -> int:
         text = " ".join(str(exc).split()) or type(exc).__name__
         print(f"{command}: {text}", file=sys.stderr)
         return 2
+    finally:
+        if argv is None:  # the process's own command line: it exits next
+            gc.freeze()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -16,14 +16,16 @@ import json
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
 
 from uet.experiments.config import ConfigError, load_config
-from uet.experiments.executor import RunFn
 from uet.fabric.eventlog import LOG_LEVELS
+
+if TYPE_CHECKING:  # the executors (multiprocessing, sockets) load for sweeps only
+    from uet.experiments.executor import RunFn
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -118,7 +120,6 @@ def _fail(message: str) -> int:
 def run(args: argparse.Namespace, run_experiment: RunFn | None = None,
         console: Console | None = None) -> int:
     """Carry out ``uet run`` (see the module docstring for the exit status)."""
-    from uet.experiments.executor import ExecutorError
     from uet.experiments.export import ExportError, check_available, parse_formats
 
     console = console or Console()
@@ -133,8 +134,13 @@ def run(args: argparse.Namespace, run_experiment: RunFn | None = None,
         formats = parse_formats(args.export) if args.export is not None else []
         if formats:
             check_available(formats)
-        if args.sweeps:
-            return _run_sweep(args, sets, formats, run_experiment, console)
+        if args.sweeps:  # the executors load for sweeps only
+            from uet.experiments.executor import ExecutorError
+
+            try:
+                return _run_sweep(args, sets, formats, run_experiment, console)
+            except ExecutorError as exc:
+                return _fail(str(exc))
         for flag, given in (("--resume", args.resume),
                             ("--executor", args.executor != "local"),
                             ("--metric", bool(args.metrics))):
@@ -152,7 +158,7 @@ def run(args: argparse.Namespace, run_experiment: RunFn | None = None,
             p = save_cm(build_workload(config), args.write_cm)
             console.print(f"wrote {escape(str(p))}")
             return 0
-    except (ConfigError, ExecutorError, ExportError) as exc:
+    except (ConfigError, ExportError) as exc:
         return _fail(str(exc))
     fn = run_experiment or _runner()
     if fn is None:

@@ -8,6 +8,8 @@ series (:mod:`uet.experiments.timeseries`). Axes carry units: µs, Gb/s, KiB.
 
 from __future__ import annotations
 
+import math
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.collections import PolyCollection  # noqa: E402
 
 from uet.experiments.schema import PLOT_KINDS  # noqa: E402
 from uet.experiments.timeseries import (  # noqa: E402
@@ -38,11 +41,53 @@ def _cdf(values: Sequence[float]) -> tuple[list[float], list[float]]:
     return xs, [(i + 1) / n for i in range(n)]
 
 
-def _save(fig: Any, path: Path) -> Path:
-    fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
+#: rcParams of drawing: FreeType's hinting of every glyph of every text (laid out twice a
+#: text: measured, then drawn) was a fifth of a figure's draw; at DPI, unhinted glyphs
+#: look the same
+DRAW_RC = {"text.hinting": "no_hinting"}
+
+
+def _save(fig: Any, path: Path, *, tight: bool = True) -> Path:
+    """Write ``fig`` as a PNG and close it; ``tight``: lay it out with tight_layout first
+    (else it was placed with :func:`_place`)."""
+    with matplotlib.rc_context(DRAW_RC):
+        if tight:
+            fig.tight_layout()
+            # tight_layout leaves a placeholder layout engine, for which savefig draws the
+            # whole figure once more before drawing it for real; the layout is done: drop it
+            fig.set_layout_engine(None)
+        # zlib level 1: a few % larger files, encoded in half the time of the default 6
+        fig.savefig(path, dpi=DPI, pil_kwargs={"compress_level": 1})
     plt.close(fig)
     return path
+
+
+#: a 10 pt tick label's character (DejaVu Sans digits: 0.64 em), in inches
+TICK_CHAR_IN = 0.64 * 10 / 72
+#: the right margin, in inches: room for half of a last tick label at the axis' end
+RIGHT_IN = 0.3
+
+
+def _place(fig: Any, *, left: float, bottom: float, top: float, right: float = RIGHT_IN,
+           gap: float = 0.0) -> None:
+    """Margins of the figure's grid of axes, and ``gap`` between its axes, in inches.
+
+    What tight_layout finds for these figures (their texts are the same but for the
+    numbers and names, which the callers measure), set without its pass over every text,
+    which cost about a third of drawing the figure."""
+    w, h = fig.get_size_inches()
+    rows, cols = fig.axes[0].get_subplotspec().get_gridspec().get_geometry()
+    span_w, span_h = w - left - right, h - bottom - top
+    # subplots_adjust takes the gaps as fractions of the mean axes width / height
+    fig.subplots_adjust(left=left / w, right=1 - right / w, bottom=bottom / h,
+                        top=1 - top / h,
+                        wspace=cols * gap / (span_w - (cols - 1) * gap) if cols > 1 else None,
+                        hspace=rows * gap / (span_h - (rows - 1) * gap) if rows > 1 else None)
+
+
+def _ytick_chars(ax: Any) -> int:
+    """The length of the axes' longest y tick label (the ticks of its limits now)."""
+    return max((len(t.get_text()) for t in ax.get_yticklabels()), default=0)
 
 
 def plot_fct_cdf(rows: Sequence[Mapping[str, Any]], path: str | Path,
@@ -74,7 +119,19 @@ def plot_fct_cdf(rows: Sequence[Mapping[str, Any]], path: str | Path,
     ax2.grid(alpha=0.3)
     fig.suptitle(f"{title}: flow completion times ({len(done)} of {len(rows)} flows done)"
                  if title else f"Flow completion times ({len(done)} of {len(rows)} done)")
-    return _save(fig, Path(path))
+    _place(fig, left=0.67, bottom=0.59, top=0.47, gap=0.78)  # y: 0.0 to 1.0 on both
+    return _save(fig, Path(path), tight=False)
+
+
+def _bars(ax: Any, xs: Sequence[float], heights: Sequence[float], colors: Sequence[str],
+          width: float = 0.8) -> None:
+    """Bars from 0 as one collection: what ``ax.bar`` draws, without a patch (and its
+    limit update and draw call) per bar."""
+    half = width / 2
+    verts = [((x - half, 0), (x - half, h), (x + half, h), (x + half, 0))
+             for x, h in zip(xs, heights, strict=True)]
+    ax.add_collection(PolyCollection(verts, facecolors=colors, edgecolors="none"))
+    ax.autoscale_view()
 
 
 def _share(name: str, means: Mapping[str, float], rates: Mapping[str, float]) -> float:
@@ -117,7 +174,7 @@ def plot_link_utilisation(series: Mapping[str, Any], path: str | Path, *, top: i
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(11, 8),
                                    gridspec_kw={"height_ratios": [1.1, 1]})
     colors = ["tab:red" if n in degraded else "tab:blue" for n in shown]
-    ax1.bar(range(len(shown)), [100 * share[n] for n in shown], color=colors)
+    _bars(ax1, range(len(shown)), [100 * share[n] for n in shown], colors)
     ax1.set_xticks(range(len(shown)))
     ax1.set_xticklabels(shown, rotation=70, ha="right", fontsize=7)
     for i, n in enumerate(shown):
@@ -153,7 +210,24 @@ def plot_link_utilisation(series: Mapping[str, Any], path: str | Path, *, top: i
     ax2.legend(fontsize=7, loc="upper right", ncol=3)
     ax2.set_title(f"{len(picked)} busiest link directions over time")
     fig.suptitle(f"{title}: link utilisation" if title else "Link utilisation")
-    return _save(fig, Path(path))
+    # between the axes: the names, 70° down from the bars, then the lower title
+    _place(fig, left=0.72, bottom=0.59, top=0.67, gap=0.46 + _rotated_height(shown))
+    return _save(fig, Path(path), tight=False)
+
+
+def _rotated_height(names: Sequence[str], size: float = 7, angle: float = 70) -> float:
+    """The height in inches of the tallest of ``names`` set at ``size`` pt and turned by
+    ``angle`` degrees (the longest names measured)."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import text_to_path
+
+    prop = FontProperties(size=size)
+    sin, cos = math.sin(math.radians(angle)), math.cos(math.radians(angle))
+    tallest = 0.0
+    for name in sorted(names, key=len)[-5:]:
+        w, h, _ = text_to_path.get_text_width_height_descent(name, prop, ismath=False)
+        tallest = max(tallest, (w * sin + h * cos) / 72)
+    return tallest
 
 
 def _tier(name: str) -> str:
@@ -210,7 +284,7 @@ def plot_paths(series: Mapping[str, Any], path: str | Path, *, title: str = "") 
                     ax.text(x, heights[-1] + 2, _rate_text(rates[n]), ha="center",
                             fontsize=6, color="tab:red", rotation=90)
                 x += 1
-            ax.bar(xs, heights, color=colors, width=0.8)
+            _bars(ax, xs, heights, colors)
             ticks.append(x - len(names) / 2 - 0.5)
             labels.append(f"{g}\n({len(names)} links)")
             ax.axvline(x - 0.5, color="tab:gray", linewidth=0.6)
@@ -248,7 +322,10 @@ def plot_paths(series: Mapping[str, Any], path: str | Path, *, title: str = "") 
                      f"dark: EVs used less; busiest EV {max(spread):.1f}x the mean)",
                      fontsize=10)
     fig.suptitle(f"{title}: load over paths and EVs" if title else "Load over paths and EVs")
-    return _save(fig, Path(path))
+    if rows == 1:  # rare (no switch-to-switch links, or no EV counts): laid out to fit
+        return _save(fig, Path(path))
+    _place(fig, left=0.92, bottom=0.59, top=0.67, right=0.15, gap=0.72)
+    return _save(fig, Path(path), tight=False)
 
 
 def plot_queues(series: Mapping[str, Any], path: str | Path, *, top: int = 4,
@@ -279,7 +356,8 @@ def plot_queues(series: Mapping[str, Any], path: str | Path, *, top: int = 4,
     ax.legend(fontsize=8, loc="upper right")
     ax.set_title(f"{title}: queues of the {len(busiest)} busiest ports" if title
                  else f"Queues of the {len(busiest)} busiest ports")
-    return _save(fig, Path(path))
+    _place(fig, left=0.45 + TICK_CHAR_IN * _ytick_chars(ax), bottom=0.59, top=0.37)
+    return _save(fig, Path(path), tight=False)
 
 
 #: how each flow event is marked on its window line (marker, colour, legend text)
@@ -297,14 +375,10 @@ def _movement(pts: Sequence[Sequence[float]]) -> float:
     return float(sum(abs(b[1] - a[1]) for a, b in zip(pts, pts[1:], strict=False)))
 
 
-def _value_at(pts: Sequence[Sequence[float]], t: float) -> float:
-    """The step series' value at ``t`` (the last point at or before it)."""
-    v = pts[0][1]
-    for pt, pv in pts:
-        if pt > t:
-            break
-        v = pv
-    return v
+def _value_at(pts: Sequence[Sequence[float]], times: Sequence[float], t: float) -> float:
+    """The step series' value at ``t`` (the last point at or before it; the first point's
+    before it); ``times``: the points' times."""
+    return pts[max(bisect_right(times, t) - 1, 0)][1]
 
 
 def cwnd_flows(series: Mapping[str, Any], flows: int, prefer: Sequence[str] = ()
@@ -354,13 +428,20 @@ def plot_cwnd(series: Mapping[str, Any], path: str | Path, *, flows: int = 4,
     kinds_seen: dict[str, None] = {}
     for name in names:
         pts = cw[name]
-        (line,) = ax.step([t / PS_PER_US for t, _ in pts], [v / KIB for _, v in pts],
+        times = [t for t, _ in pts]
+        (line,) = ax.step([t / PS_PER_US for t in times], [v / KIB for _, v in pts],
                           where="post", label=name, linewidth=1.2)
+        # one line of markers per kind of event (not one per event)
+        marks: dict[str, tuple[list[float], list[float]]] = {}
         for t, kind in events.get(name, ()):
-            marker, color, _ = EVENT_STYLE.get(kind, ("|", "tab:gray", kind))
-            ax.plot(t / PS_PER_US, _value_at(pts, t) / KIB, marker=marker, color=color,
-                    markeredgecolor=line.get_color(), markersize=6, linestyle="none")
+            xs, ys = marks.setdefault(kind, ([], []))
+            xs.append(t / PS_PER_US)
+            ys.append(_value_at(pts, times, t) / KIB)
             kinds_seen.setdefault(kind)
+        for kind, (xs, ys) in marks.items():
+            marker, color, _ = EVENT_STYLE.get(kind, ("|", "tab:gray", kind))
+            ax.plot(xs, ys, marker=marker, color=color, markeredgecolor=line.get_color(),
+                    markersize=6, linestyle="none")
     for kind in kinds_seen:
         marker, color, text = EVENT_STYLE.get(kind, ("|", "tab:gray", kind))
         ax.plot([], [], marker=marker, color=color, linestyle="none", label=text)
@@ -384,7 +465,9 @@ def plot_cwnd(series: Mapping[str, Any], path: str | Path, *, flows: int = 4,
     ax.set_title(f"{title}: {what}" if title else what[0].upper() + what[1:], fontsize=10)
     _plot_signals(ax2, series.get("fabric_signals") or {})
     ax2.set_xlabel("virtual time (µs)")
-    return _save(fig, Path(path))
+    chars = max(_ytick_chars(ax), _ytick_chars(ax2))
+    _place(fig, left=0.45 + TICK_CHAR_IN * chars, bottom=0.59, top=0.35, gap=0.43)
+    return _save(fig, Path(path), tight=False)
 
 
 def _plot_signals(ax: Any, signals: Mapping[str, Sequence[Sequence[float]]]) -> None:
