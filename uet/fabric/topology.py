@@ -25,6 +25,7 @@ import ipaddress
 from typing import Any
 
 from uet.fabric.clock import NS, US
+from uet.fabric.gcpause import paused_collector
 from uet.fabric.network import Network
 from uet.fabric.pfc import PfcConfig
 from uet.fabric.switch import Switch, SwitchPort
@@ -138,8 +139,9 @@ def build(net: Network, params: dict[str, Any]) -> Network:
     """Fill ``net`` with the topology described by ``params``."""
     p = normalise(params)
     b = _Builder(net, p)
-    globals()["_build_" + p["kind"]](b)
-    b.finish()
+    with paused_collector():  # nothing built is garbage: no collection traversing it
+        globals()["_build_" + p["kind"]](b)
+        b.finish()
     return net
 
 
