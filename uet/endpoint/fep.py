@@ -13,6 +13,7 @@ Application-facing operations take ``now`` first and return the SES
 
 from __future__ import annotations
 
+import copy
 import heapq
 import random
 from collections import Counter, deque
@@ -330,14 +331,30 @@ class FabricEndpoint:
             pds_config_from_profile(prof, pds_over)
             cms_config_from_profile(prof, cms_over)
 
+        # the configurations made so far, by profile and what the host adds: every host
+        # gets its own copy of one (hosts of a fabric mostly share profile, QoS and rate)
+        pds_made: dict[tuple[int, tuple[int, ...]], PdsConfig] = {}
+        cms_made: dict[tuple[int, int], CmsConfig] = {}
+
         def make(ctx: Any) -> FabricEndpoint:
             profile = per_host.get(ctx.index, default)
             qos = ctx.qos
             fixed = {"dscp_data": qos.dscp_data, "dscp_control": qos.dscp_control,
                      "dscp_trimmed": qos.dscp_trimmed,
                      "dscp_trimmed_lasthop": qos.dscp_trimmed_lasthop}
-            pds_cfg = pds_config_from_profile(profile, pds_over, **fixed)
-            cms_cfg = cms_config_from_profile(profile, cms_over, link_rate_bps=ctx.rate_bps)
+            pkey = (id(profile), tuple(fixed.values()))
+            made = pds_made.get(pkey)
+            if made is None:
+                made = pds_made[pkey] = pds_config_from_profile(profile, pds_over, **fixed)
+            pds_cfg = copy.copy(made)
+            ckey = (id(profile), ctx.rate_bps)
+            cmade = cms_made.get(ckey)
+            if cmade is None:
+                cmade = cms_made[ckey] = cms_config_from_profile(
+                    profile, cms_over, link_rate_bps=ctx.rate_bps)
+            cms_cfg = copy.copy(cmade)
+            if "extra" not in cms_over:  # a dict of its own, as a new CmsConfig has
+                cms_cfg.extra = {}
             books = book(book_cache, ctx.peers,
                          lambda i: per_host.get(i, default).fep_cap)
             kw = dict(kwargs)

@@ -6,7 +6,8 @@ counting frees. With the default thresholds Python's cyclic collector keeps trav
 long-lived graph, which costs ~10% of a 128-host run and grows with the fabric.
 :func:`quiet_collector` moves everything alive at its start out of the collector's reach
 (``gc.freeze``) and collects young objects less often; both are undone at its end, so a
-process running many experiments (sweeps) still frees each one.
+process running many experiments (sweeps) still frees each one. While a fabric is built
+the collector is off (:func:`uet.fabric.gcpause.paused_collector`, re-exported here).
 """
 
 from __future__ import annotations
@@ -14,6 +15,10 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from uet.fabric.gcpause import paused_collector
+
+__all__ = ["YOUNG_THRESHOLD", "paused_collector", "quiet_collector"]
 
 #: allocations between young-generation collections while a run is on (Python: 700)
 YOUNG_THRESHOLD = 20_000
@@ -32,3 +37,4 @@ def quiet_collector() -> Iterator[None]:
     finally:
         gc.set_threshold(*old)
         gc.unfreeze()
+

@@ -33,7 +33,7 @@ from typing import Any
 
 from uet.endpoint.fep import SINK_INDEX, SINK_KEY, DeliveryAudit, FabricEndpoint
 from uet.experiments.collectives import ByteState
-from uet.experiments.collector import quiet_collector
+from uet.experiments.collector import paused_collector, quiet_collector
 from uet.experiments.config import error_at, fabric_topology, resolve_path
 from uet.experiments.ideal import TopologyModel, WireFormat
 from uet.experiments.impairments import plan
@@ -552,7 +552,8 @@ class Runner:
 
     def execute(self) -> dict[str, Any]:
         t0 = time.perf_counter()
-        fab = self.build()
+        with paused_collector():
+            fab = self.build()
         t_built = time.perf_counter()
         opts = self.cfg["output"]
         show = bool(opts["progress"]) and (sys.stderr.isatty() or _in_notebook())

@@ -47,6 +47,7 @@ class Network:
         self.nics: list[Nic] = []
         self.hosts: list[HostContext] = []
         self.switches: dict[str, Switch] = {}
+        self._switch_index: dict[str, int] = {}  # name -> position in switches
         self.links: list[Link] = []
         self.ifaces: dict[str, Port] = {}
         self.link_of: dict[str, Link] = {}
@@ -87,10 +88,14 @@ class Network:
                     seed=_seed_for(self.seed, name),
                     ecmp_seed=switch_seed(self.ecmp_seed, name), trimming=trimming, pfc=pfc)
         self.switches[name] = sw
+        # its position in ``switches`` (a name added again keeps its place)
+        self._switch_index.setdefault(name, len(self._switch_index))
         return sw
 
     def add_switch_port(self, sw: Switch) -> SwitchPort:
-        idx = list(self.switches).index(sw.name)
+        idx = self._switch_index.get(sw.name)
+        if idx is None:  # a switch put into ``switches`` by hand
+            idx = list(self.switches).index(sw.name)
         p = sw.add_port(f"02:ff:{idx >> 8:02x}:{idx & 255:02x}:00:{len(sw.ports):02x}")
         self.ifaces[p.name] = p
         return p

@@ -22,6 +22,10 @@ DSCP_TRIMMED = 12
 DSCP_TRIMMED_LASTHOP = 14
 
 
+#: TOS byte -> class tables made so far, by (tc_of_dscp items, default_tc)
+_TOS_TABLES: dict[tuple[tuple[tuple[int, int], ...], int], tuple[int, ...]] = {}
+
+
 @dataclass
 class QosConfig:
     """DSCP -> traffic class map, class priorities and trimming code points.
@@ -64,9 +68,14 @@ class QosConfig:
         return [self.tc_of_dscp.get(d, self.default_tc) for d in range(64)]
 
     def tos_table(self) -> list[int]:
-        """256-entry list indexed by the whole IPv4 TOS byte (DSCP << 2 | ECN)."""
-        t = self.dscp_table()
-        return [t[b >> 2] for b in range(256)]
+        """256-entry list indexed by the whole IPv4 TOS byte (DSCP << 2 | ECN); a new list
+        at every call (every NIC and switch keeps one: made once per class map)."""
+        key = (tuple(self.tc_of_dscp.items()), self.default_tc)
+        made = _TOS_TABLES.get(key)
+        if made is None:
+            t = self.dscp_table()
+            made = _TOS_TABLES[key] = tuple(t[b >> 2] for b in range(256))
+        return list(made)
 
     @classmethod
     def from_dict(cls, d: dict) -> QosConfig:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import random
 from collections import deque
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from uet.fabric.ecmp import hash_tuple, pick
@@ -383,19 +384,38 @@ class Switch(SwitchCore):
                 p.in_limit[tc] = self.pfc.xoff + self.pfc.headroom_for(
                     p.channel.rate_bps, p.channel.delay_ps)
 
-    def add_route(self, dst_ip: bytes, ports: list[SwitchPort]) -> None:
-        """Host route: ``dst_ip`` (packed) leaves by one of ``ports`` (ECMP if several)."""
+    def _shared(self, ports: list[SwitchPort]) -> list[SwitchPort]:
+        """The one list of this switch's routes holding ``ports`` (by port index)."""
         if not ports:
             raise ValueError(f"{self.name}: a route needs at least one port")
         key = tuple(p.index for p in ports)
         shared = self._port_sets.get(key)
         if shared is None:  # one list per distinct port set (a fat tree has a handful)
             shared = self._port_sets[key] = list(ports)
+        return shared
+
+    def add_route(self, dst_ip: bytes, ports: list[SwitchPort]) -> None:
+        """Host route: ``dst_ip`` (packed) leaves by one of ``ports`` (ECMP if several)."""
+        shared = self._shared(ports)
         self.routes[dst_ip] = shared
         if len(ports) == 1:
             self.direct[dst_ip] = ports[0]
         else:
             self.direct.pop(dst_ip, None)
+        if self.cache:
+            self.cache.clear()
+
+    def add_routes(self, dst_ips: Collection[bytes], ports: list[SwitchPort]) -> None:
+        """``add_route(ip, ports)`` for every ``ip`` of ``dst_ips``, in their order, in bulk
+        (a topology installs hosts x switches routes: one call per destination set)."""
+        shared = self._shared(ports)
+        self.routes.update(dict.fromkeys(dst_ips, shared))
+        direct = self.direct
+        if len(shared) == 1:
+            direct.update(dict.fromkeys(dst_ips, shared[0]))
+        elif direct:
+            for ip in dst_ips:
+                direct.pop(ip, None)
         if self.cache:
             self.cache.clear()
 

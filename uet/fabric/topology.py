@@ -25,6 +25,7 @@ import ipaddress
 from typing import Any
 
 from uet.fabric.clock import NS, US
+from uet.fabric.gcpause import paused_collector
 from uet.fabric.network import Network
 from uet.fabric.pfc import PfcConfig
 from uet.fabric.switch import Switch, SwitchPort
@@ -138,8 +139,9 @@ def build(net: Network, params: dict[str, Any]) -> Network:
     """Fill ``net`` with the topology described by ``params``."""
     p = normalise(params)
     b = _Builder(net, p)
-    globals()["_build_" + p["kind"]](b)
-    b.finish()
+    with paused_collector():  # nothing built is garbage: no collection traversing it
+        globals()["_build_" + p["kind"]](b)
+        b.finish()
     return net
 
 
@@ -180,14 +182,17 @@ def _build_leaf_spine(b: _Builder) -> None:
             b.cable(lp, sp, up_rate)
             up[li].append(lp)
             down[si].append(sp)
+    # routes in bulk, one call per destination set (the same routes, in host order, as one
+    # add_route per host and switch)
+    ips_of = [[b.ip(h) for h in hs] for hs in hosts_of]
+    every = dict.fromkeys(ip for ips in ips_of for ip in ips)
     for li, leaf in enumerate(leaves):
-        for lj, hs in enumerate(hosts_of):
-            for h in hs:
-                leaf.add_route(b.ip(h), [b.host_ports[h]] if lj == li else up[li])
+        leaf.add_routes(every, up[li])
+        for h, ip in zip(hosts_of[li], ips_of[li], strict=True):
+            leaf.add_route(ip, [b.host_ports[h]])
     for si, spine in enumerate(spines):
-        for lj, hs in enumerate(hosts_of):
-            for h in hs:
-                spine.add_route(b.ip(h), [down[si][lj]])
+        for lj, ips in enumerate(ips_of):
+            spine.add_routes(ips, [down[si][lj]])
 
 
 def _build_fat_tree(b: _Builder) -> None:
@@ -196,14 +201,12 @@ def _build_fat_tree(b: _Builder) -> None:
     tors = [b.switch(f"tor{i}") for i in range(k * half)]
     aggs = [b.switch(f"agg{i}") for i in range(k * half)]
     cores = [b.switch(f"core{i}") for i in range(half * half)]
-    pod_of: list[int] = []
-    tor_of: list[int] = []
+    hosts: list[int] = []
     for pod in range(k):
         for t in range(half):
             for i in range(half):
                 h = b.host(pod, t, i + 2)
-                pod_of.append(pod)
-                tor_of.append(pod * half + t)
+                hosts.append(h)
                 b.host_link(tors[pod * half + t], h)
     tor_up: list[list[SwitchPort]] = [[] for _ in tors]
     agg_down: list[dict[int, SwitchPort]] = [{} for _ in aggs]
@@ -229,15 +232,21 @@ def _build_fat_tree(b: _Builder) -> None:
                 b.cable(ap, cp)
                 agg_up[ai].append(ap)
                 core_down[ci][pod] = cp
-    nhosts = len(pod_of)
-    for h in range(nhosts):
-        ip = b.ip(h)
-        for ti, tor in enumerate(tors):
-            tor.add_route(ip, [b.host_ports[h]] if tor_of[h] == ti else tor_up[ti])
-        for ai, agg in enumerate(aggs):
-            if ai // half == pod_of[h]:
-                agg.add_route(ip, [agg_down[ai][tor_of[h]]])
-            else:
-                agg.add_route(ip, agg_up[ai])
-        for ci, core in enumerate(cores):
-            core.add_route(ip, [core_down[ci][pod_of[h]]])
+    # up/down routes in bulk, one call per destination set: the same routes, in host
+    # order, as one add_route per host and switch (hosts are numbered ToR by ToR and pod
+    # by pod, so a ToR's and a pod's hosts are consecutive)
+    ips = [b.ip(h) for h in hosts]
+    every = dict.fromkeys(ips)
+    ips_of_tor = [ips[ti * half:(ti + 1) * half] for ti in range(len(tors))]
+    ips_of_pod = [ips[pod * half * half:(pod + 1) * half * half] for pod in range(k)]
+    for ti, tor in enumerate(tors):
+        tor.add_routes(every, tor_up[ti])
+        for j in range(ti * half, (ti + 1) * half):
+            tor.add_route(ips[j], [b.host_ports[hosts[j]]])
+    for ai, agg in enumerate(aggs):
+        agg.add_routes(every, agg_up[ai])
+        for ti in range((ai // half) * half, (ai // half + 1) * half):
+            agg.add_routes(ips_of_tor[ti], [agg_down[ai][ti]])
+    for ci, core in enumerate(cores):
+        for pod in range(k):
+            core.add_routes(ips_of_pod[pod], [core_down[ci][pod]])

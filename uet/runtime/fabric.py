@@ -35,6 +35,7 @@ from uet.errors import LocalError
 from uet.fabric.clock import S
 from uet.fabric.endpoint import EndpointFactory
 from uet.fabric.eventlog import EventLog
+from uet.fabric.gcpause import paused_collector
 from uet.fabric.network import Network
 from uet.fabric.nic import Nic
 from uet.fabric.qos import QosConfig
@@ -99,17 +100,18 @@ class Fabric:
             self.log = EventLog(eventlog)
         if isinstance(qos, dict):
             qos = QosConfig.from_dict(qos)
-        if isinstance(topology, Network):
-            self.net = topology
-        else:
-            self.net = build(Network(seed=seed, qos=qos, log=self.log, ecmp_seed=ecmp_seed),
-                             dict(topology))
-        if host_profiles:
-            bad = [i for i in host_profiles if not 0 <= int(i) < len(self.net.hosts)]
-            if bad:
-                raise ValueError(f"Fabric: host_profiles names host(s) {bad}; the topology "
-                                 f"has hosts 0..{len(self.net.hosts) - 1}")
-        self.net.attach(self._wrap_factory(endpoint_factory))
+        with paused_collector():  # building: nothing is garbage yet (uet.fabric.gcpause)
+            if isinstance(topology, Network):
+                self.net = topology
+            else:
+                self.net = build(Network(seed=seed, qos=qos, log=self.log,
+                                         ecmp_seed=ecmp_seed), dict(topology))
+            if host_profiles:
+                bad = [i for i in host_profiles if not 0 <= int(i) < len(self.net.hosts)]
+                if bad:
+                    raise ValueError(f"Fabric: host_profiles names host(s) {bad}; the "
+                                     f"topology has hosts 0..{len(self.net.hosts) - 1}")
+            self.net.attach(self._wrap_factory(endpoint_factory))
         self.hosts: list[Host] = [Host(self, i) for i in range(len(self.net.nics))]
         self._ip_index = {ctx.ip: i for i, ctx in enumerate(self.net.hosts)}
         self.loop = self.net.loop
