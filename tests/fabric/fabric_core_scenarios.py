@@ -110,11 +110,62 @@ async def hostile_frames() -> dict:
     return out
 
 
+async def mutated_frames() -> dict:
+    """2,000 seeded mutations of real data and ACK frames (cuts, byte flips in the headers,
+    other ethertypes and protocols) injected at a switch port of a k=4 fat tree: what each
+    host receives, in order, and every counter."""
+    import random
+
+    from uet.wire.codec import encode_frame
+    from uet.wire.records import Frame, PdsAckCc, PdsRequest, SesStandard
+
+    rng = random.Random(20261207)
+    topo = {"kind": "fat_tree", "k": 4, "queue_bytes": 30_000, "ecn_kmin": 5_000,
+            "ecn_kmax": 20_000}
+    async with Fabric(topo, seed=7, endpoint_factory=script_factory) as fab:
+        hosts = fab.net.hosts
+        base = []
+        for i in range(40):
+            a, b = hosts[i % 16], hosts[(i * 7 + 3) % 16]
+            base.append(data_frame(a, b, psn=i, ev=rng.randrange(1 << 16),
+                                   payload=rng.choice([0, 64, 1500, 4052]),
+                                   ecn=rng.choice([0, 1, 2, 3])))
+            base.append(encode_frame(Frame(PdsAckCc(8, 0, 0, 0, i, 6, 5, 0, 0, 4, 1, 3),
+                                           src_mac=b.mac, dst_mac=a.mac, src_ip=b.ip,
+                                           dst_ip=a.ip, ev=rng.randrange(1 << 16), dscp=46)))
+            base.append(encode_frame(Frame(PdsRequest(2, 3, 1, 0, i, 5, 6), SesStandard(1),
+                                           payload=b"x" * 100, src_mac=a.mac, dst_mac=b.mac,
+                                           src_ip=a.ip, dst_ip=b.ip, ev=i, dscp=26, ecn=2,
+                                           ip_id=i, ttl=rng.randrange(1, 256))))
+        ports = [p for sw in fab.net.switches.values() for p in sw.ports]
+        loop = fab.net.loop
+        t = loop.now
+        for _ in range(2000):
+            f = bytearray(rng.choice(base))
+            kind = rng.randrange(5)
+            if kind == 0:
+                f = f[:rng.randrange(len(f) + 1)]
+            elif kind == 1:
+                for _ in range(rng.randrange(1, 4)):
+                    f[rng.randrange(min(len(f), 60))] = rng.randrange(256)
+            elif kind == 2:
+                f[12:14] = rng.choice([b"\x86\xdd", b"\x88\x08", b"\x08\x06", b"\x12\x34"])
+            elif kind == 3:
+                f[23] = rng.choice([6, 17, 253, 0])
+            t += rng.randrange(0, 400_000)
+            loop.at(t, rng.choice(ports).on_frame, bytes(f))
+        await fab.sleep_until(t + 50_000_000)
+        return {"counters": fab.counters(), "now": fab.net.loop.now,
+                "events": fab.net.loop.events,
+                "got": [[(t, hashlib.sha256(bytes(d)).hexdigest()) for t, d in
+                         fab.endpoint(i).got] for i in range(16)]}
+
+
 async def main() -> None:
     out = {"core": "c" if FABRIC_CORE is not None else "python",
            "incast_v4": await incast_trim_ecn(False), "incast_v6": await incast_trim_ecn(True),
            "pfc": await pfc_incast(), "impaired": await impaired(),
-           "hostile": await hostile_frames()}
+           "hostile": await hostile_frames(), "mutated": await mutated_frames()}
     print(json.dumps(out, sort_keys=True, default=str))
 
 

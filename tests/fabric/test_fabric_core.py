@@ -44,8 +44,10 @@ def _total(counters: dict, kind: str, prefix: str) -> int:
 
 
 def test_c_and_python_paths_run_the_same_fabric() -> None:
-    """Incasts over IPv4 and IPv6 (ECN, trimming, ECMP), PFC, every link impairment and
-    malformed frames: C and Python agree on every counter, event, delivery and frame."""
+    """Incasts over IPv4 and IPv6 (ECN, trimming, ECMP), PFC, every link impairment,
+    malformed frames and 2,000 seeded mutations of real frames (cuts, header bytes,
+    ethertypes, protocols) at random switch ports: C and Python agree on every counter,
+    event, delivery and frame."""
     c, py = _scenarios(pure=False), _scenarios(pure=True)
     assert (c.pop("core"), py.pop("core")) == ("c", "python")
     for name in c:
@@ -67,6 +69,10 @@ def test_c_and_python_paths_run_the_same_fabric() -> None:
     assert (port["drop.malformed"], port["drop.ethertype"], port["drop.no_route"]) == (5, 1, 4)
     assert port["pause_rx"] == 1  # a PAUSE frame from h0 paused the switch port toward it
     assert [len(g) for g in c["hostile"]["got"]] == [0, 16, 24]
+    mutated = c["mutated"]["counters"]["port"]
+    for key in ("drop.malformed", "drop.ethertype", "drop.no_route", "drop.mac_control"):
+        assert _total(c["mutated"]["counters"], "port", key) > 0, key
+    assert sum(len(g) for g in c["mutated"]["got"]) > 1000 and len(mutated) == 80
 
 
 def test_the_c_path_is_the_one_in_use() -> None:

@@ -68,8 +68,9 @@ def _forward(self: Any, data: bytes) -> None:
         tos = data[15]
         out = sw.direct.get(data[30:34])
         if out is None:
-            p = data[23]
-            key = data[26:38] if p == 17 or p == sw.ip_proto else None
+            # the ECMP cache holds UDP frames without IP options only: for them the key
+            # (addresses and ports) is the whole 5-tuple; others are hashed every time
+            key = data[26:38] if data[23] == 17 and data[14] == 0x45 else None
             out = sw.cache.get(key) if key is not None else None
             if out is None:
                 out = sw.route(data, key)
@@ -80,8 +81,7 @@ def _forward(self: Any, data: bytes) -> None:
         tos = (data[14] & 0x0F) << 4 | data[15] >> 4
         out = sw.direct.get(data[38:54])
         if out is None:
-            p = data[20]
-            key = data[22:58] if p == 17 or p == sw.ip_proto else None
+            key = data[22:58] if data[20] == 17 else None
             out = sw.cache.get(key) if key is not None else None
             if out is None:
                 out = sw.route(data, key)
@@ -420,15 +420,13 @@ class Switch(SwitchCore):
             self.cache.clear()
 
     def route(self, data: bytes, key: bytes | None) -> SwitchPort | None:
-        """Egress port for ``data`` (ECMP by 5-tuple hash); caches by ``key``."""
+        """Egress port for ``data`` (ECMP by 5-tuple hash); caches by ``key`` (given only
+        for UDP frames without IP options, whose key bytes are their whole 5-tuple)."""
         if key is not None and len(key) == 12 and data[14] == 0x45:
-            # IPv4 without options, UDP or native IP: on_frame's key holds the 5-tuple (as
-            # peek_flow would read it: native IP's entropy header is EV + 0) and this runs
+            # IPv4 without options, UDP: on_frame's key holds the 5-tuple and this runs
             # once per flow, EV and switch
             src, dst, proto = key[:4], key[4:8], data[23]
             sport, dport = key[8] << 8 | key[9], key[10] << 8 | key[11]
-            if proto != 17:
-                dport = 0
         else:
             try:
                 src, dst, proto, sport, dport = peek_flow(data, ip_proto=self.ip_proto)

@@ -882,9 +882,9 @@ static int swport_on_frame(SwitchPortCore *sp, PyObject *data, int64_t now) {
             return -1;
     }
     if (out == NULL) {
-        PyObject *key = Py_None;
+        PyObject *key = Py_None; /* the Python path's cache key: UDP without IP options */
         Py_INCREF(key);
-        if (proto == 17 || proto == sw->ip_proto) {
+        if (proto == 17 && (et == 0x86DD || b[14] == 0x45)) {
             Py_DECREF(key);
             key = PyBytes_FromStringAndSize((const char *)b + key_off, key_len);
             if (key == NULL)
