@@ -275,3 +275,16 @@ def test_an_end_point_error_stops_the_run() -> None:
     with pytest.raises(ValueError, match="end point failed"):
         loop.run()
     assert b.rx_frames == 1 and b.delivered == 1
+
+
+async def test_a_star_of_600_hosts_builds_and_delivers() -> None:
+    """A switch with more than 256 ports gets valid MACs (bytes 5-6 carry the port)."""
+    from uet.bench.traffic_endpoint import factory as traffic
+    from uet.runtime.fabric import Fabric
+
+    async with Fabric({"kind": "star", "hosts": 600}, seed=1,
+                      endpoint_factory=traffic()) as fab:
+        ports = fab.net.switches["sw0"].ports
+        assert len({p.mac for p in ports}) == 600 and ports[300].mac.hex() == "02ff0000012c"
+        msgs = await fab.run_messages([(599, 1, 8192), (2, 598, 8192)])
+        assert all(m.done for m in msgs)

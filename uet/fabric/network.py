@@ -96,7 +96,10 @@ class Network:
         idx = self._switch_index.get(sw.name)
         if idx is None:  # a switch put into ``switches`` by hand
             idx = list(self.switches).index(sw.name)
-        p = sw.add_port(f"02:ff:{idx >> 8:02x}:{idx & 255:02x}:00:{len(sw.ports):02x}")
+        # switch number in bytes 3-4, port number in bytes 5-6 (a star has thousands of
+        # ports; below 256 the fifth byte is 00, as it always was)
+        n = len(sw.ports)
+        p = sw.add_port(f"02:ff:{idx >> 8:02x}:{idx & 255:02x}:{n >> 8:02x}:{n & 255:02x}")
         self.ifaces[p.name] = p
         return p
 
