@@ -288,3 +288,34 @@ async def test_a_star_of_600_hosts_builds_and_delivers() -> None:
         assert len({p.mac for p in ports}) == 600 and ports[300].mac.hex() == "02ff0000012c"
         msgs = await fab.run_messages([(599, 1, 8192), (2, 598, 8192)])
         assert all(m.done for m in msgs)
+
+
+def test_missing_parts_raise_instead_of_crashing() -> None:
+    """A NIC whose end point was deleted, a switch whose routes a tap replaced by a
+    non-dict: Python exceptions out of run(), never a crash."""
+    if FABRIC_CORE is None:
+        pytest.skip("the C path is not in use (UET_PURE_PYTHON=1)")
+    loop = EventLoop()
+    frame = bytes(12) + b"\x08\x00" + bytes([0x45, 0]) + bytes(100)
+    a, b = _two_nics(loop, _Ep([frame]), _Ep())
+    del a.ep
+    with pytest.raises(AttributeError):
+        a.poke()
+    sw, p, q = _switch(loop)
+
+    def swap(now, data, direction):
+        sw.direct = [1]
+
+    p.taps.append(swap)
+    loop.at(loop.now, p.on_frame, data_frame_v4())
+    with pytest.raises(TypeError, match="dicts"):
+        loop.run()
+
+
+def data_frame_v4() -> bytes:
+    from uet.fabric.endpoint import HostContext
+
+    qos = QosConfig()
+    h = [HostContext(index=i, name=f"h{i}", ip=f"10.0.0.{i + 1}", mac=f"02:00:00:00:01:0{i}",
+                     rate_bps=10**11, qos=qos, seed=i) for i in range(2)]
+    return data_frame(h[0], h[1], payload=100)

@@ -828,13 +828,23 @@ static int on_frame_py(SwitchPortCore *sp, PyObject *data) {
     return 0;
 }
 
-/* SwitchPort.on_frame: forward a whole frame that arrived on this port. */
+static int swport_forward(SwitchPortCore *sp, SwitchCore *sw, PyObject *data, int64_t now);
+
+/* SwitchPort.on_frame: forward a whole frame that arrived on this port. The switch is held
+ * for the whole call (taps and route() are Python code that could swap it). */
 static int swport_on_frame(SwitchPortCore *sp, PyObject *data, int64_t now) {
-    PortCore *p = &sp->port;
     SwitchCore *sw = (SwitchCore *)sp->switch_;
     if (!PyBytes_CheckExact(data) || sw == NULL || !PyDict_CheckExact(sw->direct) ||
         !PyDict_CheckExact(sw->cache))
         return on_frame_py(sp, data);
+    Py_INCREF(sw);
+    int rc = swport_forward(sp, sw, data, now);
+    Py_DECREF(sw);
+    return rc;
+}
+
+static int swport_forward(SwitchPortCore *sp, SwitchCore *sw, PyObject *data, int64_t now) {
+    PortCore *p = &sp->port;
     Py_ssize_t n = PyBytes_GET_SIZE(data);
     const uint8_t *b = (const uint8_t *)PyBytes_AS_STRING(data);
     if (n < 14)
@@ -846,6 +856,10 @@ static int swport_on_frame(SwitchPortCore *sp, PyObject *data, int64_t now) {
     p->rx_bytes += n;
     if (run_taps(p->taps, now, data, s_rx) < 0)
         return -1;
+    if (!PyDict_CheckExact(sw->direct) || !PyDict_CheckExact(sw->cache)) {
+        PyErr_SetString(PyExc_TypeError, "switch routes must stay dicts");
+        return -1;
+    }
     int tos, proto;
     Py_ssize_t dst_off, dst_len, key_off, key_len;
     if (et == 0x0800) {
@@ -1256,6 +1270,11 @@ static int call_on_change(NicCore *n) {
 }
 
 static int call_ep_now(PyObject *ep, PyObject *name, int64_t now, PyObject **out) {
+    *out = NULL;
+    if (ep == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "NIC has no end point");
+        return -1;
+    }
     PyObject *pt = PyLong_FromLongLong(now);
     if (pt == NULL)
         return -1;
