@@ -104,6 +104,20 @@ typedef struct {
     uint8_t tos_tc[256];
 } SwitchCore;
 
+/* The cyclic-GC pair of a type from the list of its object fields: T_traverse visits them
+ * (then returns `more`, e.g. the base type's traverse), T_clear_own clears them. */
+#define GC_VISIT_(f) Py_VISIT(self->f);
+#define GC_CLEAR_(f) Py_CLEAR(self->f);
+#define GC_FUNCS(T, FIELDS, more)                                                            \
+    static int T##_traverse(T *self, visitproc visit, void *arg) {                           \
+        FIELDS(GC_VISIT_)                                                                    \
+        return (more);                                                                       \
+    }                                                                                        \
+    static int T##_clear_own(T *self) {                                                      \
+        FIELDS(GC_CLEAR_)                                                                    \
+        return 0;                                                                            \
+    }
+
 static PyTypeObject PortCoreType, SwitchPortCoreType, NicCoreType, ChannelCoreType, SwitchCoreType;
 
 /* ------------------------------------------------------------------ helpers */
@@ -156,6 +170,18 @@ static int call_method_drop(PyObject *self, PyObject *reason, PyObject *data) {
         return -1;
     Py_DECREF(r);
     return 0;
+}
+
+/* o.name(a, b[, c]) with ints a, b: PFC accounting and the rare Python paths */
+static PyObject *call_ints(PyObject *o, PyObject *name, PyObject *first, long long a,
+                           long long b, PyObject *last) {
+    PyObject *pa = PyLong_FromLongLong(a), *pb = PyLong_FromLongLong(b), *r = NULL;
+    if (pa != NULL && pb != NULL)
+        r = first == NULL ? PyObject_CallMethodObjArgs(o, name, pa, pb, last, NULL)
+                          : PyObject_CallMethodObjArgs(o, name, first, pa, pb, last, NULL);
+    Py_XDECREF(pa);
+    Py_XDECREF(pb);
+    return r;
 }
 
 /* Call every tap(now, data, direction) (Port.taps: a list, usually empty). */
@@ -247,6 +273,16 @@ static int set_tos_table(PyObject *v, uint8_t *table, PyObject **keep) {
     Py_INCREF(v);
     Py_XSETREF(*keep, v);
     return 0;
+}
+
+/* The classes in strict priority order, as a tuple. */
+static PyObject *prio_tuple(const uint8_t *prio, int nprio) {
+    PyObject *t = PyTuple_New(nprio);
+    if (t == NULL)
+        return NULL;
+    for (int i = 0; i < nprio; i++)
+        PyTuple_SET_ITEM(t, i, PyLong_FromLong(prio[i])); /* small ints: cannot fail */
+    return t;
 }
 
 /* Classes in strict priority order (at most 8, each in 0..7). */
@@ -453,19 +489,7 @@ static PyObject *PortCore_start(PortCore *self, PyObject *arg) {
     X(name) X(loop) X(push) X(log) X(channel) X(mac) X(paused_until) X(pause_started)          \
         X(paused_ps) X(mac_ctl) X(drops) X(taps)
 
-static int PortCore_traverse(PortCore *self, visitproc visit, void *arg) {
-#define V(f) Py_VISIT(self->f);
-    PORT_OBJS(V)
-#undef V
-    return 0;
-}
-
-static int PortCore_clear(PortCore *self) {
-#define C(f) Py_CLEAR(self->f);
-    PORT_OBJS(C)
-#undef C
-    return 0;
-}
+GC_FUNCS(PortCore, PORT_OBJS, 0)
 
 static int SwitchPortCore_clear(SwitchPortCore *self);
 static int NicCore_clear(NicCore *self);
@@ -479,7 +503,7 @@ static void PortCore_dealloc(PortCore *self) {
     else if (self->kind == PORT_NIC)
         NicCore_clear((NicCore *)self);
     else
-        PortCore_clear(self);
+        PortCore_clear_own(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -528,7 +552,7 @@ static PyTypeObject PortCoreType = {
     .tp_new = PyType_GenericNew,
     .tp_dealloc = (destructor)PortCore_dealloc,
     .tp_traverse = (traverseproc)PortCore_traverse,
-    .tp_clear = (inquiry)PortCore_clear,
+    .tp_clear = (inquiry)PortCore_clear_own,
     .tp_methods = PortCore_methods,
     .tp_members = PortCore_members,
     .tp_weaklistoffset = offsetof(PortCore, weakrefs),
@@ -670,7 +694,7 @@ static PyObject *swport_dequeue(SwitchPortCore *sp, int64_t now) {
     int64_t qb = sp->qbytes[tc];
     sp->qbytes[tc] = qb - n;
     if (it.ingress != Py_None) {
-        PyObject *r = PyObject_CallMethod(it.ingress, "_release", "in", tc, n);
+        PyObject *r = call_ints(it.ingress, s_release, NULL, tc, n, NULL);
         if (r == NULL) {
             Py_DECREF(data);
             Py_DECREF(it.ingress);
@@ -733,7 +757,7 @@ static int swport_enqueue(SwitchPortCore *sp, PyObject *data, int tc, int tos,
         return -1;
     int64_t qb = sp->qbytes[tc] + n;
     if (ingress != Py_None) {
-        PyObject *r = PyObject_CallMethod(ingress, "_account", "in", tc, n);
+        PyObject *r = call_ints(ingress, s_account, NULL, tc, n, NULL);
         if (r == NULL)
             return -1;
         int ok = PyObject_IsTrue(r);
@@ -743,7 +767,7 @@ static int swport_enqueue(SwitchPortCore *sp, PyObject *data, int tc, int tos,
         if (!ok)
             return call_method_drop((PyObject *)sp, s_pfc_headroom, data);
     } else if (qb > sp->limit[tc]) {
-        PyObject *r = PyObject_CallMethod((PyObject *)sp, "_overflow", "Oii", data, tc, tos);
+        PyObject *r = call_ints((PyObject *)sp, s_overflow, data, tc, tos, NULL);
         if (r == NULL)
             return -1;
         Py_DECREF(r);
@@ -930,7 +954,7 @@ static int swport_forward(SwitchPortCore *sp, SwitchCore *sw, PyObject *data, in
         if (PyObject_TypeCheck(out, &SwitchPortCoreType)) {
             rc = swport_enqueue((SwitchPortCore *)out, data, tc, tos, ingress);
         } else {
-            PyObject *r = PyObject_CallMethod(out, "enqueue", "OiiO", data, tc, tos, ingress);
+            PyObject *r = call_ints(out, s_enqueue, data, tc, tos, ingress);
             rc = r == NULL ? -1 : 0;
             Py_XDECREF(r);
         }
@@ -1002,7 +1026,7 @@ static int SwitchPortCore_clear(SwitchPortCore *self) {
         r->cap = 0;
         r->head = 0;
     }
-    return PortCore_clear(&self->port);
+    return PortCore_clear_own(&self->port);
 }
 
 static PyObject *i64_list(const int64_t *v) {
@@ -1026,14 +1050,7 @@ static PyObject *SP_get_hwm(SwitchPortCore *s, void *c) { return i64_list(s->hwm
 static PyObject *SP_get_kmin(SwitchPortCore *s, void *c) { return i64_list(s->kmin); }
 static PyObject *SP_get_kmax(SwitchPortCore *s, void *c) { return i64_list(s->kmax); }
 
-static PyObject *SP_get_prio(SwitchPortCore *s, void *c) {
-    PyObject *t = PyTuple_New(s->nprio);
-    if (t == NULL)
-        return NULL;
-    for (int i = 0; i < s->nprio; i++)
-        PyTuple_SET_ITEM(t, i, PyLong_FromLong(s->prio[i]));
-    return t;
-}
+static PyObject *SP_get_prio(SwitchPortCore *s, void *c) { return prio_tuple(s->prio, s->nprio); }
 
 static int SP_set_prio(SwitchPortCore *s, PyObject *v, void *c) {
     return set_prio(v, s->prio, &s->nprio);
@@ -1440,20 +1457,12 @@ static PyObject *NicCore_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     return (PyObject *)self;
 }
 
-static int NicCore_traverse(NicCore *self, visitproc visit, void *arg) {
-    Py_VISIT(self->ep);
-    Py_VISIT(self->held);
-    Py_VISIT(self->tos_list);
-    Py_VISIT(self->on_change);
-    return PortCore_traverse(&self->port, visit, arg);
-}
+#define NIC_OBJS(X) X(ep) X(held) X(tos_list) X(on_change)
+GC_FUNCS(NicCore, NIC_OBJS, PortCore_traverse(&self->port, visit, arg))
 
 static int NicCore_clear(NicCore *self) {
-    Py_CLEAR(self->ep);
-    Py_CLEAR(self->held);
-    Py_CLEAR(self->tos_list);
-    Py_CLEAR(self->on_change);
-    return PortCore_clear(&self->port);
+    NicCore_clear_own(self);
+    return PortCore_clear_own(&self->port);
 }
 
 static PyObject *NIC_get_timer_at(NicCore *n, void *c) {
@@ -1485,14 +1494,7 @@ static int NIC_set_tos(NicCore *n, PyObject *v, void *c) {
     return set_tos_table(v, n->tos_tc, &n->tos_list);
 }
 
-static PyObject *NIC_get_prio(NicCore *n, void *c) {
-    PyObject *t = PyTuple_New(n->nprio);
-    if (t == NULL)
-        return NULL;
-    for (int i = 0; i < n->nprio; i++)
-        PyTuple_SET_ITEM(t, i, PyLong_FromLong(n->prio[i]));
-    return t;
-}
+static PyObject *NIC_get_prio(NicCore *n, void *c) { return prio_tuple(n->prio, n->nprio); }
 
 static int NIC_set_prio(NicCore *n, PyObject *v, void *c) {
     return set_prio(v, n->prio, &n->nprio);
@@ -1577,25 +1579,12 @@ static PyTypeObject NicCoreType = {
 
 /* ------------------------------------------------------------------ ChannelCore */
 
-static int ChannelCore_traverse(ChannelCore *self, visitproc visit, void *arg) {
-    Py_VISIT(self->push);
-    Py_VISIT(self->rx);
-    Py_VISIT(self->rx_on_frame);
-    Py_VISIT(self->carry);
-    return 0;
-}
-
-static int ChannelCore_clear(ChannelCore *self) {
-    Py_CLEAR(self->push);
-    Py_CLEAR(self->rx);
-    Py_CLEAR(self->rx_on_frame);
-    Py_CLEAR(self->carry);
-    return 0;
-}
+#define CHANNEL_OBJS(X) X(push) X(rx) X(rx_on_frame) X(carry)
+GC_FUNCS(ChannelCore, CHANNEL_OBJS, 0)
 
 static void ChannelCore_dealloc(ChannelCore *self) {
     PyObject_GC_UnTrack(self);
-    ChannelCore_clear(self);
+    ChannelCore_clear_own(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1673,34 +1662,19 @@ static PyTypeObject ChannelCoreType = {
     .tp_new = PyType_GenericNew,
     .tp_dealloc = (destructor)ChannelCore_dealloc,
     .tp_traverse = (traverseproc)ChannelCore_traverse,
-    .tp_clear = (inquiry)ChannelCore_clear,
+    .tp_clear = (inquiry)ChannelCore_clear_own,
     .tp_members = ChannelCore_members,
     .tp_getset = ChannelCore_getset,
 };
 
 /* ------------------------------------------------------------------ SwitchCore */
 
-static int SwitchCore_traverse(SwitchCore *self, visitproc visit, void *arg) {
-    Py_VISIT(self->direct);
-    Py_VISIT(self->cache);
-    Py_VISIT(self->rng);
-    Py_VISIT(self->tos_list);
-    Py_VISIT(self->routes);
-    return 0;
-}
-
-static int SwitchCore_clear(SwitchCore *self) {
-    Py_CLEAR(self->direct);
-    Py_CLEAR(self->cache);
-    Py_CLEAR(self->rng);
-    Py_CLEAR(self->tos_list);
-    Py_CLEAR(self->routes);
-    return 0;
-}
+#define SWITCH_OBJS(X) X(direct) X(cache) X(rng) X(tos_list) X(routes)
+GC_FUNCS(SwitchCore, SWITCH_OBJS, 0)
 
 static void SwitchCore_dealloc(SwitchCore *self) {
     PyObject_GC_UnTrack(self);
-    SwitchCore_clear(self);
+    SwitchCore_clear_own(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1742,7 +1716,7 @@ static PyTypeObject SwitchCoreType = {
     .tp_new = PyType_GenericNew,
     .tp_dealloc = (destructor)SwitchCore_dealloc,
     .tp_traverse = (traverseproc)SwitchCore_traverse,
-    .tp_clear = (inquiry)SwitchCore_clear,
+    .tp_clear = (inquiry)SwitchCore_clear_own,
     .tp_members = SwitchCore_members,
     .tp_getset = SwitchCore_getset,
 };
