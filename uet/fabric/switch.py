@@ -144,21 +144,7 @@ class PySwitchPortCore(PyPortCore):
         elif qb > self.limit[tc]:
             self._overflow(data, tc, tos)
             return
-        self.qbytes[tc] = qb
-        if qb > self.hwm[tc]:
-            self.hwm[tc] = qb
-        q = self.queues[tc]
-        if q is _NO_QUEUE:
-            q = self.queues[tc] = deque()
-        q.append((data, ingress))
-        self.queued += 1
-        if not self.wake_pending:
-            now = self.loop.now
-            if now >= self.free_at:
-                self._start(now)
-            else:
-                self.wake_pending = True
-                self.push(self.free_at, self._wake, None)
+        self._admit(tc, data, ingress)
 
     def _admit(self, tc: int, data: bytes, ingress: SwitchPort | None) -> None:
         """Queue a frame that fits in class ``tc``, then kick the transmitter."""
