@@ -421,15 +421,7 @@ class FabricEndpoint:
         except DecodeError as exc:
             self._decode_error(now, exc)
             return
-        # receive_frame and _receive, inline (per frame)
-        if frame.tss is not None:
-            self._unsecured_tss(now)
-            return
-        if self.tss is not None and not self.tss.accept_cleartext(now, frame):
-            return
-        self.counters["rx_frames"] += 1
-        self.pds.receive(now, frame)
-        self.pump(now)
+        self.receive_frame(now, frame)
 
     def receive_uet(self, now: int, payload: bytes, **fields: Any) -> bool:
         """The UET bytes of a datagram (what follows the UDP header; ``fields``: ``src_ip``,
@@ -481,9 +473,8 @@ class FabricEndpoint:
             self.log_hook(now, "decode_error", error=str(exc))
 
     def pop_control(self, now: int) -> bytes | None:
-        pds = self.pds
-        if not (pds.ctrl or pds.ack_ring or pds._seen):
-            return None  # poll_transmit would find nothing to do (the NIC asks per frame)
+        if not self.pds.control_pending():
+            return None  # the NIC asks before every frame; most of the time there is none
         return self._pop(now, True, "tx_control")
 
     def pop_data(self, now: int) -> bytes | None:
@@ -498,10 +489,6 @@ class FabricEndpoint:
             if frame is None:
                 return None
             self.counters[counter] += 1
-            if frame.tss is None and self._frame_encap == "udp":  # _encode, inline
-                frame.src_mac = self.mac
-                frame.dst_mac = self.peer_macs.get(frame.dst_ip, self.gateway_mac)
-                return encode_frame(frame)
             data = self._encode(now, frame)
             if data is not None:
                 return data

@@ -272,6 +272,11 @@ class PdsEndpoint:
         self.counters["ses_rejected"] += 1
         return entry.pdc.on_reject(now, entry, code)
 
+    def control_pending(self) -> bool:
+        """Whether ``poll_transmit(now, True)`` may have a frame: a control frame queued, a
+        PDC owing an ACK, or a delivery whose answer is not settled yet."""
+        return bool(self.ctrl or self.ack_ring or self._seen)
+
     def poll_transmit(self, now: int, control: bool) -> Frame | None:
         """Next frame of the control class (ACK, NACK, CP, RUDI_RESP) or of the data class."""
         if self._seen:
