@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 
+from uet.experiments import plot_worker
 from uet.experiments.config import ConfigError, load_config
 from uet.fabric.eventlog import LOG_LEVELS
 
@@ -169,7 +170,9 @@ def run(args: argparse.Namespace, run_experiment: RunFn | None = None,
     from uet.runtime.wire import LiveError
 
     try:
-        results = fn(config, out)
+        # the plots' helper process imports matplotlib while the run computes
+        with plot_worker.prestarted(bool(config["output"].get("plots", True))):
+            results = fn(config, out)
     except (ConfigError, LiveError) as exc:  # found once the fabric is built (taps,
         # impairments) or started (live mode: sockets, namespaces)
         if created:

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from uet.experiments import timeseries
+from uet.experiments import plot_worker, timeseries
 from uet.experiments.results import write_results
 
 
@@ -203,13 +203,23 @@ def write_outputs(results: dict[str, Any], out_dir: str | Path,
     out.mkdir(parents=True, exist_ok=True)
     opts = results["experiment"]["config"]["output"]
     files = results.setdefault("files", {})
+    plots = bool(opts.get("plots", True))
+    # a helper process started with the command draws while this one writes the series
+    # (uet.experiments.plot_worker); without one, or if it fails, draw here
+    worker = plot_worker.current()
+    handed = plots and worker is not None and worker.submit(results, series, out)
     if series and opts.get("timeseries", True):
         (out / "timeseries.json").write_text(timeseries.dumps(series) + "\n",
                                               encoding="utf-8")
         files["timeseries"] = "timeseries.json"
-    if opts.get("plots", True):
-        from uet.experiments.plots import write_plots
+    if plots:
+        names = worker.result() if handed and worker is not None else None
+        if names is None:
+            from uet.experiments.plots import write_plots
 
-        files["plots"] = write_plots(results, series, out)
+            names = write_plots(results, series, out)
+        files["plots"] = names
+    if worker is not None:
+        worker.close()
     write_results(results, out / "results.json")
     return results

@@ -1,0 +1,115 @@
+"""The plots' helper process of ``uet run``: same PNG bytes as drawing in-process, and a
+helper that fails, dies or is never used leaves the run's outputs as they were."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from uet.experiments import plot_worker
+from uet.experiments.config import load_config
+from uet.experiments.plots import write_plots
+from uet.experiments.report import write_outputs
+from uet.experiments.results import read_results
+
+from .fake_runner import fake_run
+
+
+@pytest.fixture(scope="module")
+def ref(tmp_path_factory):
+    """A run's results and series, and the plots drawn in-process from them."""
+    d = tmp_path_factory.mktemp("ref")
+    cfg = load_config(None, ["traffic.pattern=allreduce_ring", "traffic.size=256KiB"])
+    results = fake_run(cfg, d)
+    series = json.loads((d / "timeseries.json").read_text())
+    return d, results, series
+
+
+def test_helper_draws_the_same_bytes_as_in_process(tmp_path, ref) -> None:
+    d, results, series = ref
+    worker = plot_worker.PlotWorker()
+    assert worker.start()
+    pid = worker._proc.pid
+    assert worker.submit(results, series, tmp_path / "helper")
+    names = worker.result()
+    assert names == ["fct_cdf.png", "link_utilisation.png", "queues.png", "cwnd.png",
+                     "paths.png"]
+    assert worker._proc is None  # the helper has exited
+    with pytest.raises(ProcessLookupError):
+        import os
+
+        os.kill(pid, 0)
+    assert write_plots(results, series, tmp_path / "local") == names
+    for n in names:
+        assert (tmp_path / "helper" / n).read_bytes() == (tmp_path / "local" / n).read_bytes()
+        assert (d / n).read_bytes() == (tmp_path / "local" / n).read_bytes()
+
+
+def test_write_outputs_uses_the_prestarted_helper_once(tmp_path, ref) -> None:
+    d, results, series = ref
+    with plot_worker.prestarted() as worker:
+        assert worker is not None and plot_worker._CURRENT.get() is worker
+        out = write_outputs(dict(results, files={}), tmp_path / "run", series)
+        assert plot_worker._CURRENT.get() is None  # taken by that run
+        assert worker._sent and worker._proc is None
+    assert out["files"]["plots"] == results["files"]["plots"]
+    assert read_results(tmp_path / "run" / "results.json")["files"] == out["files"]
+    for n in out["files"]["plots"]:
+        assert (tmp_path / "run" / n).read_bytes() == (d / n).read_bytes()
+
+
+def test_a_failing_helper_leaves_the_drawing_to_the_caller(tmp_path, ref) -> None:
+    d, results, series = ref
+    broken = dict(results, flows=None)  # plot_fct_cdf cannot iterate None
+    worker = plot_worker.PlotWorker()
+    assert worker.start() and worker.submit(broken, series, tmp_path / "x")
+    assert worker.result() is None
+    # through write_outputs: the caller draws again and raises the error itself
+    with plot_worker.prestarted(), pytest.raises(TypeError):
+        write_outputs(dict(broken, files={}), tmp_path / "y", series)
+
+
+def test_a_dead_helper_is_replaced_by_in_process_drawing(tmp_path, ref) -> None:
+    d, results, series = ref
+    with plot_worker.prestarted() as worker:
+        worker._proc.kill()
+        worker._proc.wait()
+        out = write_outputs(dict(results, files={}), tmp_path / "run", series)
+    assert out["files"]["plots"] == results["files"]["plots"]
+    for n in out["files"]["plots"]:
+        assert (tmp_path / "run" / n).read_bytes() == (d / n).read_bytes()
+
+
+def test_an_unused_helper_ends_with_the_block(tmp_path) -> None:
+    with pytest.raises(RuntimeError), plot_worker.prestarted() as worker:
+        proc = worker._proc
+        raise RuntimeError("the run failed")
+    assert proc.poll() is not None and plot_worker._CURRENT.get() is None
+    with plot_worker.prestarted(False) as none:
+        assert none is None and plot_worker.current() is None
+
+
+def test_the_command_prestarts_a_helper_only_when_plots_are_on(tmp_path) -> None:
+    from uet.cli import main
+
+    seen: list[object] = []
+
+    def spy(config, out):
+        seen.append(plot_worker._CURRENT.get())
+        return fake_run(config, out)
+
+    import uet.experiments.command as command
+
+    orig = command._runner
+    command._runner = lambda: spy
+    try:
+        assert main(["run", "--set", "traffic.size=64KiB", "--out", str(tmp_path / "a")]) == 0
+        assert main(["run", "--set", "output.plots=false", "--out",
+                     str(tmp_path / "b")]) == 0
+    finally:
+        command._runner = orig
+    assert isinstance(seen[0], plot_worker.PlotWorker) and seen[1] is None
+    assert seen[0]._proc is None  # ended once the command was done
+    assert sorted(p.name for p in (tmp_path / "a").glob("*.png")) == sorted(
+        read_results(tmp_path / "a" / "results.json")["files"]["plots"])
