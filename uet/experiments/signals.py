@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from uet import native as _native
 from uet.fabric.eventlog import EventLog
 from uet.wire.constants import UET_UDP_PORT
 
@@ -33,6 +34,14 @@ _ETH_IPV4 = b"\x08\x00"
 _ETH_IPV6 = b"\x86\xdd"
 _UET_PORT = UET_UDP_PORT.to_bytes(2, "big")
 _UET_PORT_INT = int(UET_UDP_PORT)
+
+# EvLoad's tap in C (uet/native/codec_core.c), unless UET_PURE_PYTHON=1 or not built
+_EvTally: Any = None
+if not _native.FORCED_PURE:
+    try:
+        from uet.native._codec_core import EvTally as _EvTally  # type: ignore[import-not-found]
+    except ImportError:  # pragma: no cover - the extension is optional
+        _EvTally = None
 
 
 class FlowSignals:
@@ -108,8 +117,17 @@ class EvLoad:
 
     @staticmethod
     def _tap(counts: Counter[int]) -> Any:
+        """The tap counting into ``counts``: the C one when built (a C callable, which the
+        fabric's C path calls without entering the interpreter), else :meth:`py_tap`."""
+        if _EvTally is not None:
+            return _EvTally(counts)
+        return EvLoad.py_tap(counts)
+
+    @staticmethod
+    def py_tap(counts: Counter[int]) -> Any:
+        """The reference tap (``uet/native/codec_core.c``'s ``EvTally`` matches it)."""
         def tap(now: int, data: bytes, direction: str) -> None:
-            if direction != "tx":
+            if direction != "tx" or len(data) < 24:
                 return
             # IPv4 without options, UDP to the UET port: byte tests, no slices (per frame)
             if data[12] == 8 and not data[13] and data[14] == 0x45 and data[23] == 17:

@@ -682,6 +682,133 @@ static PyObject *configure(PyObject *self, PyObject *args, PyObject *kwds) {
     Py_RETURN_NONE;
 }
 
+/* ---------------------------------------------------------------- EvTally
+ * A NIC tap (tap(now, frame, direction)) that adds the length of every transmitted UET
+ * request (UDP to port 4793 over IPv4 without options or IPv6; PDS types 2, 3, 4, 6, 13,
+ * 14) to counts[EV] (EV = the UDP source port). The reference is the Python tap of
+ * uet.experiments.signals.EvLoad, which it must match frame for frame; being a C callable,
+ * the fabric's C path calls it without entering the interpreter. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *counts; /* dict (a Counter): EV -> bytes */
+    vectorcallfunc vectorcall;
+} EvTally;
+
+static PyObject *tx_str;
+
+static int is_request_type(unsigned t) {
+    return t == 2 || t == 3 || t == 4 || t == 6 || t == 13 || t == 14;
+}
+
+static PyObject *evtally_call(PyObject *self, PyObject *const *args, size_t nargsf,
+                              PyObject *kwnames) {
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    if (n != 3 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_SetString(PyExc_TypeError, "EvTally(now, frame, direction): 3 positional "
+                                         "arguments");
+        return NULL;
+    }
+    PyObject *dir = args[2];
+    if (dir != tx_str && !(PyUnicode_Check(dir) && PyUnicode_Compare(dir, tx_str) == 0)) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    PyObject *data = args[1];
+    if (!PyBytes_Check(data)) {
+        PyErr_SetString(PyExc_TypeError, "EvTally: the frame must be bytes");
+        return NULL;
+    }
+    const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(data);
+    Py_ssize_t len = PyBytes_GET_SIZE(data);
+    Py_ssize_t udp;
+    if (len < 24)
+        Py_RETURN_NONE;
+    if (b[12] == 8 && b[13] == 0 && b[14] == 0x45 && b[23] == 17)
+        udp = 34;
+    else if (b[12] == 0x86 && b[13] == 0xdd && b[20] == 17)
+        udp = 54;
+    else
+        Py_RETURN_NONE;
+    if (len <= udp + 8 || ((b[udp + 2] << 8) | b[udp + 3]) != 4793 ||
+        !is_request_type(b[udp + 8] >> 3))
+        Py_RETURN_NONE;
+    PyObject *counts = ((EvTally *)self)->counts;
+    PyObject *key = PyLong_FromLong((b[udp] << 8) | b[udp + 1]);
+    if (key == NULL)
+        return NULL;
+    PyObject *old = PyDict_GetItemWithError(counts, key); /* borrowed */
+    PyObject *sum;
+    if (old == NULL) {
+        if (PyErr_Occurred()) {
+            Py_DECREF(key);
+            return NULL;
+        }
+        sum = PyLong_FromSsize_t(len);
+    } else {
+        PyObject *add = PyLong_FromSsize_t(len);
+        sum = add == NULL ? NULL : PyNumber_Add(old, add);
+        Py_XDECREF(add);
+    }
+    int rc = sum == NULL ? -1 : PyDict_SetItem(counts, key, sum);
+    Py_XDECREF(sum);
+    Py_DECREF(key);
+    if (rc < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *evtally_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"counts", NULL};
+    PyObject *counts;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!:EvTally", kwlist, &PyDict_Type, &counts))
+        return NULL;
+    EvTally *t = (EvTally *)type->tp_alloc(type, 0);
+    if (t == NULL)
+        return NULL;
+    Py_INCREF(counts);
+    t->counts = counts;
+    t->vectorcall = evtally_call;
+    return (PyObject *)t;
+}
+
+static int evtally_traverse(EvTally *t, visitproc visit, void *arg) {
+    Py_VISIT(t->counts);
+    return 0;
+}
+
+static int evtally_clear(EvTally *t) {
+    Py_CLEAR(t->counts);
+    return 0;
+}
+
+static void evtally_dealloc(EvTally *t) {
+    PyObject_GC_UnTrack(t);
+    evtally_clear(t);
+    Py_TYPE(t)->tp_free((PyObject *)t);
+}
+
+static PyMemberDef evtally_members[] = {
+    {"counts", T_OBJECT, offsetof(EvTally, counts), READONLY, "EV -> bytes (a dict)"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject EvTallyType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "uet.native._codec_core.EvTally",
+    .tp_basicsize = sizeof(EvTally),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "EvTally(counts): a tap adding each transmitted UET request's length to "
+              "counts[EV].",
+    .tp_new = evtally_new,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(EvTally, vectorcall),
+    .tp_traverse = (traverseproc)evtally_traverse,
+    .tp_clear = (inquiry)evtally_clear,
+    .tp_dealloc = (destructor)evtally_dealloc,
+    .tp_members = evtally_members,
+};
+
 static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_VARARGS | METH_KEYWORDS,
      "configure(frame, request, ses, ack_cc, ip_pack, mac_pack, ip_text, mac_text, ip_proto,"
@@ -703,7 +830,18 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__codec_core(void) {
     empty_bytes = PyBytes_FromStringAndSize(NULL, 0);
     udp_str = PyUnicode_InternFromString("udp");
-    if (empty_bytes == NULL || udp_str == NULL)
+    tx_str = PyUnicode_InternFromString("tx");
+    if (empty_bytes == NULL || udp_str == NULL || tx_str == NULL ||
+        PyType_Ready(&EvTallyType) < 0)
         return NULL;
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&EvTallyType);
+    if (PyModule_AddObject(m, "EvTally", (PyObject *)&EvTallyType) < 0) {
+        Py_DECREF(&EvTallyType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }
