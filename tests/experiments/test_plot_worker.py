@@ -4,6 +4,8 @@ helper that fails, dies or is never used leaves the run's outputs as they were."
 from __future__ import annotations
 
 import json
+import os
+import pickle
 
 import pytest
 
@@ -12,6 +14,7 @@ from uet.experiments.config import load_config
 from uet.experiments.plots import write_plots
 from uet.experiments.report import write_outputs
 from uet.experiments.results import read_results
+from uet.experiments.schema import PLOT_KINDS
 
 from .fake_runner import fake_run
 
@@ -26,33 +29,50 @@ def ref(tmp_path_factory):
     return d, results, series
 
 
-def test_helper_draws_the_same_bytes_as_in_process(tmp_path, ref) -> None:
+def test_helpers_draw_the_same_bytes_as_in_process(tmp_path, ref) -> None:
     d, results, series = ref
-    worker = plot_worker.PlotWorker()
-    assert worker.start()
-    pid = worker._proc.pid
-    assert worker.submit(results, series, tmp_path / "helper")
-    names = worker.result()
+    with plot_worker.prestarted(count=2) as helpers:
+        assert len(helpers.workers) == 2
+        pids = [w._proc.pid for w in helpers.workers]
+        assert helpers.submit(results, series, tmp_path / "helper")
+        # the work is shared: each helper draws some kinds, together all five
+        shares = [k for _, k in helpers._shares]
+        assert len(shares) == 2 and all(shares)
+        assert sorted(sum(shares, [])) == sorted(PLOT_KINDS)
+        names = helpers.result()
     assert names == ["fct_cdf.png", "link_utilisation.png", "queues.png", "cwnd.png",
                      "paths.png"]
-    assert worker._proc is None  # the helper has exited
-    with pytest.raises(ProcessLookupError):
-        import os
-
-        os.kill(pid, 0)
+    assert all(w._proc is None for w in helpers.workers)  # the helpers have exited
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
     assert write_plots(results, series, tmp_path / "local") == names
     for n in names:
         assert (tmp_path / "helper" / n).read_bytes() == (tmp_path / "local" / n).read_bytes()
         assert (d / n).read_bytes() == (tmp_path / "local" / n).read_bytes()
 
 
-def test_write_outputs_uses_the_prestarted_helper_once(tmp_path, ref) -> None:
+def test_one_helper_draws_the_kinds_it_is_given(tmp_path, ref) -> None:
+    _, results, series = ref
+    w = plot_worker.PlotWorker()
+    assert w.start()
+    job = pickle.dumps((results, series, str(tmp_path)))
+    assert w.submit(job, ["paths", "fct_cdf"])
+    assert not w.submit(job, ["queues"])  # one job per helper
+    assert w.result() == ["fct_cdf.png", "paths.png"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fct_cdf.png", "paths.png"]
+    assert write_plots(results, series, tmp_path / "b", only=["queues"]) == ["queues.png"]
+
+
+def test_write_outputs_uses_the_prestarted_helpers_once(tmp_path, ref) -> None:
     d, results, series = ref
-    with plot_worker.prestarted() as worker:
-        assert worker is not None and plot_worker._CURRENT.get() is worker
+    with plot_worker.prestarted() as helpers:
+        assert helpers is not None and plot_worker._CURRENT.get() is helpers
+        assert len(helpers.workers) == plot_worker.helper_count()
         out = write_outputs(dict(results, files={}), tmp_path / "run", series)
         assert plot_worker._CURRENT.get() is None  # taken by that run
-        assert worker._sent and worker._proc is None
+        assert helpers._shares and all(w._sent and w._proc is None
+                                       for w in helpers.workers)
     assert out["files"]["plots"] == results["files"]["plots"]
     assert read_results(tmp_path / "run" / "results.json")["files"] == out["files"]
     for n in out["files"]["plots"]:
@@ -62,35 +82,37 @@ def test_write_outputs_uses_the_prestarted_helper_once(tmp_path, ref) -> None:
 def test_a_failing_helper_leaves_the_drawing_to_the_caller(tmp_path, ref) -> None:
     d, results, series = ref
     broken = dict(results, flows=None)  # plot_fct_cdf cannot iterate None
-    worker = plot_worker.PlotWorker()
-    assert worker.start() and worker.submit(broken, series, tmp_path / "x")
-    assert worker.result() is None
+    with plot_worker.prestarted(count=2) as helpers:
+        assert helpers.submit(broken, series, tmp_path / "x")
+        assert helpers.result() is None  # the helper with fct_cdf failed: no names at all
     # through write_outputs: the caller draws again and raises the error itself
-    with plot_worker.prestarted(), pytest.raises(TypeError):
+    with plot_worker.prestarted(count=2), pytest.raises(TypeError):
         write_outputs(dict(broken, files={}), tmp_path / "y", series)
 
 
-def test_a_dead_helper_is_replaced_by_in_process_drawing(tmp_path, ref) -> None:
+@pytest.mark.parametrize("count", [1, 2])
+def test_a_dead_helper_is_replaced_by_in_process_drawing(tmp_path, ref, count) -> None:
     d, results, series = ref
-    with plot_worker.prestarted() as worker:
-        worker._proc.kill()
-        worker._proc.wait()
+    with plot_worker.prestarted(count=count) as helpers:
+        victim = helpers.workers[-1]._proc
+        victim.kill()
+        victim.wait()
         out = write_outputs(dict(results, files={}), tmp_path / "run", series)
     assert out["files"]["plots"] == results["files"]["plots"]
     for n in out["files"]["plots"]:
         assert (tmp_path / "run" / n).read_bytes() == (d / n).read_bytes()
 
 
-def test_an_unused_helper_ends_with_the_block(tmp_path) -> None:
-    with pytest.raises(RuntimeError), plot_worker.prestarted() as worker:
-        proc = worker._proc
+def test_unused_helpers_end_with_the_block(tmp_path) -> None:
+    with pytest.raises(RuntimeError), plot_worker.prestarted(count=2) as helpers:
+        procs = [w._proc for w in helpers.workers]
         raise RuntimeError("the run failed")
-    assert proc.poll() is not None and plot_worker._CURRENT.get() is None
+    assert all(p.poll() is not None for p in procs) and plot_worker._CURRENT.get() is None
     with plot_worker.prestarted(False) as none:
         assert none is None and plot_worker.current() is None
 
 
-def test_the_command_prestarts_a_helper_only_when_plots_are_on(tmp_path) -> None:
+def test_the_command_prestarts_helpers_only_when_plots_are_on(tmp_path) -> None:
     from uet.cli import main
 
     seen: list[object] = []
@@ -109,7 +131,7 @@ def test_the_command_prestarts_a_helper_only_when_plots_are_on(tmp_path) -> None
                      str(tmp_path / "b")]) == 0
     finally:
         command._runner = orig
-    assert isinstance(seen[0], plot_worker.PlotWorker) and seen[1] is None
-    assert seen[0]._proc is None  # ended once the command was done
+    assert isinstance(seen[0], plot_worker.PlotHelpers) and seen[1] is None
+    assert all(w._proc is None for w in seen[0].workers)  # ended with the command
     assert sorted(p.name for p in (tmp_path / "a").glob("*.png")) == sorted(
         read_results(tmp_path / "a" / "results.json")["files"]["plots"])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -510,9 +510,10 @@ def _natural(name: str) -> tuple:
 
 
 def write_plots(results: Mapping[str, Any], series: Mapping[str, Any] | None,
-                out_dir: str | Path) -> list[str]:
+                out_dir: str | Path, *, only: Collection[str] | None = None) -> list[str]:
     """The plots ``output.plot_kinds`` names (all by default) there is data for; returns
-    the file names written (relative)."""
+    the file names written (relative), in ``PLOT_KINDS`` order (each named KIND.png).
+    ``only``: draw just those kinds of them (helper processes share the work)."""
     from uet.experiments.ideal import TopologyModel
 
     out = Path(out_dir)
@@ -522,6 +523,8 @@ def write_plots(results: Mapping[str, Any], series: Mapping[str, Any] | None,
     topo = cfg["topology"]
     opts = cfg["output"]
     kinds = set(opts.get("plot_kinds", PLOT_KINDS))
+    if only is not None:
+        kinds &= set(only)
     written = []
     if "fct_cdf" in kinds:
         written.append(plot_fct_cdf(results["flows"], out / "fct_cdf.png", title))
