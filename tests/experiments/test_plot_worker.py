@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
+import signal
+import tempfile
+import time
+from pathlib import Path
 
 import pytest
 
@@ -29,23 +32,55 @@ def ref(tmp_path_factory):
     return d, results, series
 
 
-def test_helpers_draw_the_same_bytes_as_in_process(tmp_path, ref) -> None:
+def _stat(pid: int | str) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state, parent, ...)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def _children(pid: int) -> list[int]:
+    """Process IDs whose parent is ``pid`` (Linux /proc)."""
+    out = []
+    for d in os.listdir("/proc"):
+        st = _stat(d) if d.isdigit() else None
+        if st is not None and int(st[1]) == pid:
+            out.append(int(d))
+    return out
+
+
+def _wait_for_child(pid: int) -> list[int]:
+    for _ in range(200):
+        kids = _children(pid)
+        if kids:
+            return kids
+        time.sleep(0.05)
+    return []
+
+
+def test_claims_give_each_kind_to_one_helper(tmp_path) -> None:
+    assert all(plot_worker._claim(None, k) for k in PLOT_KINDS)  # no sharing: draw all
+    assert plot_worker._claim(str(tmp_path), "paths")
+    assert not plot_worker._claim(str(tmp_path), "paths")
+    assert plot_worker._claim(str(tmp_path), "queues")
+
+
+def test_two_helpers_draw_the_same_bytes_as_in_process(tmp_path, ref) -> None:
     d, results, series = ref
-    with plot_worker.prestarted(count=2) as helpers:
-        assert len(helpers.workers) == 2
-        pids = [w._proc.pid for w in helpers.workers]
-        assert helpers.submit(results, series, tmp_path / "helper")
-        # the work is shared: each helper draws some kinds, together all five
-        shares = [k for _, k in helpers._shares]
-        assert len(shares) == 2 and all(shares)
-        assert sorted(sum(shares, [])) == sorted(PLOT_KINDS)
-        names = helpers.result()
+    with plot_worker.prestarted(helpers=2) as lead:
+        pid = lead.pid
+        subs = _wait_for_child(pid)  # the lead starts the second helper itself
+        assert len(subs) == 1
+        assert lead.submit(results, series, tmp_path / "helper")
+        names = lead.result()
+        claims = list(Path(tempfile.gettempdir()).glob("uet-plots-*"))
+    assert not claims  # the lead removed its claims folder
     assert names == ["fct_cdf.png", "link_utilisation.png", "queues.png", "cwnd.png",
                      "paths.png"]
-    assert all(w._proc is None for w in helpers.workers)  # the helpers have exited
-    for pid in pids:
+    for p in [pid, *subs]:  # both have exited
         with pytest.raises(ProcessLookupError):
-            os.kill(pid, 0)
+            os.kill(p, 0)
     assert write_plots(results, series, tmp_path / "local") == names
     for n in names:
         assert (tmp_path / "helper" / n).read_bytes() == (tmp_path / "local" / n).read_bytes()
@@ -55,24 +90,21 @@ def test_helpers_draw_the_same_bytes_as_in_process(tmp_path, ref) -> None:
 def test_one_helper_draws_the_kinds_it_is_given(tmp_path, ref) -> None:
     _, results, series = ref
     w = plot_worker.PlotWorker()
-    assert w.start()
-    job = pickle.dumps((results, series, str(tmp_path)))
-    assert w.submit(job, ["paths", "fct_cdf"])
-    assert not w.submit(job, ["queues"])  # one job per helper
+    assert w.start(1)
+    assert w.submit(results, series, tmp_path, ["paths", "fct_cdf"])
+    assert not w.submit(results, series, tmp_path, ["queues"])  # one job per helper
     assert w.result() == ["fct_cdf.png", "paths.png"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fct_cdf.png", "paths.png"]
     assert write_plots(results, series, tmp_path / "b", only=["queues"]) == ["queues.png"]
 
 
-def test_write_outputs_uses_the_prestarted_helpers_once(tmp_path, ref) -> None:
+def test_write_outputs_uses_the_prestarted_helper_once(tmp_path, ref) -> None:
     d, results, series = ref
-    with plot_worker.prestarted() as helpers:
-        assert helpers is not None and plot_worker._CURRENT.get() is helpers
-        assert len(helpers.workers) == plot_worker.helper_count()
+    with plot_worker.prestarted() as lead:
+        assert lead is not None and plot_worker._CURRENT.get() is lead
         out = write_outputs(dict(results, files={}), tmp_path / "run", series)
         assert plot_worker._CURRENT.get() is None  # taken by that run
-        assert helpers._shares and all(w._sent and w._proc is None
-                                       for w in helpers.workers)
+        assert lead._sent and lead.pid is None
     assert out["files"]["plots"] == results["files"]["plots"]
     assert read_results(tmp_path / "run" / "results.json")["files"] == out["files"]
     for n in out["files"]["plots"]:
@@ -82,32 +114,52 @@ def test_write_outputs_uses_the_prestarted_helpers_once(tmp_path, ref) -> None:
 def test_a_failing_helper_leaves_the_drawing_to_the_caller(tmp_path, ref) -> None:
     d, results, series = ref
     broken = dict(results, flows=None)  # plot_fct_cdf cannot iterate None
-    with plot_worker.prestarted(count=2) as helpers:
-        assert helpers.submit(broken, series, tmp_path / "x")
-        assert helpers.result() is None  # the helper with fct_cdf failed: no names at all
+    for helpers in (1, 2):  # whichever helper draws fct_cdf fails: no names at all
+        with plot_worker.prestarted(helpers=helpers) as lead:
+            assert lead.submit(broken, series, tmp_path / "x")
+            assert lead.result() is None
     # through write_outputs: the caller draws again and raises the error itself
-    with plot_worker.prestarted(count=2), pytest.raises(TypeError):
+    with plot_worker.prestarted(), pytest.raises(TypeError):
         write_outputs(dict(broken, files={}), tmp_path / "y", series)
 
 
-@pytest.mark.parametrize("count", [1, 2])
-def test_a_dead_helper_is_replaced_by_in_process_drawing(tmp_path, ref, count) -> None:
+def test_a_dead_second_helper_leaves_its_share_to_the_lead(tmp_path, ref) -> None:
     d, results, series = ref
-    with plot_worker.prestarted(count=count) as helpers:
-        victim = helpers.workers[-1]._proc
-        victim.kill()
-        victim.wait()
+    with plot_worker.prestarted(helpers=2) as lead:
+        subs = _wait_for_child(lead.pid)
+        assert len(subs) == 1
+        os.kill(subs[0], signal.SIGKILL)
         out = write_outputs(dict(results, files={}), tmp_path / "run", series)
+        assert lead._sent  # the lead drew everything
     assert out["files"]["plots"] == results["files"]["plots"]
     for n in out["files"]["plots"]:
         assert (tmp_path / "run" / n).read_bytes() == (d / n).read_bytes()
 
 
+def test_a_dead_lead_is_replaced_by_in_process_drawing(tmp_path, ref) -> None:
+    d, results, series = ref
+    with plot_worker.prestarted(helpers=2) as lead:
+        subs = _wait_for_child(lead.pid)
+        lead._proc.kill()
+        lead._proc.wait()
+        out = write_outputs(dict(results, files={}), tmp_path / "run", series)
+    assert out["files"]["plots"] == results["files"]["plots"]
+    for n in out["files"]["plots"]:
+        assert (tmp_path / "run" / n).read_bytes() == (d / n).read_bytes()
+    for _ in range(100):  # its own helper sees its stdin close and ends
+        states = [_stat(p) for p in subs]
+        if all(st is None or st[0] == "Z" for st in states):
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("the second helper outlived its lead")
+
+
 def test_unused_helpers_end_with_the_block(tmp_path) -> None:
-    with pytest.raises(RuntimeError), plot_worker.prestarted(count=2) as helpers:
-        procs = [w._proc for w in helpers.workers]
+    with pytest.raises(RuntimeError), plot_worker.prestarted(helpers=2) as lead:
+        proc = lead._proc
         raise RuntimeError("the run failed")
-    assert all(p.poll() is not None for p in procs) and plot_worker._CURRENT.get() is None
+    assert proc.poll() is not None and plot_worker._CURRENT.get() is None
     with plot_worker.prestarted(False) as none:
         assert none is None and plot_worker.current() is None
 
@@ -131,7 +183,7 @@ def test_the_command_prestarts_helpers_only_when_plots_are_on(tmp_path) -> None:
                      str(tmp_path / "b")]) == 0
     finally:
         command._runner = orig
-    assert isinstance(seen[0], plot_worker.PlotHelpers) and seen[1] is None
-    assert all(w._proc is None for w in seen[0].workers)  # ended with the command
+    assert isinstance(seen[0], plot_worker.PlotWorker) and seen[1] is None
+    assert seen[0].pid is None  # ended with the command
     assert sorted(p.name for p in (tmp_path / "a").glob("*.png")) == sorted(
         read_results(tmp_path / "a" / "results.json")["files"]["plots"])

@@ -161,6 +161,14 @@ def run(args: argparse.Namespace, run_experiment: RunFn | None = None,
             return 0
     except (ConfigError, ExportError) as exc:
         return _fail(str(exc))
+    # the plots' helper processes import matplotlib while this one loads the runner and
+    # runs the experiment (uet.experiments.plot_worker)
+    with plot_worker.prestarted(bool(config["output"].get("plots", True))):
+        return _run_one(config, args, formats, run_experiment, console)
+
+
+def _run_one(config: dict[str, Any], args: argparse.Namespace, formats: list[str],
+             run_experiment: RunFn | None, console: Console) -> int:
     fn = run_experiment or _runner()
     if fn is None:
         return _fail("uet run: the experiment runner is not available in this build")
@@ -170,9 +178,7 @@ def run(args: argparse.Namespace, run_experiment: RunFn | None = None,
     from uet.runtime.wire import LiveError
 
     try:
-        # the plots' helper process imports matplotlib while the run computes
-        with plot_worker.prestarted(bool(config["output"].get("plots", True))):
-            results = fn(config, out)
+        results = fn(config, out)
     except (ConfigError, LiveError) as exc:  # found once the fabric is built (taps,
         # impairments) or started (live mode: sockets, namespaces)
         if created:

@@ -1,23 +1,29 @@
 """Draw a run's plots in helper processes started before the run.
 
 Importing matplotlib and drawing the five PNGs cost a ``uet run`` about 0.6 s and
-1.2-1.8 s of one core after the run has ended. The command starts helpers first: each
-imports :mod:`uet.experiments.plots` on another core while the run computes; when the run
-hands them the results and time series (pickled once, written to each helper's stdin),
-they draw their share of the plots side by side while the command writes
-``timeseries.json``. Two helpers when the process may use two cores or more, else one.
-The PNGs are the same bytes either way (same matplotlib, same code, same data): each helper
-runs :func:`uet.experiments.plots.write_plots` for its kinds.
+1.2-1.8 s of one core after the run has ended. The command starts a helper first; it
+imports :mod:`uet.experiments.plots` while the run computes, then (where the process may
+use two cores or more) starts a second helper of its own, which imports in turn: so at
+most two processes compute at once and the run keeps its core. When the run hands the
+lead helper the results and time series (pickled once), it passes the same bytes on and
+the two draw side by side while the command writes ``timeseries.json``: each claims a plot
+(a marker file created exclusively in a private folder) before drawing it, the lead from
+the costliest down (:data:`COST`), the other from the cheapest up, so a helper still
+importing when the run ended simply draws fewer. The lead answers with every file name.
+The PNGs are the same bytes either way (same matplotlib, same code, same data): each
+helper runs :func:`uet.experiments.plots.write_plots` for the kinds it claimed.
 
-Anything that goes wrong with a helper (it cannot start, dies, or its drawing raises) makes
-the caller draw every plot in its own process, as without helpers, so errors read the same.
-Only the single ``uet run`` uses them (:func:`prestarted`); sweeps and the Python API draw
-in-process (their points already fill the cores).
+Anything that goes wrong makes someone else draw: the lead draws what the second helper
+had not drawn if that one cannot start, dies or fails; the command draws every plot in its
+own process if the lead does, as without helpers, so errors read the same. Only the single
+``uet run`` uses them (:func:`prestarted`); sweeps and the Python API draw in-process
+(their points already fill the cores).
 
-Protocol (private to this module): the parent writes one pickled ``(results, series,
-out_dir)`` tuple, then one pickled tuple of the kinds to draw; the child answers one
-pickled ``("ok", names)`` or ``("error", text)`` and exits. Closing its stdin without a job
-ends it.
+Protocol (private to this module): the parent writes the job, an 8-byte big-endian length
+and a pickled ``(results, series, out_dir)`` tuple, then one pickled ``(kinds, claims)``
+tuple (the kinds to draw; the claims folder, or None); the child answers one pickled
+``("ok", names)`` or ``("error", text)`` and exits. Closing its stdin without a job ends it
+(and its own helper).
 """
 
 from __future__ import annotations
@@ -26,53 +32,79 @@ import contextlib
 import contextvars
 import os
 import pickle
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 from uet.experiments.schema import PLOT_KINDS
 
-__all__ = ["PlotWorker", "PlotHelpers", "prestarted", "current", "helper_count"]
+__all__ = ["PlotWorker", "prestarted", "current", "helper_count"]
 
-#: rough drawing cost of each kind (s at 16-128 hosts), to split the plots between helpers
+#: rough drawing cost of each kind (s at 16-128 hosts): the lead helper starts with the
+#: costliest, the other with the cheapest
 COST = {"link_utilisation": 0.55, "paths": 0.48, "fct_cdf": 0.40, "cwnd": 0.37,
         "queues": 0.20}
 
-_CURRENT: contextvars.ContextVar[PlotHelpers | None] = contextvars.ContextVar(
-    "uet_plot_helpers", default=None)
+_CURRENT: contextvars.ContextVar[PlotWorker | None] = contextvars.ContextVar(
+    "uet_plot_worker", default=None)
+
+
+def _in_order(names: list[str]) -> list[str]:
+    order = {f"{k}.png": i for i, k in enumerate(PLOT_KINDS)}
+    return sorted(names, key=lambda n: order.get(n, len(order)))
 
 
 class PlotWorker:
-    """One helper process that draws some of one run's plots (see the module docstring)."""
+    """One helper process (and, through it, ``helpers - 1`` more) that draws plots."""
 
     def __init__(self) -> None:
         self._proc: subprocess.Popen[bytes] | None = None
         self._sent = False
 
-    def start(self) -> bool:
+    def start(self, helpers: int = 1) -> bool:
         """Start the helper; False (and no helper) if the process cannot be started."""
         root = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "uet.experiments.plot_worker"], stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+                [sys.executable, "-m", "uet.experiments.plot_worker", str(max(1, helpers))],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                env=env)
         except OSError:
             self._proc = None
         return self._proc is not None
 
-    def submit(self, job: bytes, kinds: Sequence[str]) -> bool:
-        """Hand the helper the pickled job and the kinds it draws; False if it cannot take
-        them."""
+    @property
+    def pid(self) -> int | None:
+        """The helper's process ID while it runs."""
+        return None if self._proc is None else self._proc.pid
+
+    def submit(self, results: Mapping[str, Any], series: Mapping[str, Any] | None,
+               out_dir: str | Path, kinds: Sequence[str] = PLOT_KINDS) -> bool:
+        """Hand the helper the plots to draw; False if it cannot take them (then the
+        caller draws them itself)."""
+        try:
+            job = pickle.dumps((dict(results), series, str(out_dir)),
+                               protocol=pickle.HIGHEST_PROTOCOL)
+        except (pickle.PicklingError, TypeError, AttributeError):
+            return False
+        return self.submit_job(job, kinds)
+
+    def submit_job(self, job: bytes, kinds: Sequence[str], claims: str | None = None) -> bool:
+        """Hand over a job already pickled (one pickle for every helper); ``claims``: the
+        folder where helpers sharing ``kinds`` claim each before drawing it."""
         proc = self._proc
         if proc is None or self._sent or proc.stdin is None:
             return False
         try:
+            proc.stdin.write(len(job).to_bytes(8, "big"))
             proc.stdin.write(job)
-            pickle.dump(tuple(kinds), proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump((tuple(kinds), claims), proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
             proc.stdin.close()
         except OSError:
             self.close()
@@ -81,7 +113,8 @@ class PlotWorker:
         return True
 
     def result(self) -> list[str] | None:
-        """The file names the helper wrote, or None if it failed."""
+        """The file names written, in ``PLOT_KINDS`` order, or None if the helper failed
+        (the caller then draws in-process)."""
         proc = self._proc
         if proc is None or not self._sent or proc.stdout is None:
             return None
@@ -110,60 +143,6 @@ class PlotWorker:
             proc.wait()
 
 
-class PlotHelpers:
-    """The helpers of one run; they share its plots by :data:`COST`."""
-
-    def __init__(self, workers: list[PlotWorker]) -> None:
-        self.workers = workers
-        self._shares: list[tuple[PlotWorker, list[str]]] = []
-
-    def submit(self, results: Mapping[str, Any], series: Mapping[str, Any] | None,
-               out_dir: str | Path) -> bool:
-        """Hand the plots to the helpers; False if they cannot take them (then the caller
-        draws them itself)."""
-        if not self.workers:
-            return False
-        try:
-            job = pickle.dumps((dict(results), series, str(out_dir)),
-                               protocol=pickle.HIGHEST_PROTOCOL)
-        except (pickle.PicklingError, TypeError, AttributeError):
-            return False
-        loads = [0.0] * len(self.workers)
-        kinds: list[list[str]] = [[] for _ in self.workers]
-        for kind in sorted(PLOT_KINDS, key=lambda k: -COST.get(k, 0.0)):
-            i = loads.index(min(loads))
-            kinds[i].append(kind)
-            loads[i] += COST.get(kind, 0.0)
-        shares = [(w, k) for w, k in zip(self.workers, kinds, strict=True) if k]
-        for w, k in shares:
-            if not w.submit(job, k):
-                self.close()
-                return False
-        self._shares = shares
-        return True
-
-    def result(self) -> list[str] | None:
-        """Every helper's file names in ``PLOT_KINDS`` order, or None if any failed."""
-        names: list[str] = []
-        ok = bool(self._shares)
-        for w, _ in self._shares:
-            got = w.result()
-            if got is None:
-                ok = False
-            else:
-                names += got
-        self.close()
-        if not ok:
-            return None
-        order = {f"{k}.png": i for i, k in enumerate(PLOT_KINDS)}
-        return sorted(names, key=lambda n: order.get(n, len(order)))
-
-    def close(self) -> None:
-        """End every helper (idempotent)."""
-        for w in self.workers:
-            w.close()
-
-
 def helper_count() -> int:
     """Two helpers where this process may run on two cores or more, else one."""
     try:
@@ -173,50 +152,115 @@ def helper_count() -> int:
     return 2 if cores >= 2 else 1
 
 
-def current() -> PlotHelpers | None:
-    """The helpers :func:`prestarted` set up for this run, if any (taken: one run, one
-    set)."""
-    helpers = _CURRENT.get()
-    if helpers is not None:
+def current() -> PlotWorker | None:
+    """The helper :func:`prestarted` set up for this run, if any (taken: one run, one
+    helper)."""
+    worker = _CURRENT.get()
+    if worker is not None:
         _CURRENT.set(None)
-    return helpers
+    return worker
 
 
 @contextlib.contextmanager
-def prestarted(enabled: bool = True, count: int | None = None
-               ) -> Iterator[PlotHelpers | None]:
-    """Start helpers (``count``, default :func:`helper_count`) for the run inside the
-    ``with`` block, when ``enabled``; they are ended on the way out whatever happened."""
-    helpers = None
-    if enabled:
-        workers = [PlotWorker() for _ in range(count or helper_count())]
-        workers = [w for w in workers if w.start()]
-        helpers = PlotHelpers(workers) if workers else None
-    token = _CURRENT.set(helpers)
+def prestarted(enabled: bool = True, helpers: int | None = None
+               ) -> Iterator[PlotWorker | None]:
+    """Start the lead helper (of ``helpers`` in all, default :func:`helper_count`) for the
+    run inside the ``with`` block, when ``enabled``; ended on the way out whatever
+    happened."""
+    worker = PlotWorker() if enabled else None
+    if worker is not None and not worker.start(helpers or helper_count()):
+        worker = None
+    token = _CURRENT.set(worker)
     try:
-        yield helpers
+        yield worker
     finally:
         _CURRENT.reset(token)
-        if helpers is not None:
-            helpers.close()
+        if worker is not None:
+            worker.close()
 
 
-def _serve(stdin: IO[bytes], stdout: IO[bytes]) -> int:
+def _read_job(stdin: IO[bytes]) -> tuple[bytes, tuple[str, ...], str | None] | None:
+    head = stdin.read(8)
+    if len(head) < 8:
+        return None  # the run ended without plots (failed, or nothing to draw)
+    n = int.from_bytes(head, "big")
+    job = stdin.read(n)
+    if len(job) < n:
+        return None
+    try:
+        kinds, claims = pickle.load(stdin)
+    except EOFError:
+        return None
+    return job, tuple(kinds), claims
+
+
+def _claim(claims: str | None, kind: str) -> bool:
+    """Whether this helper draws ``kind``: the first to create its marker does."""
+    if claims is None:
+        return True
+    try:
+        os.close(os.open(os.path.join(claims, kind), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True
+
+
+def _serve(stdin: IO[bytes], stdout: IO[bytes], helpers: int) -> int:
     from uet.experiments.plots import write_plots  # the import this process exists for
 
+    sub = None
+    if helpers > 1:  # the next helper imports now, while this one waits: one at a time
+        sub = PlotWorker()
+        if not sub.start(helpers - 1):
+            sub = None
+    made = None
     try:
-        results, series, out_dir = pickle.load(stdin)
-        only = pickle.load(stdin)
-    except EOFError:  # the run ended without plots (failed, or nothing to draw)
+        got = _read_job(stdin)
+        if got is None:
+            return 0
+        job, kinds, claims = got
+        results, series, out_dir = pickle.loads(job)
+        if sub is not None:
+            if claims is None:
+                claims = made = tempfile.mkdtemp(prefix="uet-plots-")
+            if not sub.submit_job(job, kinds, claims):
+                sub = None
+        # work stealing: the lead takes the costliest kinds first, the others the
+        # cheapest, each claiming a kind before drawing it; a helper still importing when
+        # the job came joins late and so draws less
+        order = sorted(kinds, key=lambda k: (-COST.get(k, 0.0), k))
+        if made is None and claims is not None:
+            order.reverse()
+        try:
+            names: list[str] = []
+            drawn = []
+            for kind in order:
+                if _claim(claims, kind):
+                    drawn.append(kind)
+                    names += write_plots(results, series, out_dir, only=(kind,))
+            if sub is not None:
+                theirs = sub.result()
+                if theirs is None:  # it failed or died: draw what it may have claimed
+                    rest = tuple(k for k in kinds if k not in drawn)
+                    theirs = write_plots(results, series, out_dir, only=rest)
+                names += theirs
+            reply: tuple[str, Any] = ("ok", _in_order(names))
+        except Exception as exc:  # noqa: BLE001 - reported; the parent draws and raises
+            reply = ("error", f"{type(exc).__name__}: {exc}")
+        pickle.dump(reply, stdout, protocol=pickle.HIGHEST_PROTOCOL)
+        stdout.flush()
         return 0
-    try:
-        reply: tuple[str, Any] = ("ok", write_plots(results, series, out_dir, only=only))
-    except Exception as exc:  # noqa: BLE001 - reported; the parent draws again and raises
-        reply = ("error", f"{type(exc).__name__}: {exc}")
-    pickle.dump(reply, stdout, protocol=pickle.HIGHEST_PROTOCOL)
-    stdout.flush()
-    return 0
+    finally:
+        if sub is not None:
+            sub.close()
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    sys.exit(_serve(sys.stdin.buffer, sys.stdout.buffer))
+    code = _serve(sys.stdin.buffer, sys.stdout.buffer,
+                  int(sys.argv[1]) if len(sys.argv) > 1 else 1)
+    sys.stdout.flush()
+    # no interpreter teardown (matplotlib's takes ~0.1-0.2 s): the command waits for the
+    # helper's exit, and everything of value is written and flushed by now
+    os._exit(code)

@@ -204,8 +204,8 @@ def write_outputs(results: dict[str, Any], out_dir: str | Path,
     opts = results["experiment"]["config"]["output"]
     files = results.setdefault("files", {})
     plots = bool(opts.get("plots", True))
-    # a helper process started with the command draws while this one writes the series
-    # (uet.experiments.plot_worker); without one, or if it fails, draw here
+    # helper processes started with the command draw while this one writes the series
+    # (uet.experiments.plot_worker); without them, or if one fails, draw here
     worker = plot_worker.current()
     handed = plots and worker is not None and worker.submit(results, series, out)
     if series and opts.get("timeseries", True):
