@@ -26,6 +26,9 @@ touch "$TMP/tests/__init__.py"
 cp -r "$ROOT/tests/native" "$TMP/tests/native"
 cp -r "$ROOT/tests/fabric" "$TMP/tests/fabric"
 cp -r "$ROOT/tests/wire" "$TMP/tests/wire"
+mkdir -p "$TMP/tests/experiments"  # EvLoad's C tap (EvTally, in codec_core.c)
+cp "$ROOT/tests/experiments/__init__.py" "$ROOT/tests/experiments/test_ev_tally.py" \
+    "$TMP/tests/experiments/"
 cp "$ROOT/pyproject.toml" "$TMP/"
 
 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -g"
@@ -87,7 +90,7 @@ ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:strict_string_checks=1 LD_PRELOAD="
     "$PY" -m pytest -q -p no:cacheprovider tests/native tests/fabric/test_scheduler.py \
     tests/fabric/test_fabric_core.py tests/fabric/test_pfc.py tests/fabric/test_impairments.py \
     tests/fabric/test_ecn_trim.py tests/wire/test_codec_core.py tests/wire/test_fast_paths.py \
-    "$@"
+    tests/experiments/test_ev_tally.py "$@"
 
 echo "== leak check of the C allocations (trackers and their registry slots and output buffers,"
 echo "   the combined operations, reorder buffers)"
