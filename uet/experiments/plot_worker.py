@@ -5,8 +5,9 @@ Importing matplotlib and drawing the five PNGs cost a ``uet run`` about 0.6 s an
 imports :mod:`uet.experiments.plots` while the run computes, then (where the process may
 use two cores or more) starts a second helper of its own, which imports in turn: so at
 most two processes compute at once and the run keeps its core. When the run hands the
-lead helper the results and time series (pickled once), it passes the same bytes on and
-the two draw side by side while the command writes ``timeseries.json``: each claims a plot
+lead helper the results and time series (pickled once), it passes the same bytes on (from
+a thread, as the other may still be importing) and the two draw side by side while the
+command writes ``timeseries.json``: each claims a plot
 (a marker file created exclusively in a private folder) before drawing it, the lead from
 the costliest down (:data:`COST`), the other from the cheapest up, so a helper still
 importing when the run ended simply draws fewer. The lead answers with every file name.
@@ -36,6 +37,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -220,11 +222,15 @@ def _serve(stdin: IO[bytes], stdout: IO[bytes], helpers: int) -> int:
             return 0
         job, kinds, claims = got
         results, series, out_dir = pickle.loads(job)
+        handing = None
         if sub is not None:
             if claims is None:
                 claims = made = tempfile.mkdtemp(prefix="uet-plots-")
-            if not sub.submit_job(job, kinds, claims):
-                sub = None
+            # a thread writes the job: the pipe blocks until the other helper, maybe still
+            # importing, reads it, and this one draws meanwhile
+            handing = threading.Thread(target=sub.submit_job, args=(job, kinds, claims),
+                                       daemon=True)
+            handing.start()
         # work stealing: the lead takes the costliest kinds first, the others the
         # cheapest, each claiming a kind before drawing it; a helper still importing when
         # the job came joins late and so draws less
@@ -238,8 +244,9 @@ def _serve(stdin: IO[bytes], stdout: IO[bytes], helpers: int) -> int:
                 if _claim(claims, kind):
                     drawn.append(kind)
                     names += write_plots(results, series, out_dir, only=(kind,))
-            if sub is not None:
-                theirs = sub.result()
+            if sub is not None and handing is not None:
+                handing.join()
+                theirs = sub.result()  # None if the job could not be handed over
                 if theirs is None:  # it failed or died: draw what it may have claimed
                     rest = tuple(k for k in kinds if k not in drawn)
                     theirs = write_plots(results, series, out_dir, only=rest)
