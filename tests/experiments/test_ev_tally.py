@@ -12,7 +12,7 @@ import pytest
 from uet.native._codec_core import EvTally
 
 from uet import native
-from uet.experiments.signals import EvLoad
+from uet.experiments.signals import _REQUEST_TYPES, _UET_PORT_INT, EvLoad
 from uet.wire import codec
 from uet.wire.records import Frame, PdsAckCc, PdsControl, PdsRequest, SesStandard
 
@@ -41,6 +41,11 @@ def _frames() -> list[tuple[bytes, bool, int]]:
     return out
 
 
+def _tally(counts: Counter[int]) -> EvTally:
+    """The C tap as EvLoad makes it (the port and request types from signals)."""
+    return EvTally(counts, _UET_PORT_INT, _REQUEST_TYPES)
+
+
 def _feed(tap, frames, directions) -> None:
     for i, (data, d) in enumerate(zip(frames, directions, strict=True)):
         assert tap(i, data, d) is None
@@ -63,23 +68,30 @@ def test_c_counts_as_the_python_reference_on_real_and_mutated_frames() -> None:
     directions = [rng.choice(("tx", "tx", "rx", "TX", "")) for _ in frames]
     c_counts: Counter[int] = Counter()
     py_counts: Counter[int] = Counter()
-    _feed(EvTally(c_counts), frames, directions)
+    _feed(_tally(c_counts), frames, directions)
     _feed(EvLoad.py_tap(py_counts), frames, directions)
     assert c_counts == py_counts
     # not decorative: requests of every EV counted (IPv4 and IPv6), ACKs and CPs not
     clean_c: Counter[int] = Counter()
-    _feed(EvTally(clean_c), base, ["tx"] * len(base))
+    _feed(_tally(clean_c), base, ["tx"] * len(base))
     want: Counter[int] = Counter()
     for f, request, ev in tagged:
         if request:
             want[ev] += len(f)
     assert clean_c == want and set(want) == {0, 77, 49152, 65535}
+    # the port and the request types are the caller's, not built in
+    other: Counter[int] = Counter()
+    _feed(EvTally(other, _UET_PORT_INT + 1, _REQUEST_TYPES), base, ["tx"] * len(base))
+    _feed(EvTally(other, _UET_PORT_INT, {5, 12}), base, ["tx"] * len(base))  # none here
+    assert not other
+    _feed(EvTally(other, _UET_PORT_INT, {8}), base, ["tx"] * len(base))  # ACK_CC only
+    assert set(other) == set(want) and all(other[ev] < want[ev] for ev in want)
     assert min(want.values()) > 2 * 4096
 
 
 def test_short_frames_and_bad_arguments() -> None:
     counts: Counter[int] = Counter()
-    tap, ref = EvTally(counts), EvLoad.py_tap(Counter())
+    tap, ref = _tally(counts), EvLoad.py_tap(Counter())
     for n in range(0, 50):
         assert tap(0, bytes(n), "tx") is None and ref(0, bytes(n), "tx") is None
     assert not counts
@@ -89,7 +101,11 @@ def test_short_frames_and_bad_arguments() -> None:
     with pytest.raises(TypeError):
         tap(0, bytes(100))
     with pytest.raises(TypeError):
-        EvTally([])
+        EvTally([], 4793, [2])
+    with pytest.raises(ValueError):
+        EvTally({}, 70000, [2])
+    with pytest.raises(ValueError):
+        EvTally({}, 4793, [32])
 
 
 def test_evload_taps_are_c_unless_pure_python() -> None:

@@ -120,7 +120,7 @@ class EvLoad:
         """The tap counting into ``counts``: the C one when built (a C callable, which the
         fabric's C path calls without entering the interpreter), else :meth:`py_tap`."""
         if _EvTally is not None:
-            return _EvTally(counts)
+            return _EvTally(counts, _UET_PORT_INT, _REQUEST_TYPES)
         return EvLoad.py_tap(counts)
 
     @staticmethod

@@ -684,21 +684,20 @@ static PyObject *configure(PyObject *self, PyObject *args, PyObject *kwds) {
 
 /* ---------------------------------------------------------------- EvTally
  * A NIC tap (tap(now, frame, direction)) that adds the length of every transmitted UET
- * request (UDP to port 4793 over IPv4 without options or IPv6; PDS types 2, 3, 4, 6, 13,
- * 14) to counts[EV] (EV = the UDP source port). The reference is the Python tap of
- * uet.experiments.signals.EvLoad, which it must match frame for frame; being a C callable,
- * the fabric's C path calls it without entering the interpreter. */
+ * request (UDP to the given port over IPv4 without options or IPv6; a PDS type of the
+ * given set) to counts[EV] (EV = the UDP source port). The port and the types come from
+ * uet.experiments.signals, whose Python tap (EvLoad.py_tap) is the reference it must match
+ * frame for frame; being a C callable, the fabric's C path calls it without entering the
+ * interpreter. */
 typedef struct {
     PyObject_HEAD
     PyObject *counts; /* dict (a Counter): EV -> bytes */
     vectorcallfunc vectorcall;
+    uint32_t types;   /* bit t set: PDS type t is a request */
+    int port;         /* the UET UDP port */
 } EvTally;
 
 static PyObject *tx_str;
-
-static int is_request_type(unsigned t) {
-    return t == 2 || t == 3 || t == 4 || t == 6 || t == 13 || t == 14;
-}
 
 static PyObject *evtally_call(PyObject *self, PyObject *const *args, size_t nargsf,
                               PyObject *kwnames) {
@@ -730,10 +729,11 @@ static PyObject *evtally_call(PyObject *self, PyObject *const *args, size_t narg
         udp = 54;
     else
         Py_RETURN_NONE;
-    if (len <= udp + 8 || ((b[udp + 2] << 8) | b[udp + 3]) != 4793 ||
-        !is_request_type(b[udp + 8] >> 3))
+    EvTally *t = (EvTally *)self;
+    if (len <= udp + 8 || ((b[udp + 2] << 8) | b[udp + 3]) != t->port ||
+        !(t->types >> (b[udp + 8] >> 3) & 1))
         Py_RETURN_NONE;
-    PyObject *counts = ((EvTally *)self)->counts;
+    PyObject *counts = t->counts;
     PyObject *key = PyLong_FromLong((b[udp] << 8) | b[udp + 1]);
     if (key == NULL)
         return NULL;
@@ -759,9 +759,34 @@ static PyObject *evtally_call(PyObject *self, PyObject *const *args, size_t narg
 }
 
 static PyObject *evtally_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"counts", NULL};
-    PyObject *counts;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!:EvTally", kwlist, &PyDict_Type, &counts))
+    static char *kwlist[] = {"counts", "port", "types", NULL};
+    PyObject *counts, *types;
+    int port;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!iO:EvTally", kwlist, &PyDict_Type,
+                                     &counts, &port, &types))
+        return NULL;
+    if (port < 0 || port > 0xFFFF) {
+        PyErr_Format(PyExc_ValueError, "EvTally: port %d not in 0..65535", port);
+        return NULL;
+    }
+    uint32_t mask = 0;
+    PyObject *it = PyObject_GetIter(types);
+    if (it == NULL)
+        return NULL;
+    PyObject *x;
+    while ((x = PyIter_Next(it)) != NULL) {
+        long v = PyLong_AsLong(x);
+        Py_DECREF(x);
+        if (v == -1 && PyErr_Occurred())
+            break;
+        if (v < 0 || v > 31) {
+            PyErr_Format(PyExc_ValueError, "EvTally: PDS type %ld not in 0..31", v);
+            break;
+        }
+        mask |= (uint32_t)1 << v;
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred())
         return NULL;
     EvTally *t = (EvTally *)type->tp_alloc(type, 0);
     if (t == NULL)
@@ -769,6 +794,8 @@ static PyObject *evtally_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     Py_INCREF(counts);
     t->counts = counts;
     t->vectorcall = evtally_call;
+    t->types = mask;
+    t->port = port;
     return (PyObject *)t;
 }
 
@@ -798,8 +825,8 @@ static PyTypeObject EvTallyType = {
     .tp_name = "uet.native._codec_core.EvTally",
     .tp_basicsize = sizeof(EvTally),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "EvTally(counts): a tap adding each transmitted UET request's length to "
-              "counts[EV].",
+    .tp_doc = "EvTally(counts, port, types): a tap adding the length of each transmitted "
+              "frame to UDP port `port` whose PDS type is in `types` to counts[EV].",
     .tp_new = evtally_new,
     .tp_call = PyVectorcall_Call,
     .tp_vectorcall_offset = offsetof(EvTally, vectorcall),
