@@ -37,4 +37,3 @@ def quiet_collector() -> Iterator[None]:
     finally:
         gc.set_threshold(*old)
         gc.unfreeze()
-
