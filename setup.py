@@ -1,6 +1,7 @@
 """Build hook: compiles the cffi extension ``uet.native._uet_native``, the C event core and
-fabric path ``uet.native._event_core`` and the codec's common frames
-``uet.native._codec_core`` (see docs/native.md).
+fabric path ``uet.native._event_core``, the codec's common frames
+``uet.native._codec_core`` and the loss recovery's per-ACK work ``uet.native._recovery_core``
+(see docs/native.md).
 
 All metadata lives in pyproject.toml; this file only adds the extensions.
 """
@@ -17,5 +18,8 @@ setup(
                            depends=["uet/native/event_core.h"], optional=True),
                  # the codec's two common frames (uet.wire.codec's fast path), in C
                  Extension("uet.native._codec_core", ["uet/native/codec_core.c"],
+                           optional=True),
+                 # an initiator PDC's per-ACK and per-send loss recovery (uet.pds.recovery)
+                 Extension("uet.native._recovery_core", ["uet/native/recovery_core.c"],
                            optional=True)],
 )

@@ -456,15 +456,24 @@ class LossRecovery:
     def rack_detect(self, now: int) -> None:
         """RACK: resend every packet sent before the latest-sent arrived one whose time is
         up (its send time + that packet's RTT + the reordering window); arm the PDC's
-        timer for the first one whose time is not up yet. Packets are judged in
-        transmission order, which is also send-time order, so the scan stops there."""
+        timer for the first one whose time is not up yet."""
+        for pkt in self._rack_scan(now):
+            self.cc.on_nack(now, fb=NackFeedback(pkt.ev, _RCVR_INFER_LOSS, pkt.nbytes,
+                                                 in_flight_bytes=self.cc_inflight(),
+                                                 own_ev=True))
+            self.retransmit(now, pkt, "rack")
+
+    def _rack_scan(self, now: int) -> list[SentPacket]:
+        """RACK's scan: the packets whose time is up, in transmission order (also send-time
+        order, so the scan stops at the first one not due, for which the timer is armed);
+        the stale head of ``sent_order`` is dropped on the way."""
         rack = self.rack
         if rack is None or not rack.seq:
-            return
+            return []
         so = self.sent_order
         wnd = rack.rtt + rack.reo_wnd
         reach = self.sack_reach
-        lost = []
+        lost: list[SentPacket] = []
         while so:  # drop the stale head entries (arrived, released, resent or queued)
             seq, pkt = so[0]
             if pkt.seq != seq or pkt.arrived or pkt.released or pkt.retx_queued:
@@ -486,11 +495,7 @@ class LossRecovery:
                     self.arm(due)
                 break
             lost.append(pkt)
-        for pkt in lost:
-            self.cc.on_nack(now, fb=NackFeedback(pkt.ev, _RCVR_INFER_LOSS, pkt.nbytes,
-                                                 in_flight_bytes=self.cc_inflight(),
-                                                 own_ev=True))
-            self.retransmit(now, pkt, "rack")
+        return lost
 
     def _ooo_inference(self, now: int, ack: PdsAckCc, next_psn: int) -> None:
         """htsim-style loss recovery: retransmit un-SACKed PSNs below the highest SACKed."""
@@ -607,4 +612,37 @@ class LossRecovery:
         return pkts
 
 
-__all__ = ["LossRecovery", "SACK_BITS", "SentPacket", "Tx"]
+#: the Python forms of the methods the C core replaces (``uet.native._recovery_core``):
+#: the reference its tests hold it to, and what it calls for arguments of other types
+REFERENCE = {"on_ack": LossRecovery.on_ack, "on_sent": LossRecovery.on_sent,
+             "_rack_scan": LossRecovery._rack_scan}
+
+
+def _use_c_core() -> str:
+    """Put the C forms of ``on_ack``, ``on_sent`` and ``_rack_scan`` in LossRecovery's
+    class (not under ``UET_PURE_PYTHON=1``, nor when the extension was not built);
+    returns ``"native"`` or ``"python"``."""
+    from uet import native
+
+    if native.FORCED_PURE:
+        return "python"
+    try:
+        from uet.native import _recovery_core as core  # type: ignore[attr-defined]
+    except ImportError:
+        return "python"
+    from uet.pds.retransmit import LossDetector, RtoEstimator
+    from uet.wire.records import PdsAck
+
+    core.configure(SentPacket, LossRecovery, Rack, RtoEstimator, LossDetector, PdsAck,
+                   PdsAckCc, REFERENCE["on_ack"], REFERENCE["on_sent"],
+                   REFERENCE["_rack_scan"])
+    LossRecovery.on_ack = core.on_ack_method  # type: ignore[method-assign]
+    LossRecovery.on_sent = core.on_sent_method  # type: ignore[method-assign]
+    LossRecovery._rack_scan = core.rack_scan_method  # type: ignore[method-assign]
+    return "native"
+
+
+#: which form LossRecovery's per-ACK work runs in: "native" (C) or "python"
+IMPLEMENTATION = _use_c_core()
+
+__all__ = ["IMPLEMENTATION", "REFERENCE", "LossRecovery", "SACK_BITS", "SentPacket", "Tx"]
