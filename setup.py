@@ -1,7 +1,7 @@
 """Build hook: compiles the cffi extension ``uet.native._uet_native``, the C event core and
 fabric path ``uet.native._event_core``, the codec's common frames
-``uet.native._codec_core`` and the loss recovery's per-ACK work ``uet.native._recovery_core``
-(see docs/native.md).
+``uet.native._codec_core`` and the PDS's per-packet cores ``uet.native._recovery_core``,
+``_sender_core`` and ``_target_core`` (see docs/native.md).
 
 All metadata lives in pyproject.toml; this file only adds the extensions.
 """
@@ -21,5 +21,11 @@ setup(
                            optional=True),
                  # an initiator PDC's per-ACK and per-send loss recovery (uet.pds.recovery)
                  Extension("uet.native._recovery_core", ["uet/native/recovery_core.c"],
-                           optional=True)],
+                           depends=["uet/native/slots.h"], optional=True),
+                 # an initiator PDC's new data packets (uet.pds.initiator: poll_data, _send)
+                 Extension("uet.native._sender_core", ["uet/native/sender_core.c"],
+                           depends=["uet/native/slots.h"], optional=True),
+                 # a target PDC's new RUD requests (uet.pds.target: rx_request)
+                 Extension("uet.native._target_core", ["uet/native/target_core.c"],
+                           depends=["uet/native/slots.h"], optional=True)],
 )

@@ -19,13 +19,16 @@ trap 'rm -rf "$TMP"' EXIT
 cp -r "$ROOT/uet" "$TMP/uet"
 find "$TMP/uet" -name '__pycache__' -prune -exec rm -rf {} +
 rm -f "$TMP"/uet/native/_uet_native*.so "$TMP"/uet/native/_uet_native.c
-rm -f "$TMP"/uet/native/_event_core*.so "$TMP"/uet/native/_codec_core*.so
+rm -f "$TMP"/uet/native/_event_core*.so "$TMP"/uet/native/_codec_core*.so \
+    "$TMP"/uet/native/_recovery_core*.so "$TMP"/uet/native/_sender_core*.so \
+    "$TMP"/uet/native/_target_core*.so
 mkdir -p "$TMP/tests"
 cp "$ROOT/tests/conftest.py" "$TMP/tests/"
 touch "$TMP/tests/__init__.py"
 cp -r "$ROOT/tests/native" "$TMP/tests/native"
 cp -r "$ROOT/tests/fabric" "$TMP/tests/fabric"
 cp -r "$ROOT/tests/wire" "$TMP/tests/wire"
+cp -r "$ROOT/tests/pds" "$TMP/tests/pds"  # the PDS's C cores against their Python forms
 mkdir -p "$TMP/tests/experiments"  # EvLoad's C tap (EvTally, in codec_core.c)
 cp "$ROOT/tests/experiments/__init__.py" "$ROOT/tests/experiments/test_ev_tally.py" \
     "$TMP/tests/experiments/"
@@ -60,7 +63,16 @@ if ! "$CC" -shared -fPIC -O1 $SAN -I"$INC" "$TMP/uet/native/codec_core.c" \
     echo "== FAIL: build of the codec core"
     exit 1
 fi
-for so in _event_core _codec_core; do
+for core in recovery_core sender_core target_core; do  # the PDS's C cores (slots.h)
+    # shellcheck disable=SC2086
+    if ! "$CC" -shared -fPIC -O1 $SAN -I"$INC" "$TMP/uet/native/$core.c" \
+        -o "$TMP/uet/native/_$core$EXT" >"$TMP/build-$core.log" 2>&1; then
+        cat "$TMP/build-$core.log"
+        echo "== FAIL: build of $core"
+        exit 1
+    fi
+done
+for so in _event_core _codec_core _recovery_core _sender_core _target_core; do
     if ! nm -D "$TMP/uet/native/$so$EXT" | grep -q __asan; then
         echo "== FAIL: $so is not instrumented"
         exit 1
@@ -90,7 +102,8 @@ ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:strict_string_checks=1 LD_PRELOAD="
     "$PY" -m pytest -q -p no:cacheprovider tests/native tests/fabric/test_scheduler.py \
     tests/fabric/test_fabric_core.py tests/fabric/test_pfc.py tests/fabric/test_impairments.py \
     tests/fabric/test_ecn_trim.py tests/wire/test_codec_core.py tests/wire/test_fast_paths.py \
-    tests/experiments/test_ev_tally.py "$@"
+    tests/experiments/test_ev_tally.py tests/pds/test_recovery_core.py \
+    tests/pds/test_c_cores.py "$@"
 
 echo "== leak check of the C allocations (trackers and their registry slots and output buffers,"
 echo "   the combined operations, reorder buffers)"

@@ -118,6 +118,8 @@ def _endpoint(pcfg, ip, seed, cms):
 
 
 def run_scenario(seed, loss, dup, jitter, codec, cfg, msgs, cms=None):
+    """Run and check one scenario; returns the channel (every frame sent) and the end
+    points."""
     pcfg = PdsConfig(rto_ps=300 * US, min_rto_ps=50 * US, max_retries=8,
                      close_idle_ps=100 * US, msl_ps=500 * US, target_idle_ps=5_000 * US,
                      close_req_time_ps=20_000 * US, clear_req_ps=200 * US, **cfg)
@@ -201,6 +203,7 @@ def run_scenario(seed, loss, dup, jitter, codec, cfg, msgs, cms=None):
     for ep in eps.values():
         assert ep.tx_memory == 0
         assert ep.pdcs("initiator") == [] and ep.pdcs("target") == []
+    return net, eps
 
 
 def test_found_example_a_syn_retransmitted_after_the_target_closed_in_error():

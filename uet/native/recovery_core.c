@@ -13,21 +13,9 @@
  * receives; tests/pds/test_recovery_core.py holds the two to the same state after every
  * operation of seeded random streams.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdint.h>
-#include <structmember.h>
+#include "slots.h"
 
-#define M32 0xFFFFFFFFLL
-#define HALF 0x80000000LL
 #define SACK_BITS 64
-
-typedef struct {
-    PyTypeObject *type;
-    int n;
-    const char **names;
-    Py_ssize_t off[24];
-} Layout;
 
 enum { P_PSN, P_NBYTES, P_SEND_TIME, P_PREV_SEND, P_RETRIES, P_ARRIVED, P_SEQ, P_EV,
        P_RETX_QUEUED, P_RELEASED, P_EVER_RETX, P_SUSPECT, P_IS_CLOSE, P_INFLIGHT, P_N };
@@ -68,129 +56,6 @@ static PyObject *s_delivered, *s_rtt_sample, *s_rto_for, *s_popleft, *s_append,
     *s_retx_spurious;
 static int64_t bucket_rtts;
 static int configured;
-
-/* ------------------------------------------------------------------ slots */
-
-static int layout(Layout *l, PyObject *cls, const char **names, int n) {
-    if (!PyType_Check(cls)) {
-        PyErr_SetString(PyExc_TypeError, "configure: a class is expected");
-        return -1;
-    }
-    for (int i = 0; i < n; i++) {
-        PyObject *d = PyObject_GetAttrString(cls, names[i]);
-        if (d == NULL)
-            return -1;
-        if (!Py_IS_TYPE(d, &PyMemberDescr_Type) ||
-            ((PyMemberDescrObject *)d)->d_member->type != T_OBJECT_EX) {
-            Py_DECREF(d);
-            PyErr_Format(PyExc_TypeError, "configure: %s.%s is not a slot",
-                         ((PyTypeObject *)cls)->tp_name, names[i]);
-            return -1;
-        }
-        l->off[i] = ((PyMemberDescrObject *)d)->d_member->offset;
-        Py_DECREF(d);
-    }
-    Py_INCREF(cls);
-    Py_XSETREF(l->type, (PyTypeObject *)cls);
-    l->n = n;
-    l->names = names;
-    return 0;
-}
-
-#define SLOTP(o, l, i) ((PyObject **)((char *)(o) + (l).off[i]))
-#define SLOT(o, l, i) (*SLOTP(o, l, i))
-
-static int unset(PyObject *o, const Layout *l, int i) {
-    PyErr_Format(PyExc_AttributeError, "'%s' object has no attribute '%s'",
-                 Py_TYPE(o)->tp_name, l->names[i]);
-    return -1;
-}
-
-/* an int slot (a bool counts, as in Python arithmetic) */
-static int get_i64(PyObject *o, const Layout *l, int i, int64_t *out) {
-    PyObject *v = *(PyObject **)((char *)o + l->off[i]);
-    if (v == NULL)
-        return unset(o, l, i);
-    if (!PyLong_Check(v)) {
-        PyErr_Format(PyExc_TypeError, "%s.%s: an int is expected, not %s",
-                     Py_TYPE(o)->tp_name, l->names[i], Py_TYPE(v)->tp_name);
-        return -1;
-    }
-    long long x = PyLong_AsLongLong(v);
-    if (x == -1 && PyErr_Occurred())
-        return -1;
-    *out = x;
-    return 0;
-}
-
-/* an int slot or None: 1 and *out, 0 for None */
-static int get_opt(PyObject *o, const Layout *l, int i, int64_t *out) {
-    PyObject *v = *(PyObject **)((char *)o + l->off[i]);
-    if (v == Py_None)
-        return 0;
-    return get_i64(o, l, i, out) < 0 ? -1 : 1;
-}
-
-/* a slot's truth value */
-static int truth(PyObject *o, const Layout *l, int i) {
-    PyObject *v = *(PyObject **)((char *)o + l->off[i]);
-    if (v == Py_True)
-        return 1;
-    if (v == Py_False || v == Py_None)
-        return 0;
-    if (v == NULL)
-        return unset(o, l, i);
-    return PyObject_IsTrue(v);
-}
-
-/* store a new reference (NULL: an error is set) */
-static int put(PyObject *o, const Layout *l, int i, PyObject *v) {
-    if (v == NULL)
-        return -1;
-    PyObject **p = (PyObject **)((char *)o + l->off[i]);
-    PyObject *old = *p;
-    *p = v;
-    Py_XDECREF(old);
-    return 0;
-}
-
-static int put_i64(PyObject *o, const Layout *l, int i, int64_t v) {
-    return put(o, l, i, PyLong_FromLongLong(v));
-}
-
-static int put_bool(PyObject *o, const Layout *l, int i, int b) {
-    return put(o, l, i, Py_NewRef(b ? Py_True : Py_False));
-}
-
-/* rec.<field> += delta */
-static int add_i64(PyObject *o, const Layout *l, int i, int64_t delta) {
-    int64_t v;
-    if (get_i64(o, l, i, &v) < 0)
-        return -1;
-    return put_i64(o, l, i, v + delta);
-}
-
-/* counters[name] += 1 (a Counter: a missing key counts 0) */
-static int count(PyObject *counters, PyObject *name) {
-    PyObject *v = PyObject_GetItem(counters, name);
-    if (v == NULL) {
-        if (!PyErr_ExceptionMatches(PyExc_KeyError))
-            return -1;
-        PyErr_Clear();
-        v = PyLong_FromLong(0);
-        if (v == NULL)
-            return -1;
-    }
-    PyObject *one = PyLong_FromLong(1);
-    PyObject *n = one ? PyNumber_Add(v, one) : NULL;
-    Py_DECREF(v);
-    Py_XDECREF(one);
-    if (n == NULL)
-        return -1;
-    int rc = PyObject_SetItem(counters, name, n);
-    Py_DECREF(n);
-    return rc;
-}
 
 /* ------------------------------------------------------------------ Rack */
 
@@ -579,7 +444,6 @@ static int peer_rcvd(PyObject *rec, int64_t raw) {
     return 0;
 }
 
-static int is_int(PyObject *o) { return PyLong_CheckExact(o) || PyBool_Check(o); }
 
 /* an ACK_CC whose bitmap is an int of 64 bits (what the decoder makes); anything else goes
  * to the Python reference, which takes every set bit of any int */
@@ -1128,15 +992,10 @@ static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_recovery_core",
                                     "LossRecovery's per-ACK and per-send work in C", -1,
                                     methods};
 
-static int intern(PyObject **p, const char *s) {
-    *p = PyUnicode_InternFromString(s);
-    return *p == NULL;
-}
-
 PyMODINIT_FUNC PyInit__recovery_core(void) {
-    if (intern(&s_delivered, "delivered") || intern(&s_rtt_sample, "rtt_sample") ||
-        intern(&s_rto_for, "rto_for") || intern(&s_popleft, "popleft") ||
-        intern(&s_append, "append") || intern(&s_retx_spurious, "retx_spurious"))
+    if (intern_str(&s_delivered, "delivered") || intern_str(&s_rtt_sample, "rtt_sample") ||
+        intern_str(&s_rto_for, "rto_for") || intern_str(&s_popleft, "popleft") ||
+        intern_str(&s_append, "append") || intern_str(&s_retx_spurious, "retx_spurious"))
         return NULL;
     PyObject *m = PyModule_Create(&moddef);
     if (m == NULL)

@@ -839,4 +839,53 @@ class InitiatorPdc(PdcBase):
         return nxt
 
 
-__all__ = ["InitiatorPdc", "Tx"]
+#: the Python form of what the C core replaces (``uet.native._sender_core``): the reference
+#: its tests hold it to, and what it calls for every case but a new packet of an
+#: established cleartext PDC without credit
+REFERENCE = {"poll_data": InitiatorPdc.poll_data}
+
+
+def _use_c_core() -> str:
+    """Put the C form of ``poll_data`` in InitiatorPdc's class (not under
+    ``UET_PURE_PYTHON=1``, nor when the extension was not built); returns ``"native"`` or
+    ``"python"``."""
+    from uet import native
+
+    if native.FORCED_PURE:
+        return "python"
+    try:
+        from uet.native import _sender_core as core  # type: ignore[attr-defined]
+    except ImportError:
+        return "python"
+    configure(core)
+    InitiatorPdc.poll_data = core.poll_data_method  # type: ignore[method-assign]
+    return "native"
+
+
+def configure(core: Any) -> None:
+    """Give the C core the classes whose slots it uses, the constants and the reference."""
+    import dataclasses
+
+    from uet.pds.config import PdsConfig
+    from uet.pds.context import MemoryAccount
+    from uet.pds.events import SendMessage, SendRequest
+
+    def defaults(cls: type) -> tuple:
+        assert not hasattr(cls, "__post_init__")  # the core fills the slots itself
+        return tuple(None if f.default is dataclasses.MISSING else f.default
+                     for f in dataclasses.fields(cls))
+
+    core.configure(InitiatorPdc, LossRecovery, SentPacket, PdcContext, MemoryAccount,
+                   PdsConfig, SendMessage, SendRequest, PdsRequest, Frame,
+                   {"established": ST_ESTABLISHED, "syn": ST_SYN, "next_hdr": NEXT_HDR,
+                    "request_defaults": defaults(PdsRequest),
+                    "frame_defaults": defaults(Frame), "mac_src": _MAC_SRC,
+                    "mac_dst": _MAC_DST, "tx_overhead": TX_OVERHEAD, "ar": AR,
+                    "rud_cc_req": int(RUD_CC_REQ)},
+                   REFERENCE["poll_data"])
+
+
+#: which form a new data packet is made in: "native" (C) or "python"
+IMPLEMENTATION = _use_c_core()
+
+__all__ = ["IMPLEMENTATION", "REFERENCE", "InitiatorPdc", "Tx", "configure"]

@@ -226,16 +226,22 @@ class TargetPdc(PdcBase):
             r = self._rx_rod(now, frame, pds, psn)
             if r is None:
                 return
+        self._rx_not_new(now, frame, pds, psn, r)
+
+    def _rx_not_new(self, now: int, frame: Frame, pds: PdsRequest, psn: int,
+                    r: MarkResult) -> None:
+        """A request whose PSN the tracker did not take as new: a duplicate (answered from
+        what the PDC knows) or beyond the receive window (NACKed)."""
         if r is DUPLICATE or r is STALE:
             self._duplicate(now, frame, pds, psn, r)
+            return
+        self.ctx.counters["out_of_window"] += 1
+        if pds.flags & SYN:
+            self._nack(now, frame, NackCode.INVALID_SYN, psn,
+                       why="SYN PSN beyond the receive window")
         else:
-            ctx.counters["out_of_window"] += 1
-            if flags & SYN:
-                self._nack(now, frame, NackCode.INVALID_SYN, psn,
-                           why="SYN PSN beyond the receive window")
-            else:
-                self._nack(now, frame, NackCode.PSN_OOR_WINDOW, psn,
-                           why="PSN beyond the receive window")
+            self._nack(now, frame, NackCode.PSN_OOR_WINDOW, psn,
+                       why="PSN beyond the receive window")
 
     def _nack(self, now: int, frame: Frame, code: int, psn: int, payload: int = 0,
               why: str = "") -> None:
@@ -886,4 +892,47 @@ class TargetPdc(PdcBase):
         self.gap_nacked.clear()
 
 
-__all__ = ["Pending", "TargetPdc"]
+#: the Python form of what the C core replaces (``uet.native._target_core``): the reference
+#: its tests hold it to, and what it calls for every case but a new request of an
+#: established RUD PDC (no SYN, no clear, not trimmed, receive memory well below its limit)
+REFERENCE = {"rx_request": TargetPdc.rx_request}
+
+
+def _use_c_core() -> str:
+    """Put the C form of ``rx_request`` in TargetPdc's class (not under
+    ``UET_PURE_PYTHON=1``, nor when the extension was not built); returns ``"native"`` or
+    ``"python"``."""
+    from uet import native
+
+    if native.FORCED_PURE:
+        return "python"
+    try:
+        from uet.native import _target_core as core  # type: ignore[attr-defined]
+    except ImportError:
+        return "python"
+    configure(core)
+    TargetPdc.rx_request = core.rx_request_method  # type: ignore[method-assign]
+    return "native"
+
+
+def configure(core: Any) -> None:
+    """Give the C core the classes whose slots it uses, the constants and the reference."""
+    import heapq
+
+    from uet.pds.ack import AckCoalescer
+    from uet.pds.config import PdsConfig
+    from uet.pds.context import MemoryAccount
+
+    core.configure(TargetPdc, PdcContext, MemoryAccount, PdsConfig, Frame, PdsRequest,
+                   AckScheduler, AckCoalescer, Pending, RequestDelivered,
+                   {"established": ST_ESTABLISHED, "new": NEW, "heappush": heapq.heappush,
+                    "syn": SYN, "retx": RETX, "ar": AR, "immediate": IMMEDIATE,
+                    "eom": int(EOM), "ack_m": ACK_M, "ack_retx": ACK_RETX,
+                    "max_owed": AckCoalescer.MAX_OWED},
+                   REFERENCE["rx_request"])
+
+
+#: which form a new RUD request is taken in: "native" (C) or "python"
+IMPLEMENTATION = _use_c_core()
+
+__all__ = ["IMPLEMENTATION", "REFERENCE", "Pending", "TargetPdc", "configure"]

@@ -1,0 +1,129 @@
+"""The C cores of the PDS (``uet.pds.cores``) against their Python forms, end to end.
+
+The same seeded scenarios run twice in one process, once with the C forms and once inside
+``python_forms()``; every frame put on the wire (its bytes, in order, with its time), every
+counter of every end point and what the receivers got must be the same. Two levels:
+
+* PDS end points through the lossy in-memory channel of the exactly-once tests (loss,
+  duplication, reordering, RUD / ROD / RUDI / UUD, the Null CC, NSCC and RCCC, PDS
+  settings that reach the window, memory, probe and SACK-count paths);
+* fabric end points (SES + PDS + CMS: what ``uet run`` drives) on an emulated fat tree with
+  trimming, ECN and link impairments: the capture of host and switch links, byte for byte.
+
+The unit-level tests of each core are tests/pds/test_recovery_core.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import tempfile
+from pathlib import Path
+
+import pytest
+import trio
+from pds_harness import US
+from test_exactly_once import MODES, run_scenario
+
+from uet.cms.api import CmsConfig
+from uet.endpoint.fep import FabricEndpoint
+from uet.pds import cores
+from uet.runtime.fabric import Fabric
+from uet.wire.codec import encode_frame
+
+NATIVE = all(v == "native" for v in cores.implementations().values())
+pytestmark = pytest.mark.skipif(
+    not NATIVE, reason="the C cores are off (UET_PURE_PYTHON=1): nothing to compare "
+                       "(tests/pds/test_recovery_core.py still tests the C functions)")
+
+
+def _pds_trace(seed: int, loss: float, cfg: dict, cms: CmsConfig | None, n: int) -> dict:
+    rng = random.Random(seed)
+    msgs = [(rng.random() < 0.6, rng.choice(MODES), rng.randint(1, 12), rng.randint(0, 3000),
+             rng.randint(0, 1500)) for _ in range(n)]
+    net, eps = run_scenario(seed, loss, 0.03, 3, False, cfg, msgs, cms=cms)
+    return {"frames": [(t, encode_frame(f)) for t, f in net.sent],
+            "counters": {ip: dict(ep.counters) for ip, ep in eps.items()},
+            "now": net.now}
+
+
+BASE = {"ack_type": "ack_cc", "sack_dupthresh": 0, "rack": True, "ooo_loss_threshold": 0,
+        "probe_after_ps": 0, "ar_every_packet": False, "rod_buffer_packets": 0,
+        "ack_every_bytes": 16384, "rto_adaptive": True}
+VARIANTS = [
+    ("nscc", {}),
+    ("rccc", {}),
+    (None, {"sack_dupthresh": 3, "ooo_loss_threshold": 4, "probe_after_ps": 150 * US}),
+    ("nscc", {"max_inflight_packets": 6, "ack_every_bytes": 1000, "ack_type": "ack"}),
+    ("nscc", {"max_tx_memory_bytes": 20_000, "rack_reo_wnd_ps": 2 * US}),
+    ("nscc", {"ar_every_packet": True, "ar_when_blocked": False}),
+]
+
+
+@pytest.mark.parametrize("variant", range(len(VARIANTS)))
+@pytest.mark.parametrize("loss", [0.0, 0.1])
+def test_pds_scenarios_send_the_same_frames(variant, loss):
+    algorithm, extra = VARIANTS[variant]
+    cms = None if algorithm is None else CmsConfig(
+        ev_selector="oblivious", algorithm=algorithm, base_rtt_ps=10 * US, mtu_payload=2048)
+    cfg = {**BASE, **extra}
+    seed = 11 + variant
+    c = _pds_trace(seed, loss, cfg, cms, 40)
+    with cores.python_forms():
+        py = _pds_trace(seed, loss, cfg, cms, 40)
+    assert len(c["frames"]) == len(py["frames"]) and len(c["frames"]) > 100
+    for i, (a, b) in enumerate(zip(c["frames"], py["frames"], strict=True)):
+        assert a == b, f"frame {i} differs"
+    assert c["counters"] == py["counters"] and c["now"] == py["now"]
+
+
+async def _fabric(topo: dict, flows: list, seed: int, taps: list[str]) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "c.pcapng"
+        factory = FabricEndpoint.factory(sink_bytes=max(n for _, _, n in flows),
+                                         shared_sink=True)
+        async with Fabric(topo, seed=seed, endpoint_factory=factory) as fab:
+            cap = fab.capture(path, links=taps)
+            msgs = await fab.run_messages(flows)
+            cap.close()
+            out = {"fct": [m.fct_ps for m in msgs], "counters": fab.counters(),
+                   "events": fab.net.loop.events, "now": fab.net.loop.now}
+        out["capture"] = hashlib.sha256(path.read_bytes()).hexdigest()
+        out["frames"] = path.stat().st_size
+    return out
+
+
+FABRICS = {
+    "incast": ({"kind": "fat_tree", "k": 4, "queue_bytes": 60_000, "ecn_kmin": 10_000,
+                "ecn_kmax": 50_000}, [(s, 0, 200 * 1024) for s in range(1, 16)], 5,
+               ["h0", "tor0.p2"]),
+    "impaired": ({"kind": "fat_tree", "k": 4, "impairments": [
+        {"at": "tor0.p2", "loss": 0.02, "duplicate": 0.02, "corrupt": 0.01},
+        {"at": "core1.p1", "jitter_ps": 300_000, "reorder": 0.05, "reorder_delay_ps": 2_000_000},
+        {"at": "tor2.p2", "gilbert": {"p_gb": 0.01, "p_bg": 0.3}},
+        {"at": "agg1.p2", "loss": 0.1, "duplicate": 0.03},
+        {"at": "core0.p2", "loss": 0.1, "reorder": 0.1, "reorder_delay_ps": 1_000_000}]},
+        [(s, (s * 5 + 3) % 16, 600 * 1024) for s in range(16)], 9, ["h0", "tor0.p2"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FABRICS))
+def test_fabric_runs_capture_the_same_bytes(name):
+    topo, flows, seed, taps = FABRICS[name]
+    c = trio.run(_fabric, topo, flows, seed, taps)
+    with cores.python_forms():
+        py = trio.run(_fabric, topo, flows, seed, taps)
+    assert c == py
+    assert c["frames"] > 1_000_000  # the captures hold the run, not a few frames
+    # and the runs reach the paths that matter: trimming, loss recovery, CC blocking
+    total: dict[str, int] = {}
+    for counters in c["counters"]["endpoint"].values():
+        for k, v in counters.items():
+            if isinstance(v, int):
+                total[k] = total.get(k, 0) + v
+    for key, least in REACHES[name].items():
+        assert total.get(key, 0) >= least, (key, total.get(key, 0))
+
+
+REACHES = {"incast": {"pds.retx.nack.TRIMMED": 100, "pds.blocked.cc": 100},
+           "impaired": {"pds.retx.rack": 10, "pds.retx.rto": 1, "pds.blocked.window": 1}}

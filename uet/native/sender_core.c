@@ -1,0 +1,501 @@
+/* An initiator PDC's next new data packet in C (uet.pds.initiator.InitiatorPdc.poll_data
+ * and _send for a first transmission), over the same Python objects.
+ *
+ * The common case only: an ESTABLISHED cleartext PDC without RCCC credit and with nothing
+ * waiting for retransmission. It checks the windows, asks the congestion control (Python:
+ * can_send, choose_ev, window_full, on_send, in that order, as the Python does), takes the
+ * next packet of the queue (SendMessage.head / pop: the SES makes it), gives it its PSN,
+ * charges the transmit memory, tells the loss recovery (rec.on_sent) and builds the PDS
+ * request header and the Frame by filling their slots (the dataclasses' defaults for every
+ * field not set; neither has a __post_init__). Every other case (a retransmission, SYN,
+ * a secured PDC, credit, the peer window, objects of other types) is the Python reference's,
+ * called before anything has changed. tests/pds/test_c_cores.py runs the same traffic
+ * through both and compares every frame and counter.
+ */
+#include "slots.h"
+
+enum { I_STATE, I_CTX, I_PDC_ID, I_PEER_IP, I_SDI, I_CFG, I_DPDCID, I_NEXT_PSN, I_PEER_RANGE,
+       I_QUEUE, I_REC, I_CC, I_CREDIT, I_FIXED_EV, I_PTYPE, I_LAST_PROGRESS, I_BLOCKED_AT,
+       I_N };
+static const char *PDC_NAMES[I_N] = {
+    "state", "ctx", "pdc_id", "peer_ip", "sdi", "cfg", "dpdcid", "next_psn", "peer_range",
+    "queue", "rec", "cc", "credit", "fixed_ev", "ptype", "last_progress", "blocked_at"};
+
+enum { R_RETX, R_OUTSTANDING, R_MAX_CACK, R_INFLIGHT_BYTES, R_PEER_RCVD, R_KNOWN_ARRIVED,
+       R_N };
+static const char *REC_NAMES[R_N] = {"retx", "outstanding", "max_cack", "inflight_bytes",
+                                     "peer_rcvd", "known_arrived"};
+
+/* SentPacket, every slot (constructed here) */
+enum { P_PSN, P_REQ, P_NBYTES, P_COST, P_SEND_TIME, P_PREV_SEND, P_RETRIES, P_ARRIVED, P_SEQ,
+       P_EV, P_RETX_QUEUED, P_RELEASED, P_EVER_RETX, P_SUSPECT, P_IS_CLOSE, P_INFLIGHT, P_N };
+static const char *PKT_NAMES[P_N] = {
+    "psn", "req", "nbytes", "cost", "send_time", "prev_send", "retries", "arrived", "seq",
+    "ev", "retx_queued", "released", "ever_retx", "suspect", "is_close", "inflight"};
+
+enum { X_COUNTERS, X_TX_MEMORY, X_LOCAL_IP, X_N };
+static const char *CTX_NAMES[X_N] = {"counters", "tx_memory", "local_ip"};
+
+enum { MEM_USED, MEM_LIMIT, MEM_N };
+static const char *MEM_NAMES[MEM_N] = {"used", "limit"};
+
+enum { G_MAX_INFLIGHT, G_PROBE_AFTER, G_AR_EVERY, G_AR_BLOCKED, G_DSCP_DATA, G_ECN_CAPABLE,
+       G_N };
+static const char *CFG_NAMES[G_N] = {"max_inflight_packets", "probe_after_ps",
+                                     "ar_every_packet", "ar_when_blocked", "dscp_data",
+                                     "ecn_capable"};
+
+enum { M_COUNT, M_N };
+static const char *MSG_NAMES[M_N] = {"count"};
+
+enum { Q_SES, Q_EXT, Q_PAYLOAD, Q_EOM, Q_N };
+static const char *REQ_NAMES[Q_N] = {"ses", "ext", "payload", "eom"};
+
+/* the PDS request header and the Frame: every field, in the dataclass's order */
+enum { H_TYPE, H_NEXT_HDR, H_FLAGS, H_CPO, H_PSN, H_SPDCID, H_DPDCID, H_USE_RSV, H_PSN_OFFSET,
+       H_CCC_ID, H_CREDIT_TARGET, H_N };
+static const char *HDR_NAMES[H_N] = {"type", "next_hdr", "flags", "clear_psn_offset", "psn",
+                                     "spdcid", "dpdcid", "use_rsv_pdc", "psn_offset",
+                                     "ccc_id", "credit_target"};
+enum { F_PDS, F_SES, F_EXT, F_PAYLOAD, F_SRC_MAC, F_DST_MAC, F_SRC_IP, F_DST_IP, F_EV, F_DSCP,
+       F_ECN, F_TTL, F_IP_ID, F_UDP_DPORT, F_UDP_CHECKSUM, F_ENCAP, F_IP_PROTO, F_TSS,
+       F_TRAILER, F_N };
+static const char *FRAME_NAMES[F_N] = {
+    "pds", "ses", "ext", "payload", "src_mac", "dst_mac", "src_ip", "dst_ip", "ev", "dscp",
+    "ecn", "ttl", "ip_id", "udp_dport", "udp_checksum", "encap", "ip_proto", "tss",
+    "trailer"};
+
+static Layout L_PDC, L_REC, L_PKT, L_CTX, L_MEM, L_CFG, L_MSG, L_REQ, L_HDR, L_FRAME;
+static PyObject *ref_poll_data, *st_established, *st_syn, *next_hdr, *hdr_defaults,
+    *frame_defaults, *mac_src, *mac_dst;
+static int64_t tx_overhead, ar_flag, rud_cc_req;
+static int configured;
+static PyObject *s_can_send, *s_choose_ev, *s_window_full, *s_on_send, *s_on_sent, *s_head,
+    *s_pop, *s_popleft, *s_wait, *s_arm, *s_blocked_by_cc, *s_blocked_window,
+    *s_blocked_memory, *s_tx_packets, *s_tx_bytes, *kw_can_send, *kw_window_full,
+    *kw_on_send;
+
+/* a new object of a slots dataclass, every field at its default (defaults: a tuple in
+ * the layout's order) */
+static PyObject *new_record(const Layout *l, PyObject *defaults) {
+    PyObject *o = l->type->tp_alloc(l->type, 0);
+    if (o == NULL)
+        return NULL;
+    for (int i = 0; i < l->n; i++)
+        *SLOTP(o, *l, i) = Py_NewRef(PyTuple_GET_ITEM(defaults, i));
+    return o;
+}
+
+/* a new SentPacket(psn, req, nbytes, cost), as its __init__ makes it */
+static PyObject *new_packet(PyObject *psn, PyObject *req, PyObject *nbytes, int64_t cost) {
+    PyObject *o = L_PKT.type->tp_alloc(L_PKT.type, 0);
+    PyObject *c = PyLong_FromLongLong(cost);
+    if (o == NULL || c == NULL) {
+        Py_XDECREF(o);
+        Py_XDECREF(c);
+        return NULL;
+    }
+    PyObject *zero = PyLong_FromLong(0);
+    PyObject *v[P_N] = {psn, req, nbytes, c, zero, zero, zero, Py_False, zero, zero,
+                        Py_False, Py_False, Py_False, Py_False,
+                        req == Py_None ? Py_True : Py_False, Py_False};
+    for (int i = 0; i < P_N; i++)
+        *SLOTP(o, L_PKT, i) = Py_NewRef(v[i]);
+    Py_DECREF(c);
+    Py_DECREF(zero);
+    return o;
+}
+
+/* LossRecovery.cc_inflight */
+static int cc_inflight(PyObject *rec, int64_t *out) {
+    int64_t infl, peer, known;
+    if (get_i64(rec, &L_REC, R_INFLIGHT_BYTES, &infl) < 0 ||
+        get_i64(rec, &L_REC, R_PEER_RCVD, &peer) < 0 ||
+        get_i64(rec, &L_REC, R_KNOWN_ARRIVED, &known) < 0)
+        return -1;
+    int64_t unseen = peer - known;
+    *out = unseen <= 0 ? infl : (infl - unseen > 0 ? infl - unseen : 0);
+    return 0;
+}
+
+/* the first PSN of the outstanding dict, or dflt */
+static int first_or(PyObject *out, int64_t dflt, int64_t *psn) {
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    if (!PyDict_Next(out, &pos, &k, &v)) {
+        *psn = dflt;
+        return 0;
+    }
+    long long x = PyLong_AsLongLong(k);
+    if (x == -1 && PyErr_Occurred())
+        return -1;
+    *psn = x;
+    return 0;
+}
+
+/* obj.name(*args, **kw): args[0] is obj, the last len(kwnames) are the keywords' values */
+static PyObject *call(PyObject *name, PyObject **args, size_t n, PyObject *kwnames) {
+    size_t npos = n - (kwnames ? (size_t)PyTuple_GET_SIZE(kwnames) : 0);
+    return PyObject_VectorcallMethod(name, args, npos, kwnames);
+}
+
+static PyObject *ref(PyObject *const *args, Py_ssize_t nargs) {
+    return PyObject_Vectorcall(ref_poll_data, args, nargs, NULL);
+}
+
+/* InitiatorPdc._send of a first transmission: the Frame (new reference) */
+static PyObject *send_new(PyObject *pdc, PyObject *now_obj, PyObject *pkt, PyObject *req,
+                          PyObject *nbytes_obj, int64_t nbytes) {
+    PyObject *rec = SLOT(pdc, L_PDC, I_REC), *cc = SLOT(pdc, L_PDC, I_CC);
+    PyObject *cfg = SLOT(pdc, L_PDC, I_CFG), *ctx = SLOT(pdc, L_PDC, I_CTX);
+    PyObject *ev = NULL, *r, *pds = NULL, *frame = NULL;
+    PyObject *fixed = SLOT(pdc, L_PDC, I_FIXED_EV);
+    if (fixed != Py_None) {
+        ev = Py_NewRef(fixed);
+    } else {
+        PyObject *a[2] = {cc, now_obj};
+        if ((ev = call(s_choose_ev, a, 2, NULL)) == NULL)
+            return NULL;
+    }
+    int eom = truth(req, &L_REQ, Q_EOM), every, blocked;
+    if (eom < 0 || (every = truth(cfg, &L_CFG, G_AR_EVERY)) < 0 ||
+        (blocked = truth(cfg, &L_CFG, G_AR_BLOCKED)) < 0)
+        goto fail;
+    int64_t flags = (eom || every) ? ar_flag : 0, after, una, next_psn, psn;
+    if (!flags && blocked) {
+        Py_ssize_t q = PyObject_Length(SLOT(pdc, L_PDC, I_QUEUE));
+        if (q < 0 || cc_inflight(rec, &after) < 0)
+            goto fail;
+        after += nbytes; /* a new packet is not in flight yet */
+        if (!q) {
+            flags = ar_flag;
+        } else {
+            PyObject *af = PyLong_FromLongLong(after);
+            PyObject *a[3] = {cc, nbytes_obj, af};
+            r = af ? call(s_window_full, a, 3, kw_window_full) : NULL;
+            Py_XDECREF(af);
+            if (r == NULL)
+                goto fail;
+            int full = PyObject_IsTrue(r);
+            Py_DECREF(r);
+            if (full < 0)
+                goto fail;
+            if (full)
+                flags = ar_flag;
+        }
+    }
+    if (get_i64(pdc, &L_PDC, I_NEXT_PSN, &next_psn) < 0 ||
+        first_or(SLOT(rec, L_REC, R_OUTSTANDING), next_psn, &una) < 0 ||
+        get_i64(pkt, &L_PKT, P_PSN, &psn) < 0)
+        goto fail;
+    int64_t cpo = (una - 1 - psn) & M32;
+    if (cpo & HALF)
+        cpo -= 0x100000000LL;
+    PyObject *ses = SLOT(req, L_REQ, Q_SES);
+    PyObject *nh = ses ? PyDict_GetItemWithError(next_hdr, (PyObject *)Py_TYPE(ses)) : NULL;
+    if (nh == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetObject(PyExc_KeyError, ses ? (PyObject *)Py_TYPE(ses) : Py_None);
+        goto fail;
+    }
+    if ((pds = new_record(&L_HDR, hdr_defaults)) == NULL ||
+        put(pds, &L_HDR, H_TYPE, Py_NewRef(SLOT(pdc, L_PDC, I_PTYPE))) < 0 ||
+        put(pds, &L_HDR, H_NEXT_HDR, Py_NewRef(nh)) < 0 ||
+        put_i64(pds, &L_HDR, H_FLAGS, flags) < 0 || put_i64(pds, &L_HDR, H_CPO, cpo) < 0 ||
+        put(pds, &L_HDR, H_PSN, Py_NewRef(SLOT(pkt, L_PKT, P_PSN))) < 0 ||
+        put(pds, &L_HDR, H_SPDCID, Py_NewRef(SLOT(pdc, L_PDC, I_PDC_ID))) < 0 ||
+        put(pds, &L_HDR, H_DPDCID, Py_NewRef(SLOT(pdc, L_PDC, I_DPDCID))) < 0)
+        goto fail;
+    int64_t ptype;
+    if (get_i64(pdc, &L_PDC, I_PTYPE, &ptype) < 0)
+        goto fail;
+    if (ptype >= rud_cc_req && put_i64(pds, &L_HDR, H_CREDIT_TARGET, 0) < 0)
+        goto fail; /* no RCCC here (the reference sends credit) */
+    {
+        PyObject *a[5] = {rec, now_obj, pkt, Py_False, ev};
+        if ((r = call(s_on_sent, a, 5, NULL)) == NULL)
+            goto fail;
+        Py_DECREF(r);
+    }
+    if (put(pdc, &L_PDC, I_BLOCKED_AT, Py_NewRef(Py_None)) < 0)
+        goto fail;
+    {
+        PyObject *a[5] = {cc, now_obj, nbytes_obj, ev, Py_False};
+        if ((r = call(s_on_send, a, 5, kw_on_send)) == NULL)
+            goto fail;
+        Py_DECREF(r);
+    }
+    PyObject *counters = SLOT(ctx, L_CTX, X_COUNTERS);
+    if (count(counters, s_tx_packets) < 0 || count_n(counters, s_tx_bytes, nbytes) < 0)
+        goto fail;
+    int ecn = truth(cfg, &L_CFG, G_ECN_CAPABLE);
+    if (ecn < 0 || (frame = new_record(&L_FRAME, frame_defaults)) == NULL)
+        goto fail;
+    PyObject *v[] = {pds, ses, SLOT(req, L_REQ, Q_EXT), SLOT(req, L_REQ, Q_PAYLOAD), mac_src,
+                     mac_dst, SLOT(ctx, L_CTX, X_LOCAL_IP), SLOT(pdc, L_PDC, I_PEER_IP), ev,
+                     SLOT(cfg, L_CFG, G_DSCP_DATA)};
+    for (int i = 0; i < (int)(sizeof v / sizeof v[0]); i++) {
+        if (v[i] == NULL) {
+            PyErr_SetString(PyExc_AttributeError, "an unset slot");
+            goto fail;
+        }
+        put(frame, &L_FRAME, i, Py_NewRef(v[i]));
+    }
+    if (put_i64(frame, &L_FRAME, F_ECN, ecn ? 2 : 0) < 0)
+        goto fail;
+    Py_DECREF(pds);
+    Py_DECREF(ev);
+    return frame;
+fail:
+    Py_XDECREF(frame);
+    Py_XDECREF(pds);
+    Py_XDECREF(ev);
+    return NULL;
+}
+
+/* poll_data(pdc, now) -> Frame | None */
+static PyObject *k_poll_data(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (!configured) {
+        PyErr_SetString(PyExc_RuntimeError, "sender core not configured");
+        return NULL;
+    }
+    if (nargs != 2 || !Py_IS_TYPE(args[0], L_PDC.type) || !is_int(args[1]))
+        return ref(args, nargs);
+    PyObject *pdc = args[0], *now_obj = args[1];
+    PyObject *rec = SLOT(pdc, L_PDC, I_REC), *queue = SLOT(pdc, L_PDC, I_QUEUE);
+    PyObject *st = SLOT(pdc, L_PDC, I_STATE), *cfg = SLOT(pdc, L_PDC, I_CFG);
+    PyObject *ctx = SLOT(pdc, L_PDC, I_CTX);
+    if (rec == NULL || queue == NULL || st == NULL || cfg == NULL || ctx == NULL ||
+        !Py_IS_TYPE(rec, L_REC.type) || !Py_IS_TYPE(cfg, L_CFG.type) ||
+        !Py_IS_TYPE(ctx, L_CTX.type))
+        return ref(args, nargs);
+    PyObject *retx = SLOT(rec, L_REC, R_RETX), *out = SLOT(rec, L_REC, R_OUTSTANDING);
+    PyObject *mem = SLOT(ctx, L_CTX, X_TX_MEMORY);
+    if (retx == NULL || out == NULL || mem == NULL || !PyList_CheckExact(retx) ||
+        PyList_GET_SIZE(retx) || !PyDict_CheckExact(out) || !Py_IS_TYPE(mem, L_MEM.type))
+        return ref(args, nargs); /* a retransmission first, or odd objects */
+    Py_ssize_t qn = PyObject_Length(queue);
+    if (qn < 0)
+        return NULL;
+    if (!qn || !(st == st_established || st == st_syn))
+        Py_RETURN_NONE;
+    if (st != st_established || SLOT(pdc, L_PDC, I_SDI) != Py_None ||
+        SLOT(pdc, L_PDC, I_CREDIT) != Py_None)
+        return ref(args, nargs);
+    int64_t now, psn, una, max_inf, max_cack, peer_range;
+    if ((now = PyLong_AsLongLong(now_obj)) == -1 && PyErr_Occurred())
+        return NULL;
+    if (get_i64(pdc, &L_PDC, I_NEXT_PSN, &psn) < 0 || first_or(out, psn, &una) < 0 ||
+        get_i64(cfg, &L_CFG, G_MAX_INFLIGHT, &max_inf) < 0 ||
+        get_i64(rec, &L_REC, R_MAX_CACK, &max_cack) < 0 ||
+        get_i64(pdc, &L_PDC, I_PEER_RANGE, &peer_range) < 0)
+        return NULL;
+    PyObject *counters = SLOT(ctx, L_CTX, X_COUNTERS);
+    int64_t d = (psn - una) & M32;
+    if (d < HALF && d >= max_inf) {
+        if (count(counters, s_blocked_window) < 0)
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    d = (psn - max_cack) & M32;
+    if (d < HALF && d > peer_range)
+        return ref(args, nargs); /* the peer window: CLEAR, PROBE */
+    PyObject *head = PySequence_GetItem(queue, 0), *req, *r;
+    if (head == NULL)
+        return NULL;
+    int is_msg = Py_IS_TYPE(head, L_MSG.type);
+    if (is_msg) {
+        PyObject *a[1] = {head};
+        req = call(s_head, a, 1, NULL);
+    } else {
+        req = Py_NewRef(head);
+    }
+    if (req == NULL) {
+        Py_DECREF(head);
+        return NULL;
+    }
+    if (!Py_IS_TYPE(req, L_REQ.type)) {
+        Py_DECREF(req);
+        Py_DECREF(head);
+        return ref(args, nargs); /* nothing changed yet (head() keeps what it made) */
+    }
+    PyObject *payload = SLOT(req, L_REQ, Q_PAYLOAD);
+    Py_ssize_t nb = payload ? PyObject_Length(payload) : -1;
+    PyObject *nbytes_obj = nb >= 0 ? PyLong_FromSsize_t(nb) : NULL, *pkt = NULL,
+             *frame = NULL, *psn_obj = NULL;
+    int64_t infl, used, limit;
+    if (nbytes_obj == NULL || cc_inflight(rec, &infl) < 0)
+        goto done;
+    {
+        PyObject *inf = PyLong_FromLongLong(infl);
+        PyObject *a[4] = {SLOT(pdc, L_PDC, I_CC), now_obj, nbytes_obj, inf};
+        r = inf ? call(s_can_send, a, 4, kw_can_send) : NULL;
+        Py_XDECREF(inf);
+        if (r == NULL)
+            goto done;
+        int ok = PyObject_IsTrue(r);
+        Py_DECREF(r);
+        if (ok < 0)
+            goto done;
+        if (!ok) {
+            PyObject *b[2] = {pdc, now_obj};
+            if ((r = call(s_blocked_by_cc, b, 2, NULL)) == NULL)
+                goto done;
+            Py_DECREF(r);
+            frame = Py_NewRef(Py_None);
+            goto done;
+        }
+    }
+    int64_t cost = nb + tx_overhead;
+    if (get_i64(mem, &L_MEM, MEM_USED, &used) < 0 || get_i64(mem, &L_MEM, MEM_LIMIT, &limit) < 0)
+        goto done;
+    if (used + cost > limit && used) {
+        PyObject *a[2] = {mem, pdc};
+        if (count(counters, s_blocked_memory) < 0 || (r = call(s_wait, a, 2, NULL)) == NULL)
+            goto done;
+        Py_DECREF(r);
+        frame = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (is_msg) {
+        PyObject *a[1] = {head};
+        if ((r = call(s_pop, a, 1, NULL)) == NULL)
+            goto done;
+        Py_DECREF(r);
+        int more = truth(head, &L_MSG, M_COUNT);
+        if (more < 0)
+            goto done;
+        if (!more) {
+            PyObject *b[1] = {queue};
+            if ((r = call(s_popleft, b, 1, NULL)) == NULL)
+                goto done;
+            Py_DECREF(r);
+        }
+    } else {
+        PyObject *b[1] = {queue};
+        if ((r = call(s_popleft, b, 1, NULL)) == NULL)
+            goto done;
+        Py_DECREF(r);
+    }
+    if ((psn_obj = PyLong_FromLongLong(psn)) == NULL ||
+        put_i64(pdc, &L_PDC, I_NEXT_PSN, (psn + 1) & M32) < 0 ||
+        (pkt = new_packet(psn_obj, req, nbytes_obj, cost)) == NULL ||
+        PyDict_SetItem(out, psn_obj, pkt) < 0 || put_i64(mem, &L_MEM, MEM_USED, used + cost) < 0)
+        goto done;
+    if (PyDict_GET_SIZE(out) == 1) {
+        int64_t probe;
+        if (put(pdc, &L_PDC, I_LAST_PROGRESS, Py_NewRef(now_obj)) < 0 ||
+            get_i64(cfg, &L_CFG, G_PROBE_AFTER, &probe) < 0)
+            goto done;
+        if (probe) {
+            PyObject *t = PyLong_FromLongLong(now + probe);
+            PyObject *a[3] = {ctx, pdc, t};
+            r = t ? call(s_arm, a, 3, NULL) : NULL;
+            Py_XDECREF(t);
+            if (r == NULL)
+                goto done;
+            Py_DECREF(r);
+        }
+    }
+    frame = send_new(pdc, now_obj, pkt, req, nbytes_obj, nb);
+done:
+    Py_XDECREF(psn_obj);
+    Py_XDECREF(pkt);
+    Py_XDECREF(nbytes_obj);
+    Py_DECREF(req);
+    Py_DECREF(head);
+    return frame;
+}
+
+/* configure(InitiatorPdc, LossRecovery, SentPacket, PdcContext, MemoryAccount, PdsConfig,
+ *           SendMessage, SendRequest, PdsRequest, Frame, constants, reference) */
+static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 12 || !PyDict_Check(args[10]) || !PyCallable_Check(args[11])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "configure takes 10 classes, a dict of constants and the reference");
+        return NULL;
+    }
+    configured = 0;
+    PyObject *c = args[10];
+#define GET(name) PyDict_GetItemString(c, name)
+    PyObject *est = GET("established"), *syn = GET("syn"), *nh = GET("next_hdr"),
+             *hd = GET("request_defaults"), *fd = GET("frame_defaults"), *ms = GET("mac_src"),
+             *md = GET("mac_dst"), *tx = GET("tx_overhead"), *ar = GET("ar"),
+             *cc = GET("rud_cc_req");
+#undef GET
+    if (!est || !syn || !nh || !PyDict_Check(nh) || !hd || !PyTuple_Check(hd) ||
+        PyTuple_GET_SIZE(hd) != H_N || !fd || !PyTuple_Check(fd) ||
+        PyTuple_GET_SIZE(fd) != F_N || !ms || !md || !tx || !ar || !cc) {
+        PyErr_SetString(PyExc_ValueError, "configure: incomplete constants");
+        return NULL;
+    }
+    long long txv = PyLong_AsLongLong(tx), arv = PyLong_AsLongLong(ar),
+              ccv = PyLong_AsLongLong(cc);
+    if (PyErr_Occurred())
+        return NULL;
+    if (layout(&L_PDC, args[0], PDC_NAMES, I_N) < 0 ||
+        layout(&L_REC, args[1], REC_NAMES, R_N) < 0 ||
+        layout(&L_PKT, args[2], PKT_NAMES, P_N) < 0 ||
+        layout(&L_CTX, args[3], CTX_NAMES, X_N) < 0 ||
+        layout(&L_MEM, args[4], MEM_NAMES, MEM_N) < 0 ||
+        layout(&L_CFG, args[5], CFG_NAMES, G_N) < 0 ||
+        layout(&L_MSG, args[6], MSG_NAMES, M_N) < 0 ||
+        layout(&L_REQ, args[7], REQ_NAMES, Q_N) < 0 ||
+        layout(&L_HDR, args[8], HDR_NAMES, H_N) < 0 ||
+        layout(&L_FRAME, args[9], FRAME_NAMES, F_N) < 0)
+        return NULL;
+    Py_XSETREF(st_established, Py_NewRef(est));
+    Py_XSETREF(st_syn, Py_NewRef(syn));
+    Py_XSETREF(next_hdr, Py_NewRef(nh));
+    Py_XSETREF(hdr_defaults, Py_NewRef(hd));
+    Py_XSETREF(frame_defaults, Py_NewRef(fd));
+    Py_XSETREF(mac_src, Py_NewRef(ms));
+    Py_XSETREF(mac_dst, Py_NewRef(md));
+    Py_XSETREF(ref_poll_data, Py_NewRef(args[11]));
+    tx_overhead = txv;
+    ar_flag = arv;
+    rud_cc_req = ccv;
+    configured = 1;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"configure", (PyCFunction)(void (*)(void))k_configure, METH_FASTCALL,
+     "configure(InitiatorPdc, LossRecovery, SentPacket, PdcContext, MemoryAccount, "
+     "PdsConfig, SendMessage, SendRequest, PdsRequest, Frame, constants, reference)"},
+    {"poll_data", (PyCFunction)(void (*)(void))k_poll_data, METH_FASTCALL,
+     "poll_data(pdc, now) -> Frame | None: InitiatorPdc.poll_data"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_sender_core",
+                                    "An initiator PDC's new data packets in C", -1, methods};
+
+PyMODINIT_FUNC PyInit__sender_core(void) {
+    if (intern_str(&s_can_send, "can_send") || intern_str(&s_choose_ev, "choose_ev") ||
+        intern_str(&s_window_full, "window_full") || intern_str(&s_on_send, "on_send") ||
+        intern_str(&s_on_sent, "on_sent") || intern_str(&s_head, "head") ||
+        intern_str(&s_pop, "pop") || intern_str(&s_popleft, "popleft") ||
+        intern_str(&s_wait, "wait") || intern_str(&s_arm, "arm") ||
+        intern_str(&s_blocked_by_cc, "_blocked_by_cc") ||
+        intern_str(&s_blocked_window, "blocked.window") ||
+        intern_str(&s_blocked_memory, "blocked.memory") ||
+        intern_str(&s_tx_packets, "tx_packets") || intern_str(&s_tx_bytes, "tx_bytes"))
+        return NULL;
+    kw_can_send = Py_BuildValue("(ss)", "nbytes", "in_flight");
+    kw_window_full = Py_BuildValue("(ss)", "nbytes", "in_flight");
+    kw_on_send = Py_BuildValue("(sss)", "nbytes", "ev", "retx");
+    if (kw_can_send == NULL || kw_window_full == NULL || kw_on_send == NULL)
+        return NULL;
+    PyObject *m = PyModule_Create(&moddef);
+    if (m == NULL)
+        return NULL;
+    PyObject *f = PyObject_GetAttrString(m, "poll_data");
+    PyObject *im = f ? PyInstanceMethod_New(f) : NULL;
+    Py_XDECREF(f);
+    if (im == NULL || PyModule_AddObject(m, "poll_data_method", im) < 0) {
+        Py_XDECREF(im);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

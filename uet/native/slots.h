@@ -1,0 +1,177 @@
+/* Reading and writing the __slots__ of Python objects from C by offset, for the C cores
+ * that work on the sans-IO protocol objects in place (recovery_core.c, sender_core.c).
+ *
+ * configure() of each core resolves, once, the offset of every slot it uses from the
+ * class's member descriptors (a slot is a T_OBJECT_EX member); after that a field read is
+ * one load, with no attribute lookup and no interpreted bytecode. A core only applies a
+ * layout to an object whose type is exactly the configured class (Py_IS_TYPE), and hands
+ * anything else to the Python reference. Everything here is static: each core is its own
+ * extension module with its own copy. */
+#ifndef UET_SLOTS_H
+#define UET_SLOTS_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <structmember.h>
+
+#define M32 0xFFFFFFFFLL
+#define HALF 0x80000000LL
+
+typedef struct {
+    PyTypeObject *type;
+    int n;
+    const char **names;
+    Py_ssize_t off[32];
+} Layout;
+
+#define SLOTP(o, l, i) ((PyObject **)((char *)(o) + (l).off[i]))
+#define SLOT(o, l, i) (*SLOTP(o, l, i))
+
+/* the offsets of cls's slots names[0..n) */
+static inline int layout(Layout *l, PyObject *cls, const char **names, int n) {
+    if (!PyType_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "configure: a class is expected");
+        return -1;
+    }
+    if (n > (int)(sizeof l->off / sizeof l->off[0])) {
+        PyErr_SetString(PyExc_ValueError, "configure: too many slots");
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        PyObject *d = PyObject_GetAttrString(cls, names[i]);
+        if (d == NULL)
+            return -1;
+        if (!Py_IS_TYPE(d, &PyMemberDescr_Type) ||
+            ((PyMemberDescrObject *)d)->d_member->type != T_OBJECT_EX) {
+            Py_DECREF(d);
+            PyErr_Format(PyExc_TypeError, "configure: %s.%s is not a slot",
+                         ((PyTypeObject *)cls)->tp_name, names[i]);
+            return -1;
+        }
+        l->off[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+        Py_DECREF(d);
+    }
+    Py_INCREF(cls);
+    Py_XSETREF(l->type, (PyTypeObject *)cls);
+    l->n = n;
+    l->names = names;
+    return 0;
+}
+
+static inline int unset(PyObject *o, const Layout *l, int i) {
+    PyErr_Format(PyExc_AttributeError, "'%s' object has no attribute '%s'",
+                 Py_TYPE(o)->tp_name, l->names[i]);
+    return -1;
+}
+
+/* an int slot (a bool counts, as in Python arithmetic) */
+static inline int get_i64(PyObject *o, const Layout *l, int i, int64_t *out) {
+    PyObject *v = *(PyObject **)((char *)o + l->off[i]);
+    if (v == NULL)
+        return unset(o, l, i);
+    if (!PyLong_Check(v)) {
+        PyErr_Format(PyExc_TypeError, "%s.%s: an int is expected, not %s",
+                     Py_TYPE(o)->tp_name, l->names[i], Py_TYPE(v)->tp_name);
+        return -1;
+    }
+    long long x = PyLong_AsLongLong(v);
+    if (x == -1 && PyErr_Occurred())
+        return -1;
+    *out = x;
+    return 0;
+}
+
+/* an int slot or None: 1 and *out, 0 for None */
+static inline int get_opt(PyObject *o, const Layout *l, int i, int64_t *out) {
+    PyObject *v = *(PyObject **)((char *)o + l->off[i]);
+    if (v == Py_None)
+        return 0;
+    return get_i64(o, l, i, out) < 0 ? -1 : 1;
+}
+
+/* a slot's truth value */
+static inline int truth(PyObject *o, const Layout *l, int i) {
+    PyObject *v = *(PyObject **)((char *)o + l->off[i]);
+    if (v == Py_True)
+        return 1;
+    if (v == Py_False || v == Py_None)
+        return 0;
+    if (v == NULL)
+        return unset(o, l, i);
+    return PyObject_IsTrue(v);
+}
+
+/* store a new reference (NULL: an error is set) */
+static inline int put(PyObject *o, const Layout *l, int i, PyObject *v) {
+    if (v == NULL)
+        return -1;
+    PyObject **p = (PyObject **)((char *)o + l->off[i]);
+    PyObject *old = *p;
+    *p = v;
+    Py_XDECREF(old);
+    return 0;
+}
+
+static inline int put_i64(PyObject *o, const Layout *l, int i, int64_t v) {
+    return put(o, l, i, PyLong_FromLongLong(v));
+}
+
+static inline int put_bool(PyObject *o, const Layout *l, int i, int b) {
+    return put(o, l, i, Py_NewRef(b ? Py_True : Py_False));
+}
+
+/* o.<field> += delta */
+static inline int add_i64(PyObject *o, const Layout *l, int i, int64_t delta) {
+    int64_t v;
+    if (get_i64(o, l, i, &v) < 0)
+        return -1;
+    return put_i64(o, l, i, v + delta);
+}
+
+/* counters[name] += n (a Counter: a missing key counts 0) */
+static inline int count_n(PyObject *counters, PyObject *name, int64_t n) {
+    if (counters == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "no counters");
+        return -1;
+    }
+    PyObject *v;
+    if (PyDict_Check(counters)) { /* Counter: the common case, without __missing__ */
+        v = PyDict_GetItemWithError(counters, name);
+        if (v == NULL && PyErr_Occurred())
+            return -1;
+        Py_XINCREF(v);
+    } else {
+        v = PyObject_GetItem(counters, name);
+        if (v == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_KeyError))
+                return -1;
+            PyErr_Clear();
+        }
+    }
+    PyObject *sum;
+    if (v == NULL) {
+        sum = PyLong_FromLongLong(n);
+    } else {
+        PyObject *d = PyLong_FromLongLong(n);
+        sum = d ? PyNumber_Add(v, d) : NULL;
+        Py_XDECREF(d);
+        Py_DECREF(v);
+    }
+    if (sum == NULL)
+        return -1;
+    int rc = PyObject_SetItem(counters, name, sum);
+    Py_DECREF(sum);
+    return rc;
+}
+
+static inline int count(PyObject *counters, PyObject *name) { return count_n(counters, name, 1); }
+
+static inline int is_int(PyObject *o) { return PyLong_CheckExact(o) || PyBool_Check(o); }
+
+static inline int intern_str(PyObject **p, const char *s) {
+    *p = PyUnicode_InternFromString(s);
+    return *p == NULL;
+}
+
+#endif

@@ -1,0 +1,494 @@
+/* A target PDC's newly arrived RUD request in C (uet.pds.target.TargetPdc.rx_request with
+ * _arrival, _deliver and the ACK coalescing decision, AckScheduler.on_accepted), over the
+ * same Python objects.
+ *
+ * The common case only: an ESTABLISHED RUD PDC, a request without SYN that is not trimmed
+ * and finds receive memory well below its limit. The clear (apply_clear), the PSN tracker,
+ * the receiver's congestion control (and CCX state) and the credit hook stay Python calls,
+ * made in the Python's order; the PDC's own bookkeeping (counters, the respond token and
+ * its Pending entry, the RequestDelivered event, the coalesced-ACK state, the ACK ring and
+ * the timer heap) is done here on the slots. A PSN the tracker does not take as new goes
+ * to TargetPdc._rx_not_new (Python); every other case to the Python reference, called
+ * before anything has changed. tests/pds/test_c_cores.py runs the same traffic through
+ * both forms and compares every frame and counter.
+ */
+#include "slots.h"
+
+enum { T_STATE, T_CTX, T_PDC_ID, T_MODE, T_SDI, T_CFG, T_TRACKER, T_ROB, T_RECEIVER,
+       T_CREDIT_MODE, T_PENDING, T_CLEAR_PSN, T_ACKS, T_IN_ACK_RING, T_LAST_RX, T_MAX_EOM,
+       T_CCX, T_GTD_ROOM, T_GAP_AFTER, T_GAP_SINCE, T_ARMED, T_N };
+static const char *PDC_NAMES[T_N] = {
+    "state", "ctx", "pdc_id", "mode", "sdi", "cfg", "tracker", "rob", "receiver",
+    "credit_mode", "pending", "clear_psn", "acks", "in_ack_ring", "last_rx", "max_eom",
+    "ccx", "gtd_room", "gap_after", "gap_since", "_armed"};
+
+enum { X_COUNTERS, X_EMIT, X_RX_MEMORY, X_ACK_RING, X_HEAP, X_HEAP_SEQ, X_TOKENS,
+       X_NEXT_TOKEN, X_N };
+static const char *CTX_NAMES[X_N] = {"counters", "emit", "rx_memory", "ack_ring", "heap",
+                                     "_heap_seq", "_tokens", "_next_token"};
+
+enum { MEM_USED, MEM_LIMIT, MEM_N };
+static const char *MEM_NAMES[MEM_N] = {"used", "limit"};
+
+enum { G_DSCP_TRIMMED, G_DSCP_TRIMMED_LASTHOP, G_N };
+static const char *CFG_NAMES[G_N] = {"dscp_trimmed", "dscp_trimmed_lasthop"};
+
+enum { F_PDS, F_SES, F_EXT, F_PAYLOAD, F_SRC_IP, F_EV, F_DSCP, F_ECN, F_N };
+static const char *FRAME_NAMES[F_N] = {"pds", "ses", "ext", "payload", "src_ip", "ev",
+                                       "dscp", "ecn"};
+
+enum { H_FLAGS, H_CPO, H_PSN, H_CREDIT_TARGET, H_N };
+static const char *HDR_NAMES[H_N] = {"flags", "clear_psn_offset", "psn", "credit_target"};
+
+/* AckScheduler and AckCoalescer */
+enum { S_CTX, S_CO, S_EVERY_BYTES, S_TIMER_PS, S_N };
+static const char *SCHED_NAMES[S_N] = {"ctx", "co", "every_bytes", "timer_ps"};
+enum { C_PSN, C_EV, C_FLAGS, C_AR, C_NBYTES, C_NOW, C_DUE, C_OWED, C_N };
+static const char *CO_NAMES[C_N] = {"psn", "ev", "flags", "ar", "nbytes", "now", "due",
+                                    "owed"};
+
+/* Pending and RequestDelivered: every field, in order */
+enum { P_PDC, P_PSN, P_EV, P_FLAGS, P_SES, P_SRC_IP, P_SEEN, P_DEFERRED, P_SDI, P_N };
+static const char *PENDING_NAMES[P_N] = {"pdc", "psn", "ev", "flags", "ses", "src_ip",
+                                         "seen", "deferred", "sdi"};
+enum { E_TOKEN, E_SRC_IP, E_PDC_ID, E_MODE, E_PSN, E_SES, E_EXT, E_PAYLOAD, E_ECN_CE, E_SDI,
+       E_N };
+static const char *EVENT_NAMES[E_N] = {"token", "src_ip", "pdc_id", "mode", "psn", "ses",
+                                       "ext", "payload", "ecn_ce", "sdi"};
+
+static Layout L_PDC, L_CTX, L_MEM, L_CFG, L_FRAME, L_HDR, L_SCHED, L_CO, L_PENDING, L_EVENT;
+static PyObject *ref_rx_request, *st_established, *mark_new, *heappush, *eom_default;
+static int64_t syn_flag, retx_flag, ar_flag, immediate_flags, eom_flag, ack_m, ack_retx,
+    max_owed;
+static int configured;
+static PyObject *s_apply_clear, *s_on_packet, *s_max_psn, *s_on_data, *s_credit_changed, *s_rx_not_new,
+    *s_flags, *s_append, *s_rx_packets, *s_rx_bytes, *s_ack_ar_coalesced, *kw_on_data,
+    *kw_ccx_on_data;
+
+static PyObject *call(PyObject *name, PyObject **args, size_t n, PyObject *kwnames) {
+    size_t npos = n - (kwnames ? (size_t)PyTuple_GET_SIZE(kwnames) : 0);
+    return PyObject_VectorcallMethod(name, args, npos, kwnames);
+}
+
+static int call_drop(PyObject *name, PyObject **args, size_t n, PyObject *kwnames) {
+    PyObject *r = call(name, args, n, kwnames);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+static PyObject *ref(PyObject *const *args, Py_ssize_t nargs) {
+    return PyObject_Vectorcall(ref_rx_request, args, nargs, NULL);
+}
+
+/* PdcContext.arm(obj, t): obj._armed, the (t, seq, obj) heap */
+static int ctx_arm(PyObject *ctx, PyObject *obj, int64_t t) {
+    int64_t armed;
+    int k = get_opt(obj, &L_PDC, T_ARMED, &armed);
+    if (k < 0)
+        return -1;
+    if (k && t >= armed)
+        return 0;
+    PyObject *tobj = PyLong_FromLongLong(t);
+    if (tobj == NULL)
+        return -1;
+    if (put(obj, &L_PDC, T_ARMED, Py_NewRef(tobj)) < 0) {
+        Py_DECREF(tobj);
+        return -1;
+    }
+    PyObject *seq = PyIter_Next(SLOT(ctx, L_CTX, X_HEAP_SEQ));
+    if (seq == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "timer sequence ended");
+        Py_DECREF(tobj);
+        return -1;
+    }
+    PyObject *item = PyTuple_Pack(3, tobj, seq, obj);
+    Py_DECREF(tobj);
+    Py_DECREF(seq);
+    if (item == NULL)
+        return -1;
+    PyObject *r = PyObject_CallFunctionObjArgs(heappush, SLOT(ctx, L_CTX, X_HEAP), item, NULL);
+    Py_DECREF(item);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+/* PdcContext.want_ack(pdc) */
+static int want_ack(PyObject *ctx, PyObject *pdc) {
+    int in = truth(pdc, &L_PDC, T_IN_ACK_RING);
+    if (in != 0)
+        return in < 0 ? -1 : 0;
+    if (put_bool(pdc, &L_PDC, T_IN_ACK_RING, 1) < 0)
+        return -1;
+    PyObject *a[2] = {SLOT(ctx, L_CTX, X_ACK_RING), pdc};
+    return call_drop(s_append, a, 2, NULL);
+}
+
+/* AckScheduler.owe(psn, ev, flags) (psn: the coalescer's, maybe None) */
+static int owe(PyObject *ctx, PyObject *co, PyObject *psn, PyObject *ev, PyObject *flags) {
+    if (psn != Py_None) {
+        PyObject *owed = SLOT(co, L_CO, C_OWED);
+        Py_ssize_t n = PyObject_Length(owed);
+        if (n < 0)
+            return -1;
+        if (n < max_owed) {
+            PyObject *item = PyTuple_Pack(3, psn, ev, flags);
+            if (item == NULL)
+                return -1;
+            PyObject *a[2] = {owed, item};
+            int rc = call_drop(s_append, a, 2, NULL);
+            Py_DECREF(item);
+            return rc;
+        }
+    }
+    return count(SLOT(ctx, L_CTX, X_COUNTERS), s_ack_ar_coalesced);
+}
+
+/* AckScheduler.on_accepted */
+static int on_accepted(PyObject *sched, PyObject *pdc, int64_t now, PyObject *psn,
+                       PyObject *ev, int64_t aflags, int ar, int64_t nbytes, int immediate) {
+    PyObject *co = SLOT(sched, L_SCHED, S_CO), *ctx = SLOT(sched, L_SCHED, S_CTX);
+    if (co == NULL || ctx == NULL || !Py_IS_TYPE(co, L_CO.type) ||
+        !Py_IS_TYPE(ctx, L_CTX.type)) {
+        PyErr_SetString(PyExc_TypeError, "AckScheduler: unexpected state");
+        return -1;
+    }
+    int64_t cflags, cnb, every;
+    PyObject *af = PyLong_FromLongLong(aflags);
+    if (af == NULL || get_i64(co, &L_CO, C_FLAGS, &cflags) < 0)
+        goto fail;
+    if (!(cflags & ack_m)) { /* keep a CE trigger's PSN/EV for path attribution */
+        int car = truth(co, &L_CO, C_AR);
+        if (car < 0)
+            goto fail;
+        PyObject *cpsn = SLOT(co, L_CO, C_PSN);
+        if (ar && car) {
+            int same = PyObject_RichCompareBool(cpsn, psn, Py_EQ);
+            if (same < 0)
+                goto fail;
+            if (!same && owe(ctx, co, cpsn, SLOT(co, L_CO, C_EV), SLOT(co, L_CO, C_FLAGS)) < 0)
+                goto fail;
+        }
+        if (put(co, &L_CO, C_PSN, Py_NewRef(psn)) < 0 || put(co, &L_CO, C_EV, Py_NewRef(ev)) < 0 ||
+            put(co, &L_CO, C_FLAGS, Py_NewRef(af)) < 0 || put_bool(co, &L_CO, C_AR, ar) < 0)
+            goto fail;
+    } else if (ar) {
+        int same = PyObject_RichCompareBool(SLOT(co, L_CO, C_PSN), psn, Py_EQ);
+        if (same < 0 || (!same && owe(ctx, co, psn, ev, af) < 0))
+            goto fail;
+    }
+    if (get_i64(co, &L_CO, C_NBYTES, &cnb) < 0 || put_i64(co, &L_CO, C_NBYTES, cnb + nbytes) < 0 ||
+        get_i64(sched, &L_SCHED, S_EVERY_BYTES, &every) < 0)
+        goto fail;
+    if (immediate || cnb + nbytes >= every) {
+        int cnow = truth(co, &L_CO, C_NOW);
+        if (cnow < 0)
+            goto fail;
+        if (!cnow && (put_bool(co, &L_CO, C_NOW, 1) < 0 || want_ack(ctx, pdc) < 0))
+            goto fail;
+    } else if (SLOT(co, L_CO, C_DUE) == Py_None) {
+        int64_t timer;
+        if (get_i64(sched, &L_SCHED, S_TIMER_PS, &timer) < 0 ||
+            put_i64(co, &L_CO, C_DUE, now + timer) < 0 || ctx_arm(ctx, pdc, now + timer) < 0)
+            goto fail;
+    }
+    Py_DECREF(af);
+    return 0;
+fail:
+    Py_XDECREF(af);
+    return -1;
+}
+
+/* a new object of a slots class with the given values (new references taken) */
+static PyObject *new_filled(const Layout *l, PyObject **v) {
+    PyObject *o = l->type->tp_alloc(l->type, 0);
+    if (o == NULL) {
+        for (int i = 0; i < l->n; i++)
+            Py_DECREF(v[i]);
+        return NULL;
+    }
+    for (int i = 0; i < l->n; i++)
+        *SLOTP(o, *l, i) = v[i];
+    return o;
+}
+
+/* rx_request(pdc, now, frame, pds) */
+static PyObject *k_rx_request(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (!configured) {
+        PyErr_SetString(PyExc_RuntimeError, "target core not configured");
+        return NULL;
+    }
+    if (nargs != 4 || !Py_IS_TYPE(args[0], L_PDC.type) || !is_int(args[1]) ||
+        !Py_IS_TYPE(args[2], L_FRAME.type) || !Py_IS_TYPE(args[3], L_HDR.type))
+        return ref(args, nargs);
+    PyObject *pdc = args[0], *now_obj = args[1], *frame = args[2], *pds = args[3];
+    PyObject *ctx = SLOT(pdc, L_PDC, T_CTX), *cfg = SLOT(pdc, L_PDC, T_CFG);
+    PyObject *acks = SLOT(pdc, L_PDC, T_ACKS);
+    if (SLOT(pdc, L_PDC, T_STATE) != st_established || ctx == NULL || cfg == NULL ||
+        acks == NULL || !Py_IS_TYPE(ctx, L_CTX.type) || !Py_IS_TYPE(cfg, L_CFG.type) ||
+        !Py_IS_TYPE(acks, L_SCHED.type) || SLOT(pdc, L_PDC, T_ROB) != Py_None)
+        return ref(args, nargs);
+    PyObject *mem = SLOT(ctx, L_CTX, X_RX_MEMORY);
+    if (mem == NULL || !Py_IS_TYPE(mem, L_MEM.type))
+        return ref(args, nargs);
+    int64_t now, psn, flags, cpo, clear, dscp, t1, t2, used, room, limit;
+    if ((now = PyLong_AsLongLong(now_obj)) == -1 && PyErr_Occurred())
+        return NULL;
+    if (get_i64(pds, &L_HDR, H_PSN, &psn) < 0 || get_i64(pds, &L_HDR, H_FLAGS, &flags) < 0 ||
+        get_i64(pds, &L_HDR, H_CPO, &cpo) < 0 ||
+        get_i64(pdc, &L_PDC, T_CLEAR_PSN, &clear) < 0 ||
+        get_i64(frame, &L_FRAME, F_DSCP, &dscp) < 0 ||
+        get_i64(cfg, &L_CFG, G_DSCP_TRIMMED, &t1) < 0 ||
+        get_i64(cfg, &L_CFG, G_DSCP_TRIMMED_LASTHOP, &t2) < 0 ||
+        get_i64(mem, &L_MEM, MEM_USED, &used) < 0 || get_i64(mem, &L_MEM, MEM_LIMIT, &limit) < 0 ||
+        get_i64(pdc, &L_PDC, T_GTD_ROOM, &room) < 0)
+        return NULL;
+    if (flags & syn_flag || dscp == t1 || dscp == t2 || used + room > limit)
+        return ref(args, nargs); /* SYN, trimmed, memory: the Python */
+    if (put(pdc, &L_PDC, T_LAST_RX, Py_NewRef(now_obj)) < 0)
+        return NULL;
+    int64_t cl = (psn + cpo) & M32;
+    if (cl != clear) { /* the initiator's clear PSN moved: TargetPdc.apply_clear (it only
+                        * frees memory, so the memory check above still holds) */
+        PyObject *clo = PyLong_FromLongLong(cl);
+        PyObject *b[3] = {pdc, now_obj, clo};
+        if (clo == NULL || call_drop(s_apply_clear, b, 3, NULL) < 0) {
+            Py_XDECREF(clo);
+            return NULL;
+        }
+        Py_DECREF(clo);
+    }
+    PyObject *psn_obj = SLOT(pds, L_HDR, H_PSN), *tracker = SLOT(pdc, L_PDC, T_TRACKER);
+    PyObject *a[2] = {tracker, psn_obj};
+    PyObject *res = call(s_on_packet, a, 2, NULL);
+    if (res == NULL)
+        return NULL;
+    if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 3) {
+        Py_DECREF(res);
+        PyErr_SetString(PyExc_TypeError, "PsnTracker.on_packet: a 3-tuple is expected");
+        return NULL;
+    }
+    PyObject *r = PyTuple_GET_ITEM(res, 0), *in_order_o = PyTuple_GET_ITEM(res, 1),
+             *ooo_o = PyTuple_GET_ITEM(res, 2);
+    if (r != mark_new) {
+        PyObject *b[6] = {pdc, now_obj, frame, pds, psn_obj, r};
+        int rc = call_drop(s_rx_not_new, b, 6, NULL);
+        Py_DECREF(res);
+        if (rc < 0)
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    int in_order = PyObject_IsTrue(in_order_o);
+    PyObject *ses = SLOT(frame, L_FRAME, F_SES), *payload = SLOT(frame, L_FRAME, F_PAYLOAD);
+    PyObject *ev = SLOT(frame, L_FRAME, F_EV), *src_ip = SLOT(frame, L_FRAME, F_SRC_IP);
+    PyObject *counters = SLOT(ctx, L_CTX, X_COUNTERS), *x = NULL, *nb_obj = NULL;
+    int64_t ecn, max_psn;
+    Py_ssize_t nbytes;
+    if (in_order < 0 || ses == NULL || payload == NULL || ev == NULL || src_ip == NULL ||
+        get_i64(frame, &L_FRAME, F_ECN, &ecn) < 0)
+        goto fail;
+    int ce = ecn == 3;
+    /* ---- _arrival: whether the highest PSN ends a message, the CC, counters */
+    x = PyObject_GetAttr(tracker, s_max_psn);
+    if (x == NULL)
+        goto fail;
+    max_psn = PyLong_AsLongLong(x);
+    Py_CLEAR(x);
+    if (max_psn == -1 && PyErr_Occurred())
+        goto fail;
+    if (psn == max_psn) {
+        x = PyObject_GetAttr(ses, s_flags);
+        if (x == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+                goto fail;
+            PyErr_Clear();
+            x = Py_NewRef(eom_default);
+        }
+        long long sf = PyLong_AsLongLong(x);
+        Py_CLEAR(x);
+        if ((sf == -1 && PyErr_Occurred()) || put_bool(pdc, &L_PDC, T_MAX_EOM, (sf & eom_flag) != 0) < 0)
+            goto fail;
+    }
+    if ((nbytes = PyObject_Length(payload)) < 0 || (nb_obj = PyLong_FromSsize_t(nbytes)) == NULL)
+        goto fail;
+    {
+        PyObject *ct = SLOT(pds, L_HDR, H_CREDIT_TARGET);
+        PyObject *b[7] = {SLOT(pdc, L_PDC, T_RECEIVER), now_obj, nb_obj, ce ? Py_True : Py_False,
+                          ct, in_order ? Py_True : Py_False, ooo_o};
+        if (ct == NULL || call_drop(s_on_data, b, 7, kw_on_data) < 0)
+            goto fail;
+    }
+    PyObject *ccx = SLOT(pdc, L_PDC, T_CCX);
+    if (ccx != Py_None) {
+        PyObject *b[4] = {ccx, now_obj, nb_obj, ce ? Py_True : Py_False};
+        if (call_drop(s_on_data, b, 4, kw_ccx_on_data) < 0)
+            goto fail;
+    }
+    if (!in_order && SLOT(pdc, L_PDC, T_GAP_SINCE) == Py_None) {
+        int64_t gap;
+        if (get_i64(pdc, &L_PDC, T_GAP_AFTER, &gap) < 0)
+            goto fail;
+        if (gap && (put(pdc, &L_PDC, T_GAP_SINCE, Py_NewRef(now_obj)) < 0 ||
+                    ctx_arm(ctx, pdc, now + gap) < 0))
+            goto fail;
+    }
+    if (count(counters, s_rx_packets) < 0 || count_n(counters, s_rx_bytes, nbytes) < 0)
+        goto fail;
+    int credit = truth(pdc, &L_PDC, T_CREDIT_MODE);
+    if (credit < 0)
+        goto fail;
+    if (credit) {
+        PyObject *cb = PyObject_GetAttr(ctx, s_credit_changed);
+        PyObject *b[2] = {now_obj, pdc};
+        PyObject *rr = cb ? PyObject_Vectorcall(cb, b, 2, NULL) : NULL;
+        Py_XDECREF(cb);
+        if (rr == NULL)
+            goto fail;
+        Py_DECREF(rr);
+    }
+    /* ---- _deliver: a respond token, its Pending entry, the RequestDelivered event */
+    int64_t aflags = (ce ? ack_m : 0) | (flags & retx_flag ? ack_retx : 0), token;
+    PyObject *af = PyLong_FromLongLong(aflags);
+    if (af == NULL || get_i64(ctx, &L_CTX, X_NEXT_TOKEN, &token) < 0) {
+        Py_XDECREF(af);
+        goto fail;
+    }
+    PyObject *tok = PyLong_FromLongLong(token);
+    if (tok == NULL || put_i64(ctx, &L_CTX, X_NEXT_TOKEN, token + 1) < 0) {
+        Py_XDECREF(tok);
+        Py_DECREF(af);
+        goto fail;
+    }
+    PyObject *pv[P_N] = {Py_NewRef(pdc), Py_NewRef(psn_obj), Py_NewRef(ev), Py_NewRef(af),
+                         Py_NewRef(ses), Py_NewRef(src_ip), Py_NewRef(Py_False),
+                         Py_NewRef(Py_False), Py_NewRef(Py_None)};
+    PyObject *entry = new_filled(&L_PENDING, pv);
+    int rc = entry ? PyDict_SetItem(SLOT(ctx, L_CTX, X_TOKENS), tok, entry) : -1;
+    Py_XDECREF(entry);
+    if (rc == 0)
+        rc = PyObject_SetItem(SLOT(pdc, L_PDC, T_PENDING), psn_obj, tok);
+    if (rc < 0) {
+        Py_DECREF(tok);
+        Py_DECREF(af);
+        goto fail;
+    }
+    PyObject *ext = SLOT(frame, L_FRAME, F_EXT), *sdi = SLOT(pdc, L_PDC, T_SDI);
+    PyObject *ev_v[E_N] = {tok, Py_NewRef(src_ip), Py_NewRef(SLOT(pdc, L_PDC, T_PDC_ID)),
+                           Py_NewRef(SLOT(pdc, L_PDC, T_MODE)), Py_NewRef(psn_obj),
+                           Py_NewRef(ses), Py_NewRef(ext ? ext : Py_None), Py_NewRef(payload),
+                           Py_NewRef(ce ? Py_True : Py_False), Py_NewRef(sdi ? sdi : Py_None)};
+    PyObject *event = new_filled(&L_EVENT, ev_v);
+    PyObject *rr = event ? PyObject_CallOneArg(SLOT(ctx, L_CTX, X_EMIT), event) : NULL;
+    Py_XDECREF(event);
+    if (rr == NULL) {
+        Py_DECREF(af);
+        goto fail;
+    }
+    Py_DECREF(rr);
+    Py_DECREF(af);
+    /* ---- the coalescing decision */
+    if (on_accepted(acks, pdc, now, psn_obj, ev, aflags, (flags & ar_flag) != 0, nbytes,
+                    (flags & immediate_flags) != 0 || ce) < 0)
+        goto fail;
+    Py_DECREF(nb_obj);
+    Py_DECREF(res);
+    Py_RETURN_NONE;
+fail:
+    Py_XDECREF(nb_obj);
+    Py_DECREF(res);
+    return NULL;
+}
+
+/* configure(TargetPdc, PdcContext, MemoryAccount, PdsConfig, Frame, PdsRequest,
+ *           AckScheduler, AckCoalescer, Pending, RequestDelivered, constants, reference) */
+static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 12 || !PyDict_Check(args[10]) || !PyCallable_Check(args[11])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "configure takes 10 classes, a dict of constants and the reference");
+        return NULL;
+    }
+    configured = 0;
+    PyObject *c = args[10];
+    static const char *names[] = {"established", "new", "heappush", "syn", "retx", "ar",
+                                  "immediate", "eom", "ack_m", "ack_retx", "max_owed"};
+    PyObject *v[11];
+    for (int i = 0; i < 11; i++)
+        if ((v[i] = PyDict_GetItemString(c, names[i])) == NULL) {
+            PyErr_Format(PyExc_ValueError, "configure: no constant '%s'", names[i]);
+            return NULL;
+        }
+    int64_t iv[8];
+    for (int i = 0; i < 8; i++)
+        if ((iv[i] = PyLong_AsLongLong(v[3 + i])) == -1 && PyErr_Occurred())
+            return NULL;
+    if (layout(&L_PDC, args[0], PDC_NAMES, T_N) < 0 ||
+        layout(&L_CTX, args[1], CTX_NAMES, X_N) < 0 ||
+        layout(&L_MEM, args[2], MEM_NAMES, MEM_N) < 0 ||
+        layout(&L_CFG, args[3], CFG_NAMES, G_N) < 0 ||
+        layout(&L_FRAME, args[4], FRAME_NAMES, F_N) < 0 ||
+        layout(&L_HDR, args[5], HDR_NAMES, H_N) < 0 ||
+        layout(&L_SCHED, args[6], SCHED_NAMES, S_N) < 0 ||
+        layout(&L_CO, args[7], CO_NAMES, C_N) < 0 ||
+        layout(&L_PENDING, args[8], PENDING_NAMES, P_N) < 0 ||
+        layout(&L_EVENT, args[9], EVENT_NAMES, E_N) < 0)
+        return NULL;
+    Py_XSETREF(st_established, Py_NewRef(v[0]));
+    Py_XSETREF(mark_new, Py_NewRef(v[1]));
+    Py_XSETREF(heappush, Py_NewRef(v[2]));
+    Py_XSETREF(eom_default, PyLong_FromLongLong(iv[4]));
+    Py_XSETREF(ref_rx_request, Py_NewRef(args[11]));
+    if (eom_default == NULL)
+        return NULL;
+    syn_flag = iv[0];
+    retx_flag = iv[1];
+    ar_flag = iv[2];
+    immediate_flags = iv[3];
+    eom_flag = iv[4];
+    ack_m = iv[5];
+    ack_retx = iv[6];
+    max_owed = iv[7];
+    configured = 1;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"configure", (PyCFunction)(void (*)(void))k_configure, METH_FASTCALL,
+     "configure(TargetPdc, PdcContext, MemoryAccount, PdsConfig, Frame, PdsRequest, "
+     "AckScheduler, AckCoalescer, Pending, RequestDelivered, constants, reference)"},
+    {"rx_request", (PyCFunction)(void (*)(void))k_rx_request, METH_FASTCALL,
+     "rx_request(pdc, now, frame, pds): TargetPdc.rx_request"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_target_core",
+                                    "A target PDC's new RUD requests in C", -1, methods};
+
+PyMODINIT_FUNC PyInit__target_core(void) {
+    if (intern_str(&s_apply_clear, "apply_clear") || intern_str(&s_on_packet, "on_packet") || intern_str(&s_max_psn, "max_psn") ||
+        intern_str(&s_on_data, "on_data") || intern_str(&s_credit_changed, "credit_changed") ||
+        intern_str(&s_rx_not_new, "_rx_not_new") || intern_str(&s_flags, "flags") ||
+        intern_str(&s_append, "append") || intern_str(&s_rx_packets, "rx_packets") ||
+        intern_str(&s_rx_bytes, "rx_bytes") ||
+        intern_str(&s_ack_ar_coalesced, "ack_ar_coalesced"))
+        return NULL;
+    kw_on_data = Py_BuildValue("(sssss)", "nbytes", "ecn_ce", "credit_target", "in_order",
+                               "ooo_count");
+    kw_ccx_on_data = Py_BuildValue("(ss)", "nbytes", "ecn_ce");
+    if (kw_on_data == NULL || kw_ccx_on_data == NULL)
+        return NULL;
+    PyObject *m = PyModule_Create(&moddef);
+    if (m == NULL)
+        return NULL;
+    PyObject *f = PyObject_GetAttrString(m, "rx_request");
+    PyObject *im = f ? PyInstanceMethod_New(f) : NULL;
+    Py_XDECREF(f);
+    if (im == NULL || PyModule_AddObject(m, "rx_request_method", im) < 0) {
+        Py_XDECREF(im);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

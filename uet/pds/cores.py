@@ -1,0 +1,48 @@
+"""The PDS's per-packet work in C, and the Python it replaces, in one place.
+
+Each C core (``uet.native._recovery_core``, ``_sender_core``, ``_target_core``;
+docs/native.md)
+takes over a few methods of one class at import, unless ``UET_PURE_PYTHON=1`` or the
+extension was not built. The module that owns the class keeps the Python form of those
+methods in its ``REFERENCE`` dict: the C core calls it for every case it does not handle,
+the tests hold the two to the same results, and :func:`python_forms` puts the Python back
+for a while (side-by-side benchmarks, differential tests in one process).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from uet.pds import initiator, recovery, target
+
+#: (class, its module's REFERENCE, its module) for every core
+_CORES: list[tuple[type, dict[str, Any], Any]] = [
+    (recovery.LossRecovery, recovery.REFERENCE, recovery),
+    (initiator.InitiatorPdc, initiator.REFERENCE, initiator),
+    (target.TargetPdc, target.REFERENCE, target),
+]
+
+
+def implementations() -> dict[str, str]:
+    """Which form each core runs in: ``{"uet.pds.recovery": "native", ...}``."""
+    return {mod.__name__: mod.IMPLEMENTATION for _, _, mod in _CORES}
+
+
+@contextmanager
+def python_forms() -> Iterator[None]:
+    """Run the Python form of every core inside the block (the C forms come back after)."""
+    saved = [(cls, {name: cls.__dict__[name] for name in ref}) for cls, ref, _ in _CORES]
+    try:
+        for cls, ref, _ in _CORES:
+            for name, fn in ref.items():
+                setattr(cls, name, fn)
+        yield
+    finally:
+        for cls, methods in saved:
+            for name, fn in methods.items():
+                setattr(cls, name, fn)
+
+
+__all__ = ["implementations", "python_forms"]
