@@ -1,7 +1,7 @@
 """Build hook: compiles the cffi extension ``uet.native._uet_native``, the C event core and
 fabric path ``uet.native._event_core``, the codec's common frames
-``uet.native._codec_core`` and the PDS's per-packet cores ``uet.native._recovery_core``,
-``_sender_core`` and ``_target_core`` (see docs/native.md).
+``uet.native._codec_core`` and the end point's per-packet cores ``uet.native._recovery_core``,
+``_sender_core``, ``_target_core`` and ``_fep_core`` (see docs/native.md).
 
 All metadata lives in pyproject.toml; this file only adds the extensions.
 """
@@ -27,5 +27,8 @@ setup(
                            depends=["uet/native/slots.h"], optional=True),
                  # a target PDC's new RUD requests (uet.pds.target: rx_request)
                  Extension("uet.native._target_core", ["uet/native/target_core.c"],
+                           depends=["uet/native/slots.h"], optional=True),
+                 # a fabric end point's frame interface (uet.endpoint.fep: receive, pop_*)
+                 Extension("uet.native._fep_core", ["uet/native/fep_core.c"],
                            depends=["uet/native/slots.h"], optional=True)],
 )

@@ -62,12 +62,21 @@ class PatchError(RuntimeError):
     """A mutant's replacement text is not in its file exactly once (the code moved)."""
 
 
+#: modules whose per-packet methods a C core replaces at import (uet.endpoint.cores): a
+#: mutant of their Python form runs with UET_PURE_PYTHON=1, or the C form would run instead
+#: (the C forms are held to the Python ones by tests/pds/test_c_cores.py and
+#: tests/pds/test_recovery_core.py)
+C_CORE_FILES = frozenset({"pds/recovery.py", "pds/initiator.py", "pds/target.py",
+                          "endpoint/fep.py"})
+
+
 @dataclass(frozen=True)
 class Mutant:
     """One bug: ``edits`` are (old, new) exact replacements in ``path`` (relative to the
     ``uet`` package); ``pure``: run with the pure-Python fast path (the mutant is in
-    ``uet/native/pure.py``); ``udp``: also run over UDP; ``targets``: cases written to
-    catch this bug (each must fail on it)."""
+    ``uet/native/pure.py``, or in a module a C core takes over, ``C_CORE_FILES``); ``udp``:
+    also run over UDP; ``targets``: cases written to catch this bug (each must fail on
+    it)."""
 
     name: str
     area: str
@@ -80,6 +89,7 @@ class Mutant:
 
 
 def _m(name: str, area: str, path: str, old: str, new: str, doc: str, **kw) -> Mutant:
+    kw.setdefault("pure", path in C_CORE_FILES)
     return Mutant(name, area, path, ((old, new),), doc, **kw)
 
 

@@ -1,4 +1,4 @@
-"""The C cores of the PDS (``uet.pds.cores``) against their Python forms, end to end.
+"""The C cores of the end point (``uet.endpoint.cores``) against their Python forms, end to end.
 
 The same seeded scenarios run twice in one process, once with the C forms and once inside
 ``python_forms()``; every frame put on the wire (its bytes, in order, with its time), every
@@ -26,8 +26,8 @@ from pds_harness import US
 from test_exactly_once import MODES, run_scenario
 
 from uet.cms.api import CmsConfig
+from uet.endpoint import cores
 from uet.endpoint.fep import FabricEndpoint
-from uet.pds import cores
 from uet.runtime.fabric import Fabric
 from uet.wire.codec import encode_frame
 

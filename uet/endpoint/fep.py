@@ -828,5 +828,42 @@ def _host_log(ctx: Any) -> Callable[..., None] | None:
     return hook
 
 
-__all__ = ["BulkMessage", "DeliveryAudit", "FabricEndpoint", "SINK_INDEX", "SINK_KEY",
-           "SesOpcode"]
+#: the Python form of the frame interface the C core replaces (``uet.native._fep_core``):
+#: the reference its tests hold it to, and what it calls for a secured end point, native-IP
+#: encapsulation and any frame its decoder does not take
+REFERENCE = {"receive": FabricEndpoint.receive, "pop_control": FabricEndpoint.pop_control,
+             "pop_data": FabricEndpoint.pop_data,
+             "next_deadline": FabricEndpoint.next_deadline}
+
+
+def _use_c_core() -> str:
+    """Put the C forms of the frame interface in FabricEndpoint's class (not under
+    ``UET_PURE_PYTHON=1``, nor when the extension or the C codec is missing); returns
+    ``"native"`` or ``"python"``."""
+    import heapq
+
+    from uet import native
+    from uet.wire import codec
+
+    if native.FORCED_PURE or codec._c_decode is None or codec._c_encode is None:
+        return "python"
+    try:
+        from uet.native import _fep_core as core  # type: ignore[attr-defined]
+    except ImportError:
+        return "python"
+    core.configure((REFERENCE["receive"], REFERENCE["pop_control"], REFERENCE["pop_data"],
+                    REFERENCE["next_deadline"]),
+                   (codec._c_decode, codec._c_encode, encode_frame, heapq.heappop),
+                   PdsEndpoint)
+    FabricEndpoint.receive = core.receive_method  # type: ignore[method-assign]
+    FabricEndpoint.pop_control = core.pop_control_method  # type: ignore[method-assign]
+    FabricEndpoint.pop_data = core.pop_data_method  # type: ignore[method-assign]
+    FabricEndpoint.next_deadline = core.next_deadline_method  # type: ignore[method-assign]
+    return "native"
+
+
+#: which form the frame interface runs in: "native" (C) or "python"
+IMPLEMENTATION = _use_c_core()
+
+__all__ = ["IMPLEMENTATION", "REFERENCE", "BulkMessage", "DeliveryAudit", "FabricEndpoint",
+           "SINK_INDEX", "SINK_KEY", "SesOpcode"]

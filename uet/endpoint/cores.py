@@ -1,7 +1,7 @@
-"""The PDS's per-packet work in C, and the Python it replaces, in one place.
+"""The end point's per-packet work in C, and the Python it replaces, in one place.
 
-Each C core (``uet.native._recovery_core``, ``_sender_core``, ``_target_core``;
-docs/native.md)
+Each C core (``uet.native._recovery_core``, ``_sender_core``, ``_target_core`` for the
+PDS, ``_fep_core`` for the end point's frame interface; docs/native.md)
 takes over a few methods of one class at import, unless ``UET_PURE_PYTHON=1`` or the
 extension was not built. The module that owns the class keeps the Python form of those
 methods in its ``REFERENCE`` dict: the C core calls it for every case it does not handle,
@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from uet.endpoint import fep
 from uet.pds import initiator, recovery, target
 
 #: (class, its module's REFERENCE, its module) for every core
@@ -22,6 +23,7 @@ _CORES: list[tuple[type, dict[str, Any], Any]] = [
     (recovery.LossRecovery, recovery.REFERENCE, recovery),
     (initiator.InitiatorPdc, initiator.REFERENCE, initiator),
     (target.TargetPdc, target.REFERENCE, target),
+    (fep.FabricEndpoint, fep.REFERENCE, fep),
 ]
 
 

@@ -1,0 +1,440 @@
+/* A fabric end point's frame interface in C (uet.endpoint.fep.FabricEndpoint: receive,
+ * pop_control, pop_data and next_deadline, the methods the fabric's NIC calls for every
+ * frame), over the same Python objects.
+ *
+ * These are glue: decode a frame and hand it to the PDS's receive handler, then run the
+ * PDS/SES pump; take the next frame of a class from the PDS and encode it; find the
+ * earliest timer. In Python each frame went through four or five small methods; here it
+ * is one C call that makes the same calls into the PDS, the SES and the codec, in the same
+ * order. The end point and its PDS keep their attributes in instance dictionaries, read
+ * with interned names. The common case only: a cleartext end point (no TSS) over UDP; a
+ * frame the C decoder does not take, a frame that carries a TSS header, native-IP
+ * encapsulation or anything unexpected goes to the Python reference before anything
+ * has changed. tests/pds/test_c_cores.py runs fabric scenarios in both forms and compares
+ * the captures byte for byte.
+ */
+#include "slots.h"
+
+static PyObject *ref_receive, *ref_pop_control, *ref_pop_data, *ref_next_deadline;
+static PyObject *c_decode, *c_encode, *py_encode, *heappop, *str_udp;
+static PyTypeObject *pds_type; /* PdsEndpoint: its next_deadline is done here */
+static int configured;
+static PyObject *s_tss, *s_counters, *s_pds, *s_pump, *s_local_ip, *s_rx, *s_type,
+    *s_dst_ip, *s_receive, *s_rx_frames, *s_tx_data, *s_tx_control, *s_poll_transmit,
+    *s_mac, *s_peer_macs, *s_gateway_mac, *s_frame_encap, *s_src_mac, *s_dst_mac, *s_encode,
+    *s_ctrl, *s_ack_ring, *s_seen, *s_ctx, *s_heap, *s_armed, *s_ses, *s_deadline, *s_later,
+    *s_get;
+
+static PyObject *getattr_or(PyObject *o, PyObject *name) { return PyObject_GetAttr(o, name); }
+
+/* counters[name] += 1 on an end point */
+static int fep_count(PyObject *fep, PyObject *name) {
+    PyObject *c = getattr_or(fep, s_counters);
+    if (c == NULL)
+        return -1;
+    int rc = count(c, name);
+    Py_DECREF(c);
+    return rc;
+}
+
+/* is the end point cleartext (tss None)? 1 yes, 0 no, -1 error */
+static int cleartext(PyObject *fep) {
+    PyObject *t = getattr_or(fep, s_tss);
+    if (t == NULL)
+        return -1;
+    int clear = t == Py_None;
+    Py_DECREF(t);
+    return clear;
+}
+
+/* receive(fep, now, data) */
+static PyObject *k_receive(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (!configured || nargs != 3 || !PyBytes_CheckExact(args[2]) || !is_int(args[1]))
+        return configured ? PyObject_Vectorcall(ref_receive, args, nargs, NULL)
+                          : (PyErr_SetString(PyExc_RuntimeError, "fep core not configured"),
+                             NULL);
+    PyObject *fep = args[0], *now = args[1], *data = args[2];
+    Py_ssize_t n = PyBytes_GET_SIZE(data);
+    const uint8_t *b = (const uint8_t *)PyBytes_AS_STRING(data);
+    /* IPv4 without options, UDP, no TSS header (frame_is_secured's answer): the rest is
+     * the reference's */
+    if (n <= 42 || b[12] != 8 || b[13] || b[14] != 0x45 || b[23] != 17 || b[42] >> 3 == 1)
+        return PyObject_Vectorcall(ref_receive, args, nargs, NULL);
+    int clear = cleartext(fep);
+    if (clear <= 0)
+        return clear < 0 ? NULL : PyObject_Vectorcall(ref_receive, args, nargs, NULL);
+    PyObject *frame = PyObject_CallFunctionObjArgs(c_decode, data, Py_None, NULL);
+    if (frame == NULL || frame == Py_None) {
+        /* not the C decoder's (or an error it found): the reference decodes and reports */
+        PyErr_Clear();
+        Py_XDECREF(frame);
+        return PyObject_Vectorcall(ref_receive, args, nargs, NULL);
+    }
+    PyObject *ftss = getattr_or(frame, s_tss), *pds = NULL, *hdr = NULL, *r;
+    if (ftss == NULL)
+        goto fail;
+    int plain = ftss == Py_None;
+    Py_DECREF(ftss);
+    if (!plain) {
+        Py_DECREF(frame);
+        return PyObject_Vectorcall(ref_receive, args, nargs, NULL);
+    }
+    /* FabricEndpoint._receive */
+    if (fep_count(fep, s_rx_frames) < 0 || (pds = getattr_or(fep, s_pds)) == NULL)
+        goto fail;
+    /* PdsEndpoint.receive: the handler of the PDS type, when the frame is for us */
+    PyObject *dst = getattr_or(frame, s_dst_ip), *local = getattr_or(pds, s_local_ip);
+    int mine = (dst && local) ? PyObject_RichCompareBool(dst, local, Py_EQ) : -1;
+    Py_XDECREF(dst);
+    Py_XDECREF(local);
+    if (mine < 0)
+        goto fail;
+    PyObject *handler = NULL;
+    if (mine) {
+        PyObject *table = getattr_or(pds, s_rx), *type;
+        hdr = getattr_or(frame, s_pds);
+        type = hdr ? getattr_or(hdr, s_type) : NULL;
+        if (table == NULL || type == NULL) {
+            Py_XDECREF(table);
+            Py_XDECREF(type);
+            goto fail;
+        }
+        handler = PyDict_CheckExact(table) ? PyDict_GetItemWithError(table, type) : NULL;
+        Py_XINCREF(handler);
+        Py_DECREF(table);
+        Py_DECREF(type);
+        if (handler == NULL && PyErr_Occurred())
+            goto fail;
+    }
+    if (handler != NULL) {
+        PyObject *a[3] = {now, frame, hdr};
+        r = PyObject_Vectorcall(handler, a, 3, NULL);
+        Py_DECREF(handler);
+    } else { /* not for us, or an unknown type: PdsEndpoint.receive counts it */
+        PyObject *a[3] = {pds, now, frame};
+        r = PyObject_VectorcallMethod(s_receive, a, 3, NULL);
+    }
+    if (r == NULL)
+        goto fail;
+    Py_DECREF(r);
+    {
+        PyObject *a[2] = {fep, now};
+        if ((r = PyObject_VectorcallMethod(s_pump, a, 2, NULL)) == NULL)
+            goto fail;
+        Py_DECREF(r);
+    }
+    Py_XDECREF(hdr);
+    Py_DECREF(pds);
+    Py_DECREF(frame);
+    Py_RETURN_NONE;
+fail:
+    Py_XDECREF(hdr);
+    Py_XDECREF(pds);
+    Py_DECREF(frame);
+    return NULL;
+}
+
+/* FabricEndpoint._encode of a cleartext frame over UDP: the bytes (new reference) */
+static PyObject *encode(PyObject *fep, PyObject *now, PyObject *frame) {
+    PyObject *ftss = getattr_or(frame, s_tss);
+    if (ftss == NULL)
+        return NULL;
+    int plain = ftss == Py_None;
+    Py_DECREF(ftss);
+    if (!plain) { /* a secured frame: the end point's own _encode seals it */
+        PyObject *a[3] = {fep, now, frame};
+        return PyObject_VectorcallMethod(s_encode, a, 3, NULL);
+    }
+    PyObject *mac = getattr_or(fep, s_mac), *macs = getattr_or(fep, s_peer_macs);
+    PyObject *gw = getattr_or(fep, s_gateway_mac), *dst = getattr_or(frame, s_dst_ip);
+    PyObject *dmac = NULL, *out = NULL;
+    if (mac == NULL || macs == NULL || gw == NULL || dst == NULL)
+        goto done;
+    if (PyDict_CheckExact(macs)) {
+        dmac = PyDict_GetItemWithError(macs, dst);
+        if (dmac == NULL && PyErr_Occurred())
+            goto done;
+        dmac = Py_NewRef(dmac ? dmac : gw);
+    } else {
+        dmac = PyObject_CallMethodObjArgs(macs, s_get, dst, gw, NULL);
+        if (dmac == NULL)
+            goto done;
+    }
+    if (PyObject_SetAttr(frame, s_src_mac, mac) < 0 || PyObject_SetAttr(frame, s_dst_mac, dmac) < 0)
+        goto done;
+    out = PyObject_CallOneArg(c_encode, frame);
+    if (out == Py_None) {
+        Py_CLEAR(out);
+        out = PyObject_CallOneArg(py_encode, frame); /* encode_frame: every frame */
+    }
+done:
+    Py_XDECREF(mac);
+    Py_XDECREF(macs);
+    Py_XDECREF(gw);
+    Py_XDECREF(dst);
+    Py_XDECREF(dmac);
+    return out;
+}
+
+/* FabricEndpoint._pop */
+static PyObject *pop(PyObject *fep, PyObject *now, int control, PyObject *counter) {
+    PyObject *pds = getattr_or(fep, s_pds);
+    if (pds == NULL)
+        return NULL;
+    for (;;) {
+        PyObject *a[3] = {pds, now, control ? Py_True : Py_False};
+        PyObject *frame = PyObject_VectorcallMethod(s_poll_transmit, a, 3, NULL);
+        if (frame == NULL || frame == Py_None) {
+            Py_DECREF(pds);
+            return frame;
+        }
+        PyObject *data = fep_count(fep, counter) < 0 ? NULL : encode(fep, now, frame);
+        Py_DECREF(frame);
+        if (data == NULL && PyErr_Occurred()) {
+            Py_DECREF(pds);
+            return NULL;
+        }
+        if (data != NULL && data != Py_None) {
+            Py_DECREF(pds);
+            return data;
+        }
+        Py_XDECREF(data); /* refused by its domain: counted there, the next one */
+    }
+}
+
+/* the end point's encapsulation is UDP and it has no TSS: 1, else 0 (-1 error) */
+static int plain_udp(PyObject *fep) {
+    int clear = cleartext(fep);
+    if (clear <= 0)
+        return clear;
+    PyObject *e = getattr_or(fep, s_frame_encap);
+    if (e == NULL)
+        return -1;
+    int udp = PyObject_RichCompareBool(e, str_udp, Py_EQ);
+    Py_DECREF(e);
+    return udp;
+}
+
+/* pop_data(fep, now) */
+static PyObject *k_pop_data(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (!configured || nargs != 2)
+        return configured ? PyObject_Vectorcall(ref_pop_data, args, nargs, NULL)
+                          : (PyErr_SetString(PyExc_RuntimeError, "fep core not configured"),
+                             NULL);
+    int ok = plain_udp(args[0]);
+    if (ok <= 0)
+        return ok < 0 ? NULL : PyObject_Vectorcall(ref_pop_data, args, nargs, NULL);
+    return pop(args[0], args[1], 0, s_tx_data);
+}
+
+/* PdsEndpoint.control_pending */
+static int control_pending(PyObject *pds) {
+    PyObject *names[3] = {s_ctrl, s_ack_ring, s_seen};
+    for (int i = 0; i < 3; i++) {
+        PyObject *v = getattr_or(pds, names[i]);
+        if (v == NULL)
+            return -1;
+        int t = PyObject_IsTrue(v);
+        Py_DECREF(v);
+        if (t)
+            return t;
+    }
+    return 0;
+}
+
+/* pop_control(fep, now) */
+static PyObject *k_pop_control(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (!configured || nargs != 2)
+        return configured ? PyObject_Vectorcall(ref_pop_control, args, nargs, NULL)
+                          : (PyErr_SetString(PyExc_RuntimeError, "fep core not configured"),
+                             NULL);
+    int ok = plain_udp(args[0]);
+    if (ok <= 0)
+        return ok < 0 ? NULL : PyObject_Vectorcall(ref_pop_control, args, nargs, NULL);
+    PyObject *pds = getattr_or(args[0], s_pds);
+    int pending = pds ? control_pending(pds) : -1;
+    Py_XDECREF(pds);
+    if (pending <= 0)
+        return pending < 0 ? NULL : Py_NewRef(Py_None);
+    return pop(args[0], args[1], 1, s_tx_control);
+}
+
+/* PdsEndpoint.next_deadline: the earliest armed timer (stale heap entries dropped) */
+static PyObject *pds_deadline(PyObject *pds) {
+    PyObject *ctx = getattr_or(pds, s_ctx);
+    PyObject *heap = ctx ? getattr_or(ctx, s_heap) : NULL;
+    Py_XDECREF(ctx);
+    if (heap == NULL)
+        return NULL;
+    if (!PyList_CheckExact(heap)) {
+        Py_DECREF(heap);
+        PyErr_SetString(PyExc_TypeError, "the timer heap is not a list");
+        return NULL;
+    }
+    while (PyList_GET_SIZE(heap)) {
+        PyObject *top = PyList_GET_ITEM(heap, 0);
+        if (!PyTuple_Check(top) || PyTuple_GET_SIZE(top) < 3) {
+            Py_DECREF(heap);
+            PyErr_SetString(PyExc_TypeError, "a timer heap entry is not (t, seq, obj)");
+            return NULL;
+        }
+        PyObject *t = Py_NewRef(PyTuple_GET_ITEM(top, 0));
+        PyObject *armed = PyObject_GetAttr(PyTuple_GET_ITEM(top, 2), s_armed);
+        int same = armed ? PyObject_RichCompareBool(armed, t, Py_EQ) : -1;
+        Py_XDECREF(armed);
+        if (same) {
+            Py_DECREF(heap);
+            if (same < 0) {
+                Py_DECREF(t);
+                return NULL;
+            }
+            return t;
+        }
+        Py_DECREF(t);
+        PyObject *r = PyObject_CallOneArg(heappop, heap);
+        if (r == NULL) {
+            Py_DECREF(heap);
+            return NULL;
+        }
+        Py_DECREF(r);
+    }
+    Py_DECREF(heap);
+    Py_RETURN_NONE;
+}
+
+/* the smaller of two optional ints (new reference); the first wins a tie */
+static PyObject *earlier(PyObject *d, PyObject *s) {
+    if (s == Py_None)
+        return Py_NewRef(d);
+    if (d == Py_None)
+        return Py_NewRef(s);
+    int lt = PyObject_RichCompareBool(s, d, Py_LT);
+    if (lt < 0)
+        return NULL;
+    return Py_NewRef(lt ? s : d);
+}
+
+/* next_deadline(fep) */
+static PyObject *k_next_deadline(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (!configured || nargs != 1)
+        return configured ? PyObject_Vectorcall(ref_next_deadline, args, nargs, NULL)
+                          : (PyErr_SetString(PyExc_RuntimeError, "fep core not configured"),
+                             NULL);
+    PyObject *fep = args[0];
+    PyObject *pds = getattr_or(fep, s_pds), *ses = NULL, *later = NULL, *d = NULL, *s = NULL,
+             *out = NULL;
+    if (pds == NULL || (ses = getattr_or(fep, s_ses)) == NULL ||
+        (later = getattr_or(fep, s_later)) == NULL)
+        goto done;
+    if (!PyList_CheckExact(later) || !Py_IS_TYPE(pds, pds_type)) {
+        out = PyObject_Vectorcall(ref_next_deadline, args, nargs, NULL);
+        goto done;
+    }
+    if ((d = pds_deadline(pds)) == NULL || (s = getattr_or(ses, s_deadline)) == NULL ||
+        (out = earlier(d, s)) == NULL)
+        goto done;
+    if (PyList_GET_SIZE(later)) { /* delayed SES answers: (t, seq, token, reply) */
+        PyObject *top = PyList_GET_ITEM(later, 0);
+        if (!PyTuple_Check(top) || !PyTuple_GET_SIZE(top)) {
+            Py_CLEAR(out);
+            PyErr_SetString(PyExc_TypeError, "a delayed answer is not (t, ...)");
+            goto done;
+        }
+        PyObject *o = earlier(out, PyTuple_GET_ITEM(top, 0));
+        Py_DECREF(out);
+        out = o;
+    }
+done:
+    Py_XDECREF(pds);
+    Py_XDECREF(ses);
+    Py_XDECREF(later);
+    Py_XDECREF(d);
+    Py_XDECREF(s);
+    return out;
+}
+
+/* configure(references, codec, PdsEndpoint): references: receive, pop_control, pop_data,
+ * next_deadline (the Python forms); codec: (C decode, C encode, encode_frame, heappop) */
+static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *r[4], *c[4];
+    if (nargs != 3 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != 4 ||
+        !PyTuple_Check(args[1]) || PyTuple_GET_SIZE(args[1]) != 4 || !PyType_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "configure(references: 4-tuple, codec: 4-tuple, PdsEndpoint)");
+        return NULL;
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = PyTuple_GET_ITEM(args[0], i);
+        c[i] = PyTuple_GET_ITEM(args[1], i);
+        if (!PyCallable_Check(r[i]) || !PyCallable_Check(c[i])) {
+            PyErr_SetString(PyExc_TypeError, "configure: callables are expected");
+            return NULL;
+        }
+    }
+    Py_XSETREF(ref_receive, Py_NewRef(r[0]));
+    Py_XSETREF(ref_pop_control, Py_NewRef(r[1]));
+    Py_XSETREF(ref_pop_data, Py_NewRef(r[2]));
+    Py_XSETREF(ref_next_deadline, Py_NewRef(r[3]));
+    Py_XSETREF(c_decode, Py_NewRef(c[0]));
+    Py_XSETREF(c_encode, Py_NewRef(c[1]));
+    Py_XSETREF(py_encode, Py_NewRef(c[2]));
+    Py_XSETREF(heappop, Py_NewRef(c[3]));
+    Py_XSETREF(pds_type, (PyTypeObject *)Py_NewRef(args[2]));
+    configured = 1;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"configure", (PyCFunction)(void (*)(void))k_configure, METH_FASTCALL,
+     "configure((receive, pop_control, pop_data, next_deadline), "
+     "(c_decode, c_encode, encode_frame, heappop), PdsEndpoint)"},
+    {"receive", (PyCFunction)(void (*)(void))k_receive, METH_FASTCALL,
+     "receive(fep, now, data): FabricEndpoint.receive"},
+    {"pop_control", (PyCFunction)(void (*)(void))k_pop_control, METH_FASTCALL,
+     "pop_control(fep, now): FabricEndpoint.pop_control"},
+    {"pop_data", (PyCFunction)(void (*)(void))k_pop_data, METH_FASTCALL,
+     "pop_data(fep, now): FabricEndpoint.pop_data"},
+    {"next_deadline", (PyCFunction)(void (*)(void))k_next_deadline, METH_FASTCALL,
+     "next_deadline(fep): FabricEndpoint.next_deadline"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_fep_core",
+                                    "A fabric end point's frame interface in C", -1, methods};
+
+PyMODINIT_FUNC PyInit__fep_core(void) {
+    if (intern_str(&s_tss, "tss") || intern_str(&s_counters, "counters") ||
+        intern_str(&s_pds, "pds") || intern_str(&s_pump, "pump") ||
+        intern_str(&s_local_ip, "local_ip") || intern_str(&s_rx, "_rx") ||
+        intern_str(&s_type, "type") || intern_str(&s_dst_ip, "dst_ip") ||
+        intern_str(&s_receive, "receive") || intern_str(&s_rx_frames, "rx_frames") ||
+        intern_str(&s_tx_data, "tx_data") || intern_str(&s_tx_control, "tx_control") ||
+        intern_str(&s_poll_transmit, "poll_transmit") || intern_str(&s_mac, "mac") ||
+        intern_str(&s_peer_macs, "peer_macs") || intern_str(&s_gateway_mac, "gateway_mac") ||
+        intern_str(&s_frame_encap, "_frame_encap") || intern_str(&s_src_mac, "src_mac") ||
+        intern_str(&s_dst_mac, "dst_mac") || intern_str(&s_encode, "_encode") ||
+        intern_str(&s_ctrl, "ctrl") || intern_str(&s_ack_ring, "ack_ring") ||
+        intern_str(&s_seen, "_seen") || intern_str(&s_ctx, "ctx") ||
+        intern_str(&s_heap, "heap") || intern_str(&s_armed, "_armed") ||
+        intern_str(&s_ses, "ses") || intern_str(&s_deadline, "deadline") ||
+        intern_str(&s_later, "_later") || intern_str(&s_get, "get") ||
+        intern_str(&str_udp, "udp"))
+        return NULL;
+    PyObject *m = PyModule_Create(&moddef);
+    if (m == NULL)
+        return NULL;
+    static const char *names[4][2] = {{"receive", "receive_method"},
+                                      {"pop_control", "pop_control_method"},
+                                      {"pop_data", "pop_data_method"},
+                                      {"next_deadline", "next_deadline_method"}};
+    for (int i = 0; i < 4; i++) {
+        PyObject *f = PyObject_GetAttrString(m, names[i][0]);
+        PyObject *im = f ? PyInstanceMethod_New(f) : NULL;
+        Py_XDECREF(f);
+        if (im == NULL || PyModule_AddObject(m, names[i][1], im) < 0) {
+            Py_XDECREF(im);
+            Py_DECREF(m);
+            return NULL;
+        }
+    }
+    return m;
+}
