@@ -67,7 +67,7 @@ class PatchError(RuntimeError):
 #: (the C forms are held to the Python ones by tests/pds/test_c_cores.py and
 #: tests/pds/test_recovery_core.py)
 C_CORE_FILES = frozenset({"pds/recovery.py", "pds/initiator.py", "pds/target.py",
-                          "endpoint/fep.py"})
+                          "endpoint/fep.py", "ses/target.py"})
 
 
 @dataclass(frozen=True)

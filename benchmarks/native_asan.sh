@@ -21,7 +21,8 @@ find "$TMP/uet" -name '__pycache__' -prune -exec rm -rf {} +
 rm -f "$TMP"/uet/native/_uet_native*.so "$TMP"/uet/native/_uet_native.c
 rm -f "$TMP"/uet/native/_event_core*.so "$TMP"/uet/native/_codec_core*.so \
     "$TMP"/uet/native/_recovery_core*.so "$TMP"/uet/native/_sender_core*.so \
-    "$TMP"/uet/native/_target_core*.so "$TMP"/uet/native/_fep_core*.so
+    "$TMP"/uet/native/_target_core*.so "$TMP"/uet/native/_fep_core*.so \
+    "$TMP"/uet/native/_ses_core*.so
 mkdir -p "$TMP/tests"
 cp "$ROOT/tests/conftest.py" "$TMP/tests/"
 touch "$TMP/tests/__init__.py"
@@ -63,7 +64,7 @@ if ! "$CC" -shared -fPIC -O1 $SAN -I"$INC" "$TMP/uet/native/codec_core.c" \
     echo "== FAIL: build of the codec core"
     exit 1
 fi
-for core in recovery_core sender_core target_core fep_core; do  # the PDS's C cores (slots.h)
+for core in recovery_core sender_core target_core fep_core ses_core; do  # the PDS's C cores (slots.h)
     # shellcheck disable=SC2086
     if ! "$CC" -shared -fPIC -O1 $SAN -I"$INC" "$TMP/uet/native/$core.c" \
         -o "$TMP/uet/native/_$core$EXT" >"$TMP/build-$core.log" 2>&1; then
@@ -72,7 +73,8 @@ for core in recovery_core sender_core target_core fep_core; do  # the PDS's C co
         exit 1
     fi
 done
-for so in _event_core _codec_core _recovery_core _sender_core _target_core _fep_core; do
+for so in _event_core _codec_core _recovery_core _sender_core _target_core _fep_core \
+    _ses_core; do
     if ! nm -D "$TMP/uet/native/$so$EXT" | grep -q __asan; then
         echo "== FAIL: $so is not instrumented"
         exit 1

@@ -77,17 +77,30 @@ def test_pds_scenarios_send_the_same_frames(variant, loss):
     assert c["counters"] == py["counters"] and c["now"] == py["now"]
 
 
-async def _fabric(topo: dict, flows: list, seed: int, taps: list[str]) -> dict:
+async def _fabric(topo: dict, flows: list, seed: int, taps: list[str], shared: bool) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "c.pcapng"
         factory = FabricEndpoint.factory(sink_bytes=max(n for _, _, n in flows),
-                                         shared_sink=True)
+                                         shared_sink=shared)
         async with Fabric(topo, seed=seed, endpoint_factory=factory) as fab:
             cap = fab.capture(path, links=taps)
-            msgs = await fab.run_messages(flows)
+            if shared:
+                msgs = await fab.run_messages(flows)
+            else:  # seeded bytes, so that what lands in memory says something
+                rng = random.Random(seed)
+                msgs = []
+                for src, dst, n in flows:
+                    data = rng.randbytes(n)
+                    fab.endpoint(dst).ensure_sink(n)
+                    msgs.append(fab.submit(src, lambda ep, now, d=dst, p=data:
+                                           ep.send_message(now, d, len(p), payload=p)))
+                await fab.wait_until(lambda: all(m.done for m in msgs))
             cap.close()
             out = {"fct": [m.fct_ps for m in msgs], "counters": fab.counters(),
-                   "events": fab.net.loop.events, "now": fab.net.loop.now}
+                   "events": fab.net.loop.events, "now": fab.net.loop.now,
+                   # what landed in every host's memory (a private sink keeps the bytes)
+                   "sinks": [hashlib.sha256(bytes(fab.endpoint(i).sink or b"")).hexdigest()
+                             for i in range(len(fab.hosts))]}
         out["capture"] = hashlib.sha256(path.read_bytes()).hexdigest()
         out["frames"] = path.stat().st_size
     return out
@@ -107,13 +120,16 @@ FABRICS = {
 }
 
 
+@pytest.mark.parametrize("shared", [True, False], ids=["scratch-sink", "own-sink"])
 @pytest.mark.parametrize("name", sorted(FABRICS))
-def test_fabric_runs_capture_the_same_bytes(name):
+def test_fabric_runs_capture_the_same_bytes(name, shared):
     topo, flows, seed, taps = FABRICS[name]
-    c = trio.run(_fabric, topo, flows, seed, taps)
+    c = trio.run(_fabric, topo, flows, seed, taps, shared)
     with cores.python_forms():
-        py = trio.run(_fabric, topo, flows, seed, taps)
+        py = trio.run(_fabric, topo, flows, seed, taps, shared)
     assert c == py
+    if not shared:  # the bytes were written: every destination's sink holds its own
+        assert len(set(c["sinks"])) >= len({d for _, d, _ in flows})
     assert c["frames"] > 1_000_000  # the captures hold the run, not a few frames
     # and the runs reach the paths that matter: trimming, loss recovery, CC blocking
     total: dict[str, int] = {}

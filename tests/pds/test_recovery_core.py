@@ -390,3 +390,18 @@ def test_bad_arguments_raise_not_crash():
     pkt.send_time = "later"  # a slot of the wrong type: a clear error
     with pytest.raises(TypeError, match="send_time"):
         core.on_ack(t.rec, 10, PdsAck(cack_psn=5), 5, False, [0, 0])
+
+
+def test_keywords_go_to_the_reference():
+    """``early=...`` by keyword: the Python form runs it, with the same effect."""
+    for early in (False, True):
+        a = Twin(LossRecovery, PdsConfig(), 100, True)
+        b = Twin(PyRecovery, PdsConfig(), 100, False)
+        for t in (a, b):
+            pkt = SentPacket(100, object(), 4096, 4200)
+            t.rec.track(pkt)
+            t.on_sent(10, pkt, False, 3)
+        na, nb = [0, 0], [0, 0]
+        ra = core.on_ack(a.rec, 30, PdsAckCc(cack_psn=99), 100, False, na, early=early)
+        rb = b.rec.on_ack(30, PdsAckCc(cack_psn=99), 100, False, nb, early)
+        assert (ra, na) == (rb, nb) and state(a)["outstanding"] == state(b)["outstanding"]

@@ -1,7 +1,8 @@
 """The end point's per-packet work in C, and the Python it replaces, in one place.
 
 Each C core (``uet.native._recovery_core``, ``_sender_core``, ``_target_core`` for the
-PDS, ``_fep_core`` for the end point's frame interface; docs/native.md)
+PDS, ``_fep_core`` for the end point's frame interface, ``_ses_core`` for the SES target's
+WRITE packets; docs/native.md)
 takes over a few methods of one class at import, unless ``UET_PURE_PYTHON=1`` or the
 extension was not built. The module that owns the class keeps the Python form of those
 methods in its ``REFERENCE`` dict: the C core calls it for every case it does not handle,
@@ -17,6 +18,7 @@ from typing import Any
 
 from uet.endpoint import fep
 from uet.pds import initiator, recovery, target
+from uet.ses import target as ses_target
 
 #: (class, its module's REFERENCE, its module) for every core
 _CORES: list[tuple[type, dict[str, Any], Any]] = [
@@ -24,6 +26,7 @@ _CORES: list[tuple[type, dict[str, Any], Any]] = [
     (initiator.InitiatorPdc, initiator.REFERENCE, initiator),
     (target.TargetPdc, target.REFERENCE, target),
     (fep.FabricEndpoint, fep.REFERENCE, fep),
+    (ses_target.Target, ses_target.REFERENCE, ses_target),
 ]
 
 

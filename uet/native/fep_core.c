@@ -384,17 +384,22 @@ static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t na
     Py_RETURN_NONE;
 }
 
+KW_ENTRY(k_receive_kw, k_receive, ref_receive)
+KW_ENTRY(k_pop_control_kw, k_pop_control, ref_pop_control)
+KW_ENTRY(k_pop_data_kw, k_pop_data, ref_pop_data)
+KW_ENTRY(k_next_deadline_kw, k_next_deadline, ref_next_deadline)
+
 static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))k_configure, METH_FASTCALL,
      "configure((receive, pop_control, pop_data, next_deadline), "
      "(c_decode, c_encode, encode_frame, heappop), PdsEndpoint)"},
-    {"receive", (PyCFunction)(void (*)(void))k_receive, METH_FASTCALL,
+    {"receive", (PyCFunction)(void (*)(void))k_receive_kw, METH_FASTCALL | METH_KEYWORDS,
      "receive(fep, now, data): FabricEndpoint.receive"},
-    {"pop_control", (PyCFunction)(void (*)(void))k_pop_control, METH_FASTCALL,
+    {"pop_control", (PyCFunction)(void (*)(void))k_pop_control_kw, METH_FASTCALL | METH_KEYWORDS,
      "pop_control(fep, now): FabricEndpoint.pop_control"},
-    {"pop_data", (PyCFunction)(void (*)(void))k_pop_data, METH_FASTCALL,
+    {"pop_data", (PyCFunction)(void (*)(void))k_pop_data_kw, METH_FASTCALL | METH_KEYWORDS,
      "pop_data(fep, now): FabricEndpoint.pop_data"},
-    {"next_deadline", (PyCFunction)(void (*)(void))k_next_deadline, METH_FASTCALL,
+    {"next_deadline", (PyCFunction)(void (*)(void))k_next_deadline_kw, METH_FASTCALL | METH_KEYWORDS,
      "next_deadline(fep): FabricEndpoint.next_deadline"},
     {NULL, NULL, 0, NULL}};
 

@@ -976,15 +976,19 @@ static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t na
     Py_RETURN_NONE;
 }
 
+KW_ENTRY(k_on_ack_kw, k_on_ack, ref_on_ack)
+KW_ENTRY(k_on_sent_kw, k_on_sent, ref_on_sent)
+KW_ENTRY(k_rack_scan_kw, k_rack_scan, ref_rack_scan)
+
 static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))k_configure, METH_FASTCALL,
      "configure(SentPacket, LossRecovery, Rack, RtoEstimator, LossDetector, PdsAck, "
      "PdsAckCc, on_ack, on_sent, rack_scan): the classes and the Python reference"},
-    {"on_ack", (PyCFunction)(void (*)(void))k_on_ack, METH_FASTCALL,
+    {"on_ack", (PyCFunction)(void (*)(void))k_on_ack_kw, METH_FASTCALL | METH_KEYWORDS,
      "on_ack(rec, now, ack, ack_psn, retx_flag, newly, early=False): LossRecovery.on_ack"},
-    {"on_sent", (PyCFunction)(void (*)(void))k_on_sent, METH_FASTCALL,
+    {"on_sent", (PyCFunction)(void (*)(void))k_on_sent_kw, METH_FASTCALL | METH_KEYWORDS,
      "on_sent(rec, now, pkt, retx, ev): LossRecovery.on_sent"},
-    {"rack_scan", (PyCFunction)(void (*)(void))k_rack_scan, METH_FASTCALL,
+    {"rack_scan", (PyCFunction)(void (*)(void))k_rack_scan_kw, METH_FASTCALL | METH_KEYWORDS,
      "rack_scan(rec, now) -> [lost packets]: LossRecovery._rack_scan"},
     {NULL, NULL, 0, NULL}};
 

@@ -459,11 +459,13 @@ static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t na
     Py_RETURN_NONE;
 }
 
+KW_ENTRY(k_poll_data_kw, k_poll_data, ref_poll_data)
+
 static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))k_configure, METH_FASTCALL,
      "configure(InitiatorPdc, LossRecovery, SentPacket, PdcContext, MemoryAccount, "
      "PdsConfig, SendMessage, SendRequest, PdsRequest, Frame, constants, reference)"},
-    {"poll_data", (PyCFunction)(void (*)(void))k_poll_data, METH_FASTCALL,
+    {"poll_data", (PyCFunction)(void (*)(void))k_poll_data_kw, METH_FASTCALL | METH_KEYWORDS,
      "poll_data(pdc, now) -> Frame | None: InitiatorPdc.poll_data"},
     {NULL, NULL, 0, NULL}};
 

@@ -174,4 +174,19 @@ static inline int intern_str(PyObject **p, const char *s) {
     return *p == NULL;
 }
 
+/* A method-table entry point that takes keywords: a call with keyword arguments goes to
+ * the Python reference as it is (the cores' fast paths take positional calls, which is how
+ * the protocol code calls them); `impl` takes the positional ones. */
+#define KW_ENTRY(name, impl, refvar)                                                         \
+    static PyObject *name(PyObject *m, PyObject *const *a, Py_ssize_t n, PyObject *kw) {     \
+        if (kw != NULL && PyTuple_GET_SIZE(kw)) {                                            \
+            if (refvar == NULL) {                                                            \
+                PyErr_SetString(PyExc_RuntimeError, "core not configured");                  \
+                return NULL;                                                                 \
+            }                                                                                \
+            return PyObject_Vectorcall(refvar, a, n, kw);                                    \
+        }                                                                                    \
+        return impl(m, a, n);                                                                \
+    }
+
 #endif

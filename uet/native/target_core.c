@@ -455,11 +455,13 @@ static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t na
     Py_RETURN_NONE;
 }
 
+KW_ENTRY(k_rx_request_kw, k_rx_request, ref_rx_request)
+
 static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))k_configure, METH_FASTCALL,
      "configure(TargetPdc, PdcContext, MemoryAccount, PdsConfig, Frame, PdsRequest, "
      "AckScheduler, AckCoalescer, Pending, RequestDelivered, constants, reference)"},
-    {"rx_request", (PyCFunction)(void (*)(void))k_rx_request, METH_FASTCALL,
+    {"rx_request", (PyCFunction)(void (*)(void))k_rx_request_kw, METH_FASTCALL | METH_KEYWORDS,
      "rx_request(pdc, now, frame, pds): TargetPdc.rx_request"},
     {NULL, NULL, 0, NULL}};
 
