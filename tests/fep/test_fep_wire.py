@@ -143,6 +143,29 @@ def test_delivery_audit_counts_duplicates_in_and_after_a_message():
     assert len(audit.finished) == 2
 
 
+def test_delivery_audit_keys_offsets_exactly_whatever_their_alignment():
+    """Packet-aligned offsets live in a per-message bitmap, any other offset (or one past
+    the message, or a message too long for a bitmap) in a set: a duplicate is the same
+    offset again in either, and a 2 MB message costs a few dozen bytes, not a set."""
+    audit = DeliveryAudit(mtu_payload=4096)
+    total = 2_000_000
+    for off in range(0, total - 4096, 4096):  # every packet but the last, out of order
+        assert audit.see(A_IP, _std(3, off, 4096, total), 4096) is True
+    entry = audit.messages[(A_IP, 0, 7, 1, 3, SesOpcode.WRITE)]
+    assert len(entry[0]) == 62 and entry[2] is None
+    assert not audit.see(A_IP, _std(3, 8192, 4096, total), 4096)  # a duplicate
+    assert audit.see(A_IP, _std(3, 100, 7, total), 7)  # unaligned: its own offset
+    assert not audit.see(A_IP, _std(3, 100, 7, total), 7)
+    assert audit.see(A_IP, _std(3, 4096 * 600, 4096, total), 4096)  # past the end
+    assert not audit.see(A_IP, _std(3, 4096 * 600, 4096, total), 4096)
+    assert entry[2] == {100, 4096 * 600}
+    huge = 4096 * (1 << 21)  # too many packets for a bitmap: a set for all
+    assert audit.see(A_IP, _std(4, 0, 4096, huge), 4096)
+    assert not audit.see(A_IP, _std(4, 0, 4096, huge), 4096)
+    assert audit.messages[(A_IP, 0, 7, 1, 4, SesOpcode.WRITE)][0] == bytearray()
+    assert audit.duplicates == 4
+
+
 def test_injected_duplicate_is_counted_by_the_audit_and_ignored_by_the_ses():
     a, b = pair("hpc")
     mem = _region(b, 16_384)
