@@ -8,7 +8,9 @@ counter of every end point and what the receivers got must be the same. Two leve
   duplication, reordering, RUD / ROD / RUDI / UUD, the Null CC, NSCC and RCCC, PDS
   settings that reach the window, memory, probe and SACK-count paths);
 * fabric end points (SES + PDS + CMS: what ``uet run`` drives) on an emulated fat tree with
-  trimming, ECN and link impairments: the capture of host and switch links, byte for byte.
+  trimming, ECN and link impairments: the capture of host and switch links, byte for byte
+  (with private sinks, seeded data in two rounds, the second on open PDCs, and some WRITEs
+  with header data, also what landed in memory).
 
 The unit-level tests of each core are tests/pds/test_recovery_core.py.
 """
@@ -27,7 +29,7 @@ from test_exactly_once import MODES, run_scenario
 
 from uet.cms.api import CmsConfig
 from uet.endpoint import cores
-from uet.endpoint.fep import FabricEndpoint
+from uet.endpoint.fep import SINK_INDEX, SINK_KEY, FabricEndpoint
 from uet.runtime.fabric import Fabric
 from uet.wire.codec import encode_frame
 
@@ -89,14 +91,22 @@ async def _fabric(topo: dict, flows: list, seed: int, taps: list[str], shared: b
             else:  # seeded bytes, so that what lands in memory says something
                 rng = random.Random(seed)
                 msgs = []
-                for src, dst, n in flows:
+                for k, (src, dst, n) in enumerate(flows + flows):  # twice: the second round
+                    if k == len(flows):  # on PDCs opened by the first
+                        await fab.wait_until(lambda: all(m.done for m in msgs))
                     data = rng.randbytes(n)
                     fab.endpoint(dst).ensure_sink(n)
-                    msgs.append(fab.submit(src, lambda ep, now, d=dst, p=data:
-                                           ep.send_message(now, d, len(p), payload=p)))
+                    if k % 3:
+                        msgs.append(fab.submit(src, lambda ep, now, d=dst, p=data:
+                                               ep.send_message(now, d, len(p), payload=p)))
+                    else:  # a WRITE with header data (the first packet carries it)
+                        msgs.append(fab.submit(src, lambda ep, now, d=dst, p=data: ep.call(
+                            now, "write", ep.target(d, resource_index=SINK_INDEX), SINK_KEY,
+                            0, p, header_data=0x5EED, mode=ep.mode)))
                 await fab.wait_until(lambda: all(m.done for m in msgs))
             cap.close()
-            out = {"fct": [m.fct_ps for m in msgs], "counters": fab.counters(),
+            out = {"fct": [getattr(m, "fct_ps", None) for m in msgs],
+                   "counters": fab.counters(),
                    "events": fab.net.loop.events, "now": fab.net.loop.now,
                    # what landed in every host's memory (a private sink keeps the bytes)
                    "sinks": [hashlib.sha256(bytes(fab.endpoint(i).sink or b"")).hexdigest()
@@ -117,6 +127,10 @@ FABRICS = {
         {"at": "agg1.p2", "loss": 0.1, "duplicate": 0.03},
         {"at": "core0.p2", "loss": 0.1, "reorder": 0.1, "reorder_delay_ps": 1_000_000}]},
         [(s, (s * 5 + 3) % 16, 600 * 1024) for s in range(16)], 9, ["h0", "tor0.p2"]),
+    # messages of one packet, of exactly one MTU, one byte more, and a few packets
+    "sizes": ({"kind": "fat_tree", "k": 4},
+              [(s, (s * 7 + 1) % 16, (100, 4096, 4097, 8192, 30_000, 70_001)[s % 6])
+               for s in range(16)], 4, ["h0", "h1", "h3"]),
 }
 
 
@@ -130,7 +144,7 @@ def test_fabric_runs_capture_the_same_bytes(name, shared):
     assert c == py
     if not shared:  # the bytes were written: every destination's sink holds its own
         assert len(set(c["sinks"])) >= len({d for _, d, _ in flows})
-    assert c["frames"] > 1_000_000  # the captures hold the run, not a few frames
+    assert c["frames"] > (10_000 if name == "sizes" else 1_000_000)  # the run, not a few
     # and the runs reach the paths that matter: trimming, loss recovery, CC blocking
     total: dict[str, int] = {}
     for counters in c["counters"]["endpoint"].values():
@@ -141,5 +155,6 @@ def test_fabric_runs_capture_the_same_bytes(name, shared):
         assert total.get(key, 0) >= least, (key, total.get(key, 0))
 
 
-REACHES = {"incast": {"pds.retx.nack.TRIMMED": 100, "pds.blocked.cc": 100},
+REACHES = {"sizes": {},
+           "incast": {"pds.retx.nack.TRIMMED": 100, "pds.blocked.cc": 100},
            "impaired": {"pds.retx.rack": 10, "pds.retx.rto": 1, "pds.blocked.window": 1}}

@@ -45,11 +45,29 @@ static const char *CFG_NAMES[G_N] = {"max_inflight_packets", "probe_after_ps",
                                      "ar_every_packet", "ar_when_blocked", "dscp_data",
                                      "ecn_capable"};
 
-enum { M_COUNT, M_N };
-static const char *MSG_NAMES[M_N] = {"count"};
-
-enum { Q_SES, Q_EXT, Q_PAYLOAD, Q_EOM, Q_N };
-static const char *REQ_NAMES[Q_N] = {"ses", "ext", "payload", "eom"};
+/* SendMessage, and the SES's OutMessage and Segmenter behind its next_part */
+enum { M_COUNT, M_DST_IP, M_MODE, M_JOB_ID, M_TC, M_EXT, M_NEXT, M_HEAD, M_SDI, M_N };
+static const char *MSG_NAMES[M_N] = {"count", "dst_ip", "mode", "job_id", "tc", "ext", "_next",
+                                     "_head", "sdi"};
+enum { O_TAKEN, O_COUNT, O_PARTS, O_OP_ID, O_ATTEMPT, O_N };
+static const char *OUT_NAMES[O_N] = {"taken", "count", "parts", "op_id", "attempt"};
+enum { Z_CARRY, Z_TOTAL, Z_MTU, Z_PAYLOAD, Z_COUNT, Z_LAST_OFF, Z_FIELDS, Z_COMMON,
+       Z_HEADER_DATA, Z_FIRST_FLAGS, Z_MID_FLAGS, Z_RLEN, Z_N };
+static const char *SEG_NAMES[Z_N] = {"carry", "total", "mtu", "payload", "count", "last_off",
+                                     "fields", "common", "header_data", "first_flags",
+                                     "mid_flags", "rlen"};
+/* SesStandard, PacketRef and SendRequest: every field, in order */
+enum { SS_N = 15 };
+static const char *SES_NAMES[SS_N] = {
+    "opcode", "version", "flags", "message_id", "ri_generation", "job_id", "pid_on_fep",
+    "resource_index", "buffer_offset", "initiator", "memory_key", "header_data",
+    "payload_length", "message_offset", "request_length"};
+enum { PR_N = 3 };
+static const char *REF_NAMES[PR_N] = {"op_id", "attempt", "index"};
+enum { Q_DST_IP, Q_MODE, Q_JOB_ID, Q_TC, Q_SES, Q_EXT, Q_PAYLOAD, Q_MSG_REF, Q_EOM, Q_SDI,
+       Q_N };
+static const char *REQ_NAMES[Q_N] = {"dst_ip", "mode", "job_id", "tc", "ses", "ext",
+                                     "payload", "msg_ref", "eom", "sdi"};
 
 /* the PDS request header and the Frame: every field, in the dataclass's order */
 enum { H_TYPE, H_NEXT_HDR, H_FLAGS, H_CPO, H_PSN, H_SPDCID, H_DPDCID, H_USE_RSV, H_PSN_OFFSET,
@@ -65,7 +83,10 @@ static const char *FRAME_NAMES[F_N] = {
     "ecn", "ttl", "ip_id", "udp_dport", "udp_checksum", "encap", "ip_proto", "tss",
     "trailer"};
 
-static Layout L_PDC, L_REC, L_PKT, L_CTX, L_MEM, L_CFG, L_MSG, L_REQ, L_HDR, L_FRAME;
+static Layout L_PDC, L_REC, L_PKT, L_CTX, L_MEM, L_CFG, L_MSG, L_REQ, L_HDR, L_FRAME, L_OUT,
+    L_SEG, L_SES, L_REF;
+static PyObject *next_part_fn; /* OutMessage.next_part, the function */
+static int64_t ses_eom;
 static PyObject *ref_poll_data, *st_established, *st_syn, *next_hdr, *hdr_defaults,
     *frame_defaults, *mac_src, *mac_dst;
 static int64_t tx_overhead, ar_flag, rud_cc_req;
@@ -141,6 +162,131 @@ static PyObject *call(PyObject *name, PyObject **args, size_t n, PyObject *kwnam
 
 static PyObject *ref(PyObject *const *args, Py_ssize_t nargs) {
     return PyObject_Vectorcall(ref_poll_data, args, nargs, NULL);
+}
+
+/* a new object of a slots class with the given values (new references taken) */
+static PyObject *new_filled(const Layout *l, PyObject **v) {
+    PyObject *o = l->type->tp_alloc(l->type, 0);
+    if (o == NULL) {
+        for (int i = 0; i < l->n; i++)
+            Py_XDECREF(v[i]);
+        return NULL;
+    }
+    for (int i = 0; i < l->n; i++)
+        *SLOTP(o, *l, i) = v[i];
+    return o;
+}
+
+/* SendMessage.head (new reference): the next packet, made once; for a message of the
+ * SES (OutMessage.next_part over a Segmenter of two packets or more) the packet is made
+ * here as Segmenter.part makes it, else head() is called */
+static PyObject *msg_head(PyObject *head) {
+    PyObject *h = SLOT(head, L_MSG, M_HEAD), *nxt = SLOT(head, L_MSG, M_NEXT);
+    if (h != NULL && h != Py_None)
+        return Py_NewRef(h);
+    PyObject *out = (nxt && PyMethod_Check(nxt) && PyMethod_GET_FUNCTION(nxt) == next_part_fn)
+                        ? PyMethod_GET_SELF(nxt) : NULL;
+    PyObject *parts = out && Py_IS_TYPE(out, L_OUT.type) ? SLOT(out, L_OUT, O_PARTS) : NULL;
+    int64_t i, n, count, mtu, total, last_off, off, flags, plen = 0;
+    int carry;
+    if (parts == NULL || !Py_IS_TYPE(parts, L_SEG.type) ||
+        get_i64(out, &L_OUT, O_TAKEN, &i) < 0 || get_i64(parts, &L_SEG, Z_COUNT, &n) < 0 ||
+        get_i64(out, &L_OUT, O_COUNT, &count) < 0 || i >= n || n < 2 ||
+        !PyTuple_Check(SLOT(parts, L_SEG, Z_FIELDS)) ||
+        PyTuple_GET_SIZE(SLOT(parts, L_SEG, Z_FIELDS)) != 2 ||
+        !PyTuple_Check(SLOT(parts, L_SEG, Z_COMMON)) ||
+        PyTuple_GET_SIZE(SLOT(parts, L_SEG, Z_COMMON)) != 8) {
+        PyErr_Clear(); /* anything unusual: the Python (it raises what it raises) */
+        PyObject *a[1] = {head};
+        return PyObject_VectorcallMethod(s_head, a, 1, NULL);
+    }
+    if ((carry = truth(parts, &L_SEG, Z_CARRY)) < 0 || get_i64(parts, &L_SEG, Z_MTU, &mtu) < 0 ||
+        get_i64(parts, &L_SEG, Z_TOTAL, &total) < 0 ||
+        get_i64(parts, &L_SEG, Z_LAST_OFF, &last_off) < 0)
+        return NULL;
+    /* OutMessage.next_part */
+    if (put_i64(out, &L_OUT, O_TAKEN, i + 1) < 0 || put_i64(out, &L_OUT, O_COUNT, count - 1) < 0)
+        return NULL;
+    /* Segmenter.part(i) */
+    PyObject *payload = SLOT(parts, L_SEG, Z_PAYLOAD), *chunk, *hd;
+    int64_t lo, hi;
+    if (i == 0) { /* (a message of one packet never gets here: it is no OutMessage) */
+        if (get_i64(parts, &L_SEG, Z_FIRST_FLAGS, &flags) < 0)
+            return NULL;
+        lo = 0;
+        hi = mtu;
+        off = 0;
+        hd = SLOT(parts, L_SEG, Z_HEADER_DATA);
+    } else {
+        off = i * mtu;
+        if (get_i64(parts, &L_SEG, Z_MID_FLAGS, &flags) < 0)
+            return NULL;
+        if (off == last_off) {
+            flags |= ses_eom;
+            hi = total;
+        } else {
+            hi = off + mtu;
+        }
+        lo = off;
+        hd = NULL;
+    }
+    if (carry) {
+        chunk = PySequence_GetSlice(payload, lo, hi);
+        if (chunk == NULL)
+            return NULL;
+        if (hd == NULL && (plen = PyObject_Length(chunk)) < 0) {
+            Py_DECREF(chunk);
+            return NULL;
+        }
+    } else {
+        chunk = PyBytes_FromStringAndSize(NULL, 0);
+        if (chunk == NULL)
+            return NULL;
+    }
+    PyObject *fields = SLOT(parts, L_SEG, Z_FIELDS), *common = SLOT(parts, L_SEG, Z_COMMON);
+    PyObject *sv[SS_N];
+    sv[0] = Py_NewRef(PyTuple_GET_ITEM(fields, 0));
+    sv[1] = Py_NewRef(PyTuple_GET_ITEM(fields, 1));
+    sv[2] = PyLong_FromLongLong(flags);
+    for (int k = 0; k < 8; k++)
+        sv[3 + k] = Py_NewRef(PyTuple_GET_ITEM(common, k));
+    sv[11] = hd != NULL ? Py_NewRef(hd) : PyLong_FromLong(0);
+    sv[12] = PyLong_FromLongLong(hd != NULL ? 0 : plen);
+    sv[13] = PyLong_FromLongLong(hd != NULL ? 0 : off);
+    sv[14] = Py_NewRef(SLOT(parts, L_SEG, Z_RLEN));
+    for (int k = 0; k < SS_N; k++)
+        if (sv[k] == NULL) {
+            for (int j = 0; j < SS_N; j++)
+                Py_XDECREF(sv[j]);
+            Py_DECREF(chunk);
+            return NULL;
+        }
+    PyObject *ses = new_filled(&L_SES, sv);
+    PyObject *rv[PR_N] = {Py_NewRef(SLOT(out, L_OUT, O_OP_ID)),
+                          Py_NewRef(SLOT(out, L_OUT, O_ATTEMPT)), PyLong_FromLongLong(i)};
+    PyObject *ref = rv[2] ? new_filled(&L_REF, rv) : NULL;
+    if (rv[2] == NULL) {
+        Py_DECREF(rv[0]);
+        Py_DECREF(rv[1]);
+    }
+    if (ses == NULL || ref == NULL) {
+        Py_XDECREF(ses);
+        Py_XDECREF(ref);
+        Py_DECREF(chunk);
+        return NULL;
+    }
+    /* SendMessage.head: the SendRequest, kept as the head */
+    PyObject *qv[Q_N] = {Py_NewRef(SLOT(head, L_MSG, M_DST_IP)), Py_NewRef(SLOT(head, L_MSG, M_MODE)),
+                         Py_NewRef(SLOT(head, L_MSG, M_JOB_ID)), Py_NewRef(SLOT(head, L_MSG, M_TC)),
+                         ses, Py_NewRef(SLOT(head, L_MSG, M_EXT)), chunk, ref,
+                         Py_NewRef(count - 1 ? Py_False : Py_True),
+                         Py_NewRef(SLOT(head, L_MSG, M_SDI))};
+    PyObject *req = new_filled(&L_REQ, qv);
+    if (req == NULL || put(head, &L_MSG, M_HEAD, Py_NewRef(req)) < 0) {
+        Py_XDECREF(req);
+        return NULL;
+    }
+    return req;
 }
 
 /* InitiatorPdc._send of a first transmission: the Frame (new reference) */
@@ -305,8 +451,7 @@ static PyObject *k_poll_data(PyObject *mod, PyObject *const *args, Py_ssize_t na
         return NULL;
     int is_msg = Py_IS_TYPE(head, L_MSG.type);
     if (is_msg) {
-        PyObject *a[1] = {head};
-        req = call(s_head, a, 1, NULL);
+        req = msg_head(head);
     } else {
         req = Py_NewRef(head);
     }
@@ -408,11 +553,13 @@ done:
 }
 
 /* configure(InitiatorPdc, LossRecovery, SentPacket, PdcContext, MemoryAccount, PdsConfig,
- *           SendMessage, SendRequest, PdsRequest, Frame, constants, reference) */
+ *           SendMessage, SendRequest, PdsRequest, Frame, constants, reference,
+ *           OutMessage, Segmenter, SesStandard, PacketRef) */
 static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 12 || !PyDict_Check(args[10]) || !PyCallable_Check(args[11])) {
+    if (nargs != 16 || !PyDict_Check(args[10]) || !PyCallable_Check(args[11])) {
         PyErr_SetString(PyExc_TypeError,
-                        "configure takes 10 classes, a dict of constants and the reference");
+                        "configure takes 10 classes, a dict of constants, the reference and "
+                        "4 classes of the SES");
         return NULL;
     }
     configured = 0;
@@ -421,16 +568,16 @@ static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t na
     PyObject *est = GET("established"), *syn = GET("syn"), *nh = GET("next_hdr"),
              *hd = GET("request_defaults"), *fd = GET("frame_defaults"), *ms = GET("mac_src"),
              *md = GET("mac_dst"), *tx = GET("tx_overhead"), *ar = GET("ar"),
-             *cc = GET("rud_cc_req");
+             *cc = GET("rud_cc_req"), *np = GET("next_part"), *se = GET("ses_eom");
 #undef GET
     if (!est || !syn || !nh || !PyDict_Check(nh) || !hd || !PyTuple_Check(hd) ||
         PyTuple_GET_SIZE(hd) != H_N || !fd || !PyTuple_Check(fd) ||
-        PyTuple_GET_SIZE(fd) != F_N || !ms || !md || !tx || !ar || !cc) {
+        PyTuple_GET_SIZE(fd) != F_N || !ms || !md || !tx || !ar || !cc || !np || !se) {
         PyErr_SetString(PyExc_ValueError, "configure: incomplete constants");
         return NULL;
     }
     long long txv = PyLong_AsLongLong(tx), arv = PyLong_AsLongLong(ar),
-              ccv = PyLong_AsLongLong(cc);
+              ccv = PyLong_AsLongLong(cc), sev = PyLong_AsLongLong(se);
     if (PyErr_Occurred())
         return NULL;
     if (layout(&L_PDC, args[0], PDC_NAMES, I_N) < 0 ||
@@ -442,8 +589,14 @@ static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t na
         layout(&L_MSG, args[6], MSG_NAMES, M_N) < 0 ||
         layout(&L_REQ, args[7], REQ_NAMES, Q_N) < 0 ||
         layout(&L_HDR, args[8], HDR_NAMES, H_N) < 0 ||
-        layout(&L_FRAME, args[9], FRAME_NAMES, F_N) < 0)
+        layout(&L_FRAME, args[9], FRAME_NAMES, F_N) < 0 ||
+        layout(&L_OUT, args[12], OUT_NAMES, O_N) < 0 ||
+        layout(&L_SEG, args[13], SEG_NAMES, Z_N) < 0 ||
+        layout(&L_SES, args[14], SES_NAMES, SS_N) < 0 ||
+        layout(&L_REF, args[15], REF_NAMES, PR_N) < 0)
         return NULL;
+    Py_XSETREF(next_part_fn, Py_NewRef(np));
+    ses_eom = sev;
     Py_XSETREF(st_established, Py_NewRef(est));
     Py_XSETREF(st_syn, Py_NewRef(syn));
     Py_XSETREF(next_hdr, Py_NewRef(nh));
@@ -464,7 +617,8 @@ KW_ENTRY(k_poll_data_kw, k_poll_data, ref_poll_data)
 static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))k_configure, METH_FASTCALL,
      "configure(InitiatorPdc, LossRecovery, SentPacket, PdcContext, MemoryAccount, "
-     "PdsConfig, SendMessage, SendRequest, PdsRequest, Frame, constants, reference)"},
+     "PdsConfig, SendMessage, SendRequest, PdsRequest, Frame, constants, reference, "
+     "OutMessage, Segmenter, SesStandard, PacketRef)"},
     {"poll_data", (PyCFunction)(void (*)(void))k_poll_data_kw, METH_FASTCALL | METH_KEYWORDS,
      "poll_data(pdc, now) -> Frame | None: InitiatorPdc.poll_data"},
     {NULL, NULL, 0, NULL}};

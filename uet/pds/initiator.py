@@ -875,14 +875,24 @@ def configure(core: Any) -> None:
         return tuple(None if f.default is dataclasses.MISSING else f.default
                      for f in dataclasses.fields(cls))
 
+    # the SES's message packets, which the core makes as Segmenter.part does (a layer
+    # above the PDS: named here only to hand their classes to the C core)
+    from uet.ses.messages import OutMessage, PacketRef
+    from uet.ses.segmentation import Segmenter
+    from uet.wire.constants import SesFlag
+    from uet.wire.records import SesStandard
+
+    for cls in (SesStandard, PacketRef, SendRequest):
+        defaults(cls)  # no __post_init__: the core fills their slots
     core.configure(InitiatorPdc, LossRecovery, SentPacket, PdcContext, MemoryAccount,
                    PdsConfig, SendMessage, SendRequest, PdsRequest, Frame,
                    {"established": ST_ESTABLISHED, "syn": ST_SYN, "next_hdr": NEXT_HDR,
                     "request_defaults": defaults(PdsRequest),
                     "frame_defaults": defaults(Frame), "mac_src": _MAC_SRC,
                     "mac_dst": _MAC_DST, "tx_overhead": TX_OVERHEAD, "ar": AR,
-                    "rud_cc_req": int(RUD_CC_REQ)},
-                   REFERENCE["poll_data"])
+                    "rud_cc_req": int(RUD_CC_REQ), "next_part": OutMessage.next_part,
+                    "ses_eom": int(SesFlag.EOM)},
+                   REFERENCE["poll_data"], OutMessage, Segmenter, SesStandard, PacketRef)
 
 
 #: which form a new data packet is made in: "native" (C) or "python"
