@@ -37,7 +37,7 @@ static int configured;
 static PyObject *s_ep, *s_profile, *s_operations, *s_modes, *s_ses, *s_max_message_size,
     *s_reassembly, *s_history, *s_active, *s_resources, *s_jobs, *s_generation, *s_enabled,
     *s_regions, *s_perms, *s_base_va, *s_buffer, *s_store, *s_conn, *s_now, *s_ep_now, *s_mode,
-    *s_write_done, *s_add;
+    *s_write_done;
 
 static PyObject *ref(PyObject *const *args, Py_ssize_t nargs) {
     return PyObject_Vectorcall(ref_handle, args, nargs, NULL);
@@ -109,35 +109,89 @@ static int iv_contains(PyObject *iv, int64_t start, int64_t end) {
     return e >= end;
 }
 
-/* Intervals.add for a range at or after the last one (packets mostly arrive in order); 1
- * done, 0 not this case (the Python method does it), -1 error */
-static int iv_append(PyObject *iv, int64_t start, int64_t end) {
-    PyObject *starts = SLOT(iv, L_IV, V_STARTS), *ends = SLOT(iv, L_IV, V_ENDS);
-    Py_ssize_t n = PyList_GET_SIZE(ends);
-    int64_t last;
-    if (end <= start || !n)
-        return 0;
-    if (list_int(ends, n - 1, &last) < 0)
-        return -1;
-    if (start < last)
-        return 0;
-    PyObject *e = PyLong_FromLongLong(end);
-    if (e == NULL)
-        return -1;
-    if (start == last) {
-        if (PyList_SetItem(ends, n - 1, e) < 0) /* steals e */
+/* bisect.bisect_left over a list of ints */
+static int bisect_left(PyObject *list, int64_t x, Py_ssize_t *out) {
+    Py_ssize_t lo = 0, hi = PyList_GET_SIZE(list);
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        long long v = PyLong_AsLongLong(PyList_GET_ITEM(list, mid));
+        if (v == -1 && PyErr_Occurred())
             return -1;
+        if (v < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *out = lo;
+    return 0;
+}
+
+/* list[i] = v (v: an int) */
+static int set_int(PyObject *list, Py_ssize_t i, int64_t v) {
+    PyObject *o = PyLong_FromLongLong(v);
+    return o ? PyList_SetItem(list, i, o) : -1; /* steals o */
+}
+
+/* Intervals.add(start, end) (end > start): every case, as the Python does it */
+static int iv_add(PyObject *iv, int64_t start, int64_t end) {
+    PyObject *starts = SLOT(iv, L_IV, V_STARTS), *ends = SLOT(iv, L_IV, V_ENDS);
+    Py_ssize_t n = PyList_GET_SIZE(ends), i, j;
+    int64_t last, added;
+    if (n && list_int(ends, n - 1, &last) < 0)
+        return -1;
+    if (n && start >= last) { /* at or after the last range: the usual case */
+        if (start == last) {
+            if (set_int(ends, n - 1, end) < 0)
+                return -1;
+        } else {
+            PyObject *s = PyLong_FromLongLong(start), *e = PyLong_FromLongLong(end);
+            int rc = (s && e) ? PyList_Append(starts, s) : -1;
+            if (rc == 0)
+                rc = PyList_Append(ends, e);
+            Py_XDECREF(s);
+            Py_XDECREF(e);
+            if (rc < 0)
+                return -1;
+        }
+        return add_i64(iv, &L_IV, V_COVERED, end - start);
+    }
+    if (bisect_left(ends, start, &i) < 0 || bisect_right(starts, end, &j) < 0)
+        return -1;
+    if (j == i + 1) { /* touches one range */
+        int64_t s0, e0;
+        if (list_int(starts, i, &s0) < 0 || list_int(ends, i, &e0) < 0)
+            return -1;
+        int64_t ns = s0 < start ? s0 : start, ne = e0 > end ? e0 : end;
+        if (set_int(starts, i, ns) < 0 || set_int(ends, i, ne) < 0)
+            return -1;
+        added = (ne - ns) - (e0 - s0);
     } else {
-        PyObject *s = PyLong_FromLongLong(start);
-        int rc = s ? PyList_Append(starts, s) : -1;
-        Py_XDECREF(s);
+        int64_t old = 0, a, b;
+        for (Py_ssize_t k = i; k < j; k++) {
+            if (list_int(starts, k, &a) < 0 || list_int(ends, k, &b) < 0)
+                return -1;
+            old += b - a;
+        }
+        if (i < j) {
+            if (list_int(starts, i, &a) < 0 || list_int(ends, j - 1, &b) < 0)
+                return -1;
+            if (a < start)
+                start = a;
+            if (b > end)
+                end = b;
+        }
+        PyObject *ls = Py_BuildValue("[L]", (long long)start);
+        PyObject *le = Py_BuildValue("[L]", (long long)end);
+        int rc = (ls && le) ? PyList_SetSlice(starts, i, j, ls) : -1;
         if (rc == 0)
-            rc = PyList_Append(ends, e);
-        Py_DECREF(e);
+            rc = PyList_SetSlice(ends, i, j, le);
+        Py_XDECREF(ls);
+        Py_XDECREF(le);
         if (rc < 0)
             return -1;
+        added = (end - start) - old;
     }
-    return add_i64(iv, &L_IV, V_COVERED, end - start) < 0 ? -1 : 1;
+    return add_i64(iv, &L_IV, V_COVERED, added);
 }
 
 /* handle(target, src, ses, ext, payload, mode, psn, conn, now, refuse) */
@@ -302,19 +356,8 @@ static PyObject *k_handle(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
     if (PyObject_SetAttr(target, s_conn, conn) < 0 || PyObject_SetAttr(target, s_now, now) < 0 ||
         PyObject_SetAttr(target, s_mode, mode) < 0 || PyObject_SetAttr(ep, s_ep_now, now) < 0)
         goto done;
-    if ((t = iv_append(iv, moff, end)) < 0)
+    if (iv_add(iv, moff, end) < 0)
         goto done;
-    if (!t) {
-        PyObject *a[3] = {iv, NULL, NULL};
-        a[1] = PyLong_FromLongLong(moff);
-        a[2] = PyLong_FromLongLong(end);
-        PyObject *r = (a[1] && a[2]) ? PyObject_VectorcallMethod(s_add, a, 3, NULL) : NULL;
-        Py_XDECREF(a[1]);
-        Py_XDECREF(a[2]);
-        if (r == NULL)
-            goto done;
-        Py_DECREF(r);
-    }
     if (add_i64(state, &L_MS, M_PACKETS, 1) < 0 ||
         put(state, &L_MS, M_LAST, Py_NewRef(now)) < 0)
         goto done;
@@ -420,8 +463,7 @@ PyMODINIT_FUNC PyInit__ses_core(void) {
         intern_str(&s_buffer, "buffer") || intern_str(&s_store, "store") ||
         intern_str(&s_conn, "_conn") || intern_str(&s_now, "_now") ||
         intern_str(&s_ep_now, "now") ||
-        intern_str(&s_mode, "_mode") || intern_str(&s_write_done, "_write_done") ||
-        intern_str(&s_add, "add"))
+        intern_str(&s_mode, "_mode") || intern_str(&s_write_done, "_write_done"))
         return NULL;
     PyObject *m = PyModule_Create(&moddef);
     if (m == NULL)
