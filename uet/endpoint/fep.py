@@ -859,14 +859,11 @@ def _use_c_core() -> str:
     ``"native"`` or ``"python"``."""
     import heapq
 
-    from uet import native
+    from uet.native._common import load_core
     from uet.wire import codec
 
-    if native.FORCED_PURE or codec._c_decode is None or codec._c_encode is None:
-        return "python"
-    try:
-        from uet.native import _fep_core as core  # type: ignore[attr-defined]
-    except ImportError:
+    core = load_core("_fep_core")
+    if core is None or codec._c_decode is None or codec._c_encode is None:
         return "python"
     core.configure((REFERENCE["receive"], REFERENCE["pop_control"], REFERENCE["pop_data"],
                     REFERENCE["next_deadline"]),

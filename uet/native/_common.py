@@ -6,7 +6,10 @@ compare equal (and are the same objects) whichever implementation produced them.
 
 from __future__ import annotations
 
+import importlib
+import os
 from enum import IntEnum
+from types import ModuleType
 
 from uet.errors import LocalError
 
@@ -90,3 +93,15 @@ def window_error(psn: int, base: int, window: int) -> PsnWindowError:
     return PsnWindowError(
         f"PSN {psn} is at or beyond the window end (base {base} + window {window})"
     )
+
+
+def load_core(name: str) -> ModuleType | None:
+    """The C core extension ``uet.native.<name>`` (an end point's per-packet work,
+    ``uet.endpoint.cores``), or None under ``UET_PURE_PYTHON=1`` or when it was not built:
+    the caller then keeps its Python methods."""
+    if os.environ.get("UET_PURE_PYTHON", "").strip() not in ("", "0"):
+        return None
+    try:
+        return importlib.import_module(f"uet.native.{name}")
+    except ImportError:
+        return None

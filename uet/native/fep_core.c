@@ -425,21 +425,10 @@ PyMODINIT_FUNC PyInit__fep_core(void) {
         intern_str(&str_udp, "udp"))
         return NULL;
     PyObject *m = PyModule_Create(&moddef);
-    if (m == NULL)
+    static const char *const names[] = {"receive", "pop_control", "pop_data", "next_deadline"};
+    if (m == NULL || add_instance_methods(m, names, 4) < 0) {
+        Py_XDECREF(m);
         return NULL;
-    static const char *names[4][2] = {{"receive", "receive_method"},
-                                      {"pop_control", "pop_control_method"},
-                                      {"pop_data", "pop_data_method"},
-                                      {"next_deadline", "next_deadline_method"}};
-    for (int i = 0; i < 4; i++) {
-        PyObject *f = PyObject_GetAttrString(m, names[i][0]);
-        PyObject *im = f ? PyInstanceMethod_New(f) : NULL;
-        Py_XDECREF(f);
-        if (im == NULL || PyModule_AddObject(m, names[i][1], im) < 0) {
-            Py_XDECREF(im);
-            Py_DECREF(m);
-            return NULL;
-        }
     }
     return m;
 }

@@ -651,6 +651,29 @@ done:
     return result;
 }
 
+/* rec.<slot> (rto_at / rack_at) = d and rec.arm(d), unless the slot holds an earlier time:
+ * 0, -1 error */
+static int arm_earlier(PyObject *rec, int slot, int64_t d) {
+    int64_t at;
+    int k = get_opt(rec, &L_REC, slot, &at);
+    if (k < 0)
+        return -1;
+    if (k && d >= at)
+        return 0;
+    PyObject *dobj = PyLong_FromLongLong(d);
+    if (dobj == NULL || put(rec, &L_REC, slot, Py_NewRef(dobj)) < 0) {
+        Py_XDECREF(dobj);
+        return -1;
+    }
+    PyObject *cb = SLOT(rec, L_REC, R_ARM);
+    PyObject *r = cb ? PyObject_CallOneArg(cb, dobj) : NULL;
+    Py_DECREF(dobj);
+    if (r == NULL)
+        return cb == NULL ? unset(rec, &L_REC, R_ARM) : -1;
+    Py_DECREF(r);
+    return 0;
+}
+
 /* on_sent(rec, now, pkt, retx, ev) */
 static PyObject *k_on_sent(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     if (!configured) {
@@ -661,7 +684,7 @@ static PyObject *k_on_sent(PyObject *mod, PyObject *const *args, Py_ssize_t narg
         !Py_IS_TYPE(args[2], L_PKT.type) || !is_int(args[4]))
         return PyObject_Vectorcall(ref_on_sent, args, nargs, NULL);
     PyObject *rec = args[0], *pkt = args[2], *ev = args[4];
-    int64_t now, seq, retries, d, rto_at;
+    int64_t now, seq, retries, d;
     int retx = PyObject_IsTrue(args[3]);
     if (retx < 0 || ((now = PyLong_AsLongLong(args[1])) == -1 && PyErr_Occurred()))
         return NULL;
@@ -764,25 +787,8 @@ static PyObject *k_on_sent(PyObject *mod, PyObject *const *args, Py_ssize_t narg
             return NULL;
         d = now + p;
     }
-    int k = get_opt(rec, &L_REC, R_RTO_AT, &rto_at);
-    if (k < 0)
+    if (arm_earlier(rec, R_RTO_AT, d) < 0)
         return NULL;
-    if (!k || d < rto_at) {
-        PyObject *dobj = PyLong_FromLongLong(d);
-        if (dobj == NULL || put(rec, &L_REC, R_RTO_AT, Py_NewRef(dobj)) < 0) {
-            Py_XDECREF(dobj);
-            return NULL;
-        }
-        PyObject *cb = SLOT(rec, L_REC, R_ARM);
-        PyObject *r = cb ? PyObject_CallOneArg(cb, dobj) : NULL;
-        Py_DECREF(dobj);
-        if (r == NULL) {
-            if (cb == NULL)
-                unset(rec, &L_REC, R_ARM);
-            return NULL;
-        }
-        Py_DECREF(r);
-    }
     Py_RETURN_NONE;
 }
 
@@ -908,28 +914,8 @@ static PyObject *k_rack_scan(PyObject *mod, PyObject *const *args, Py_ssize_t na
     if (PyErr_Occurred())
         goto fail_so;
     Py_DECREF(so);
-    if (arm) {
-        int64_t at;
-        int k = get_opt(rec, &L_REC, R_RACK_AT, &at);
-        if (k < 0)
-            goto fail;
-        if (!k || due < at) {
-            PyObject *dobj = PyLong_FromLongLong(due);
-            if (dobj == NULL || put(rec, &L_REC, R_RACK_AT, Py_NewRef(dobj)) < 0) {
-                Py_XDECREF(dobj);
-                goto fail;
-            }
-            PyObject *cb = SLOT(rec, L_REC, R_ARM);
-            PyObject *r = cb ? PyObject_CallOneArg(cb, dobj) : NULL;
-            Py_DECREF(dobj);
-            if (r == NULL) {
-                if (cb == NULL)
-                    unset(rec, &L_REC, R_ARM);
-                goto fail;
-            }
-            Py_DECREF(r);
-        }
-    }
+    if (arm && arm_earlier(rec, R_RACK_AT, due) < 0)
+        goto fail;
     return lost;
 fail_so:
     Py_DECREF(so);
@@ -1002,22 +988,10 @@ PyMODINIT_FUNC PyInit__recovery_core(void) {
         intern_str(&s_append, "append") || intern_str(&s_retx_spurious, "retx_spurious"))
         return NULL;
     PyObject *m = PyModule_Create(&moddef);
-    if (m == NULL)
+    static const char *const names[] = {"on_ack", "on_sent", "rack_scan"};
+    if (m == NULL || add_instance_methods(m, names, 3) < 0) {
+        Py_XDECREF(m);
         return NULL;
-    /* the same functions as methods (instancemethod: bound like a Python function), for
-     * LossRecovery's class dictionary */
-    static const char *names[3][2] = {{"on_ack", "on_ack_method"},
-                                      {"on_sent", "on_sent_method"},
-                                      {"rack_scan", "rack_scan_method"}};
-    for (int i = 0; i < 3; i++) {
-        PyObject *f = PyObject_GetAttrString(m, names[i][0]);
-        PyObject *im = f ? PyInstanceMethod_New(f) : NULL;
-        Py_XDECREF(f);
-        if (im == NULL || PyModule_AddObject(m, names[i][1], im) < 0) {
-            Py_XDECREF(im);
-            Py_DECREF(m);
-            return NULL;
-        }
     }
     return m;
 }

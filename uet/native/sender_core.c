@@ -643,14 +643,9 @@ PyMODINIT_FUNC PyInit__sender_core(void) {
     if (kw_can_send == NULL || kw_window_full == NULL || kw_on_send == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&moddef);
-    if (m == NULL)
-        return NULL;
-    PyObject *f = PyObject_GetAttrString(m, "poll_data");
-    PyObject *im = f ? PyInstanceMethod_New(f) : NULL;
-    Py_XDECREF(f);
-    if (im == NULL || PyModule_AddObject(m, "poll_data_method", im) < 0) {
-        Py_XDECREF(im);
-        Py_DECREF(m);
+    static const char *const names[] = {"poll_data"};
+    if (m == NULL || add_instance_methods(m, names, 1) < 0) {
+        Py_XDECREF(m);
         return NULL;
     }
     return m;

@@ -466,14 +466,9 @@ PyMODINIT_FUNC PyInit__ses_core(void) {
         intern_str(&s_mode, "_mode") || intern_str(&s_write_done, "_write_done"))
         return NULL;
     PyObject *m = PyModule_Create(&moddef);
-    if (m == NULL)
-        return NULL;
-    PyObject *f = PyObject_GetAttrString(m, "handle");
-    PyObject *im = f ? PyInstanceMethod_New(f) : NULL;
-    Py_XDECREF(f);
-    if (im == NULL || PyModule_AddObject(m, "handle_method", im) < 0) {
-        Py_XDECREF(im);
-        Py_DECREF(m);
+    static const char *const names[] = {"handle"};
+    if (m == NULL || add_instance_methods(m, names, 1) < 0) {
+        Py_XDECREF(m);
         return NULL;
     }
     return m;

@@ -174,6 +174,23 @@ static inline int intern_str(PyObject **p, const char *s) {
     return *p == NULL;
 }
 
+/* Module attributes NAME_method: the module's functions NAME as instancemethods, bound like
+ * Python functions, for the class dictionaries whose methods a core replaces (0, -1) */
+static inline int add_instance_methods(PyObject *m, const char *const *names, int n) {
+    for (int i = 0; i < n; i++) {
+        PyObject *f = PyObject_GetAttrString(m, names[i]);
+        PyObject *im = f ? PyInstanceMethod_New(f) : NULL;
+        Py_XDECREF(f);
+        PyObject *attr = im ? PyUnicode_FromFormat("%s_method", names[i]) : NULL;
+        int rc = attr ? PyObject_SetAttr(m, attr, im) : -1;
+        Py_XDECREF(attr);
+        Py_XDECREF(im);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* A method-table entry point that takes keywords: a call with keyword arguments goes to
  * the Python reference as it is (the cores' fast paths take positional calls, which is how
  * the protocol code calls them); `impl` takes the positional ones. */

@@ -482,14 +482,9 @@ PyMODINIT_FUNC PyInit__target_core(void) {
     if (kw_on_data == NULL || kw_ccx_on_data == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&moddef);
-    if (m == NULL)
-        return NULL;
-    PyObject *f = PyObject_GetAttrString(m, "rx_request");
-    PyObject *im = f ? PyInstanceMethod_New(f) : NULL;
-    Py_XDECREF(f);
-    if (im == NULL || PyModule_AddObject(m, "rx_request_method", im) < 0) {
-        Py_XDECREF(im);
-        Py_DECREF(m);
+    static const char *const names[] = {"rx_request"};
+    if (m == NULL || add_instance_methods(m, names, 1) < 0) {
+        Py_XDECREF(m);
         return NULL;
     }
     return m;

@@ -849,13 +849,10 @@ def _use_c_core() -> str:
     """Put the C form of ``poll_data`` in InitiatorPdc's class (not under
     ``UET_PURE_PYTHON=1``, nor when the extension was not built); returns ``"native"`` or
     ``"python"``."""
-    from uet import native
+    from uet.native._common import load_core
 
-    if native.FORCED_PURE:
-        return "python"
-    try:
-        from uet.native import _sender_core as core  # type: ignore[attr-defined]
-    except ImportError:
+    core = load_core("_sender_core")
+    if core is None:
         return "python"
     configure(core)
     InitiatorPdc.poll_data = core.poll_data_method  # type: ignore[method-assign]

@@ -622,13 +622,10 @@ def _use_c_core() -> str:
     """Put the C forms of ``on_ack``, ``on_sent`` and ``_rack_scan`` in LossRecovery's
     class (not under ``UET_PURE_PYTHON=1``, nor when the extension was not built);
     returns ``"native"`` or ``"python"``."""
-    from uet import native
+    from uet.native._common import load_core
 
-    if native.FORCED_PURE:
-        return "python"
-    try:
-        from uet.native import _recovery_core as core  # type: ignore[attr-defined]
-    except ImportError:
+    core = load_core("_recovery_core")
+    if core is None:
         return "python"
     from uet.pds.retransmit import LossDetector, RtoEstimator
     from uet.wire.records import PdsAck

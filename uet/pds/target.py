@@ -902,13 +902,10 @@ def _use_c_core() -> str:
     """Put the C form of ``rx_request`` in TargetPdc's class (not under
     ``UET_PURE_PYTHON=1``, nor when the extension was not built); returns ``"native"`` or
     ``"python"``."""
-    from uet import native
+    from uet.native._common import load_core
 
-    if native.FORCED_PURE:
-        return "python"
-    try:
-        from uet.native import _target_core as core  # type: ignore[attr-defined]
-    except ImportError:
+    core = load_core("_target_core")
+    if core is None:
         return "python"
     configure(core)
     TargetPdc.rx_request = core.rx_request_method  # type: ignore[method-assign]

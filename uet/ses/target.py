@@ -817,13 +817,10 @@ REFERENCE = {"handle": Target.handle}
 def _use_c_core() -> str:
     """Put the C form of ``handle`` in Target's class (not under ``UET_PURE_PYTHON=1``, nor
     when the extension was not built); returns ``"native"`` or ``"python"``."""
-    from uet import native
+    from uet.native._common import load_core
 
-    if native.FORCED_PURE:
-        return "python"
-    try:
-        from uet.native import _ses_core as core  # type: ignore[attr-defined]
-    except ImportError:
+    core = load_core("_ses_core")
+    if core is None:
         return "python"
     from uet.ses.reassembly import Intervals
     from uet.wire.records import SesStandard
