@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Build uet.native's C extensions with AddressSanitizer (+ UBSan) into a temporary copy of the
 # package and run the native tests against them, then a leak check of the C allocations.
-# The cffi extension (_uet_native) and the CPython one (_event_core: the event loop and the
-# fabric's per-frame path, event_core.c + fabric_core.c; _codec_core, codec_core.c) are all
-# instrumented; the fabric tests that drive the event core (scheduler, C-vs-Python
-# equivalence, PFC, impairments) and the codec's fast-path tests run too.
+# The cffi extension (_uet_native) and the CPython ones (_event_core: the event loop and the
+# fabric's per-frame path, event_core.c + fabric_core.c; _codec_core, codec_core.c; the end
+# point's C cores, *_core.c over slots.h) are all instrumented; the fabric tests that drive
+# the event core (scheduler, C-vs-Python equivalence, PFC, impairments), the codec's
+# fast-path tests and the cores' C-vs-Python tests run too.
 # Not part of CI (slow, needs gcc's libasan). Usage: benchmarks/native_asan.sh [pytest args]
 set -euo pipefail
 
@@ -29,7 +30,8 @@ touch "$TMP/tests/__init__.py"
 cp -r "$ROOT/tests/native" "$TMP/tests/native"
 cp -r "$ROOT/tests/fabric" "$TMP/tests/fabric"
 cp -r "$ROOT/tests/wire" "$TMP/tests/wire"
-cp -r "$ROOT/tests/pds" "$TMP/tests/pds"  # the PDS's C cores against their Python forms
+cp -r "$ROOT/tests/pds" "$TMP/tests/pds"  # the end point's C cores against their Python forms
+cp -r "$ROOT/tests/ses" "$TMP/tests/ses"
 mkdir -p "$TMP/tests/experiments"  # EvLoad's C tap (EvTally, in codec_core.c)
 cp "$ROOT/tests/experiments/__init__.py" "$ROOT/tests/experiments/test_ev_tally.py" \
     "$TMP/tests/experiments/"
@@ -64,7 +66,7 @@ if ! "$CC" -shared -fPIC -O1 $SAN -I"$INC" "$TMP/uet/native/codec_core.c" \
     echo "== FAIL: build of the codec core"
     exit 1
 fi
-for core in recovery_core sender_core target_core fep_core ses_core; do  # the PDS's C cores (slots.h)
+for core in recovery_core sender_core target_core fep_core ses_core; do  # the end point's (slots.h)
     # shellcheck disable=SC2086
     if ! "$CC" -shared -fPIC -O1 $SAN -I"$INC" "$TMP/uet/native/$core.c" \
         -o "$TMP/uet/native/_$core$EXT" >"$TMP/build-$core.log" 2>&1; then
@@ -105,7 +107,7 @@ ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:strict_string_checks=1 LD_PRELOAD="
     tests/fabric/test_fabric_core.py tests/fabric/test_pfc.py tests/fabric/test_impairments.py \
     tests/fabric/test_ecn_trim.py tests/wire/test_codec_core.py tests/wire/test_fast_paths.py \
     tests/experiments/test_ev_tally.py tests/pds/test_recovery_core.py \
-    tests/pds/test_c_cores.py "$@"
+    tests/pds/test_c_cores.py tests/ses/test_ses_core.py "$@"
 
 echo "== leak check of the C allocations (trackers and their registry slots and output buffers,"
 echo "   the combined operations, reorder buffers)"
