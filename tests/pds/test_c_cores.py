@@ -158,3 +158,25 @@ def test_fabric_runs_capture_the_same_bytes(name, shared):
 REACHES = {"sizes": {},
            "incast": {"pds.retx.nack.TRIMMED": 100, "pds.blocked.cc": 100},
            "impaired": {"pds.retx.rack": 10, "pds.retx.rto": 1, "pds.blocked.window": 1}}
+
+
+def test_a_subclass_that_overrides_a_step_gets_the_python_form():
+    """The fabric end point's core runs for FabricEndpoint itself only: a subclass that
+    overrides a step of receiving (here ``receive_frame``) sees every frame."""
+    from uet.wire.records import Frame, PdsRequest, SesStandard
+
+    seen = []
+
+    class Watching(FabricEndpoint):
+        def receive_frame(self, now, frame):
+            seen.append(frame.pds.psn)
+            super().receive_frame(now, frame)
+
+    frame = Frame(PdsRequest(psn=7, spdcid=3, dpdcid=9), SesStandard(opcode=1, job_id=1),
+                  None, bytes(64), src_ip="10.0.0.1", dst_ip="10.0.0.2")
+    data = encode_frame(frame)
+    plain, watching = FabricEndpoint(ip="10.0.0.2"), Watching(ip="10.0.0.2")
+    for ep in (plain, watching):
+        ep.receive(5, data)
+    assert seen == [7]
+    assert plain.stats == watching.stats and plain.stats["fep.rx_frames"] == 1

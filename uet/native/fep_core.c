@@ -7,7 +7,8 @@
  * earliest timer. In Python each frame went through four or five small methods; here it
  * is one C call that makes the same calls into the PDS, the SES and the codec, in the same
  * order. The end point and its PDS keep their attributes in instance dictionaries, read
- * with interned names. The common case only: a cleartext end point (no TSS) over UDP; a
+ * with interned names. The common case only: a FabricEndpoint itself (a subclass may
+ * override any step: it gets the Python), cleartext (no TSS), over UDP; a
  * frame the C decoder does not take, a frame that carries a TSS header, native-IP
  * encapsulation or anything unexpected goes to the Python reference before anything
  * has changed. tests/pds/test_c_cores.py runs fabric scenarios in both forms and compares
@@ -18,6 +19,7 @@
 static PyObject *ref_receive, *ref_pop_control, *ref_pop_data, *ref_next_deadline;
 static PyObject *c_decode, *c_encode, *py_encode, *heappop, *str_udp;
 static PyTypeObject *pds_type; /* PdsEndpoint: its next_deadline is done here */
+static PyTypeObject *fep_type;  /* FabricEndpoint itself: a subclass may override any step */
 static int configured;
 static PyObject *s_tss, *s_counters, *s_pds, *s_pump, *s_local_ip, *s_rx, *s_type,
     *s_dst_ip, *s_receive, *s_rx_frames, *s_tx_data, *s_tx_control, *s_poll_transmit,
@@ -49,7 +51,8 @@ static int cleartext(PyObject *fep) {
 
 /* receive(fep, now, data) */
 static PyObject *k_receive(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
-    if (!configured || nargs != 3 || !PyBytes_CheckExact(args[2]) || !is_int(args[1]))
+    if (!configured || nargs != 3 || !Py_IS_TYPE(args[0], fep_type) ||
+        !PyBytes_CheckExact(args[2]) || !is_int(args[1]))
         return configured ? PyObject_Vectorcall(ref_receive, args, nargs, NULL)
                           : (PyErr_SetString(PyExc_RuntimeError, "fep core not configured"),
                              NULL);
@@ -217,7 +220,7 @@ static int plain_udp(PyObject *fep) {
 
 /* pop_data(fep, now) */
 static PyObject *k_pop_data(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
-    if (!configured || nargs != 2)
+    if (!configured || nargs != 2 || !Py_IS_TYPE(args[0], fep_type))
         return configured ? PyObject_Vectorcall(ref_pop_data, args, nargs, NULL)
                           : (PyErr_SetString(PyExc_RuntimeError, "fep core not configured"),
                              NULL);
@@ -244,7 +247,7 @@ static int control_pending(PyObject *pds) {
 
 /* pop_control(fep, now) */
 static PyObject *k_pop_control(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
-    if (!configured || nargs != 2)
+    if (!configured || nargs != 2 || !Py_IS_TYPE(args[0], fep_type))
         return configured ? PyObject_Vectorcall(ref_pop_control, args, nargs, NULL)
                           : (PyErr_SetString(PyExc_RuntimeError, "fep core not configured"),
                              NULL);
@@ -316,7 +319,7 @@ static PyObject *earlier(PyObject *d, PyObject *s) {
 
 /* next_deadline(fep) */
 static PyObject *k_next_deadline(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
-    if (!configured || nargs != 1)
+    if (!configured || nargs != 1 || !Py_IS_TYPE(args[0], fep_type))
         return configured ? PyObject_Vectorcall(ref_next_deadline, args, nargs, NULL)
                           : (PyErr_SetString(PyExc_RuntimeError, "fep core not configured"),
                              NULL);
@@ -353,14 +356,16 @@ done:
     return out;
 }
 
-/* configure(references, codec, PdsEndpoint): references: receive, pop_control, pop_data,
- * next_deadline (the Python forms); codec: (C decode, C encode, encode_frame, heappop) */
+/* configure(references, codec, PdsEndpoint, FabricEndpoint): references: receive,
+ * pop_control, pop_data, next_deadline (the Python forms); codec: (C decode, C encode,
+ * encode_frame, heappop) */
 static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *r[4], *c[4];
-    if (nargs != 3 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != 4 ||
-        !PyTuple_Check(args[1]) || PyTuple_GET_SIZE(args[1]) != 4 || !PyType_Check(args[2])) {
-        PyErr_SetString(PyExc_TypeError,
-                        "configure(references: 4-tuple, codec: 4-tuple, PdsEndpoint)");
+    if (nargs != 4 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != 4 ||
+        !PyTuple_Check(args[1]) || PyTuple_GET_SIZE(args[1]) != 4 || !PyType_Check(args[2]) ||
+        !PyType_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "configure(references: 4-tuple, codec: 4-tuple, "
+                                         "PdsEndpoint, FabricEndpoint)");
         return NULL;
     }
     for (int i = 0; i < 4; i++) {
@@ -380,6 +385,7 @@ static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t na
     Py_XSETREF(py_encode, Py_NewRef(c[2]));
     Py_XSETREF(heappop, Py_NewRef(c[3]));
     Py_XSETREF(pds_type, (PyTypeObject *)Py_NewRef(args[2]));
+    Py_XSETREF(fep_type, (PyTypeObject *)Py_NewRef(args[3]));
     configured = 1;
     Py_RETURN_NONE;
 }
@@ -392,7 +398,7 @@ KW_ENTRY(k_next_deadline_kw, k_next_deadline, ref_next_deadline)
 static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))k_configure, METH_FASTCALL,
      "configure((receive, pop_control, pop_data, next_deadline), "
-     "(c_decode, c_encode, encode_frame, heappop), PdsEndpoint)"},
+     "(c_decode, c_encode, encode_frame, heappop), PdsEndpoint, FabricEndpoint)"},
     {"receive", (PyCFunction)(void (*)(void))k_receive_kw, METH_FASTCALL | METH_KEYWORDS,
      "receive(fep, now, data): FabricEndpoint.receive"},
     {"pop_control", (PyCFunction)(void (*)(void))k_pop_control_kw, METH_FASTCALL | METH_KEYWORDS,
