@@ -67,7 +67,7 @@ class PatchError(RuntimeError):
 #: (the C forms are held to the Python ones by tests/pds/test_c_cores.py and
 #: tests/pds/test_recovery_core.py)
 C_CORE_FILES = frozenset({"pds/recovery.py", "pds/initiator.py", "pds/target.py",
-                          "endpoint/fep.py", "ses/target.py"})
+                          "pds/endpoint.py", "endpoint/fep.py", "ses/target.py"})
 
 
 @dataclass(frozen=True)
@@ -877,7 +877,7 @@ def run_one(mutant: Mutant | None, slot: int, udp: bool,
     """Copy, mutate, run in process (and over UDP when asked)."""
     t0 = time.perf_counter()
     out = Outcome(mutant)
-    pure = mutant.pure if mutant is not None else False
+    pure = mutant is not None and (mutant.pure or mutant.path in C_CORE_FILES)
     with tempfile.TemporaryDirectory(prefix="uet-mutant-") as tmp:
         work = Path(tmp)
         copy_root = make_copy(mutant, work / "pkg")

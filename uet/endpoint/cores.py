@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from uet.endpoint import fep
+from uet.pds import endpoint as pds_endpoint
 from uet.pds import initiator, recovery, target
 from uet.ses import target as ses_target
 
@@ -25,6 +26,7 @@ _CORES: list[tuple[type, dict[str, Any], Any]] = [
     (recovery.LossRecovery, recovery.REFERENCE, recovery),
     (initiator.InitiatorPdc, initiator.REFERENCE, initiator),
     (target.TargetPdc, target.REFERENCE, target),
+    (pds_endpoint.PdsEndpoint, pds_endpoint.REFERENCE, pds_endpoint),
     (fep.FabricEndpoint, fep.REFERENCE, fep),
     (ses_target.Target, ses_target.REFERENCE, ses_target),
 ]

@@ -16,11 +16,12 @@
 
 enum { T_STATE, T_CTX, T_PDC_ID, T_MODE, T_SDI, T_CFG, T_TRACKER, T_ROB, T_RECEIVER,
        T_CREDIT_MODE, T_PENDING, T_CLEAR_PSN, T_ACKS, T_IN_ACK_RING, T_LAST_RX, T_MAX_EOM,
-       T_CCX, T_GTD_ROOM, T_GAP_AFTER, T_GAP_SINCE, T_ARMED, T_N };
+       T_CCX, T_GTD_ROOM, T_GAP_AFTER, T_GAP_SINCE, T_ARMED, T_ROLE, T_PEER_IP, T_PEER_PDCID,
+       T_N };
 static const char *PDC_NAMES[T_N] = {
     "state", "ctx", "pdc_id", "mode", "sdi", "cfg", "tracker", "rob", "receiver",
     "credit_mode", "pending", "clear_psn", "acks", "in_ack_ring", "last_rx", "max_eom",
-    "ccx", "gtd_room", "gap_after", "gap_since", "_armed"};
+    "ccx", "gtd_room", "gap_after", "gap_since", "_armed", "role", "peer_ip", "peer_pdcid"};
 
 enum { X_COUNTERS, X_EMIT, X_RX_MEMORY, X_ACK_RING, X_HEAP, X_HEAP_SEQ, X_TOKENS,
        X_NEXT_TOKEN, X_N };
@@ -33,12 +34,13 @@ static const char *MEM_NAMES[MEM_N] = {"used", "limit"};
 enum { G_DSCP_TRIMMED, G_DSCP_TRIMMED_LASTHOP, G_N };
 static const char *CFG_NAMES[G_N] = {"dscp_trimmed", "dscp_trimmed_lasthop"};
 
-enum { F_PDS, F_SES, F_EXT, F_PAYLOAD, F_SRC_IP, F_EV, F_DSCP, F_ECN, F_N };
+enum { F_PDS, F_SES, F_EXT, F_PAYLOAD, F_SRC_IP, F_EV, F_DSCP, F_ECN, F_TSS, F_N };
 static const char *FRAME_NAMES[F_N] = {"pds", "ses", "ext", "payload", "src_ip", "ev",
-                                       "dscp", "ecn"};
+                                       "dscp", "ecn", "tss"};
 
-enum { H_FLAGS, H_CPO, H_PSN, H_CREDIT_TARGET, H_N };
-static const char *HDR_NAMES[H_N] = {"flags", "clear_psn_offset", "psn", "credit_target"};
+enum { H_FLAGS, H_CPO, H_PSN, H_CREDIT_TARGET, H_TYPE, H_NEXT_HDR, H_SPDCID, H_DPDCID, H_N };
+static const char *HDR_NAMES[H_N] = {"flags", "clear_psn_offset", "psn", "credit_target",
+                                     "type", "next_hdr", "spdcid", "dpdcid"};
 
 /* AckScheduler and AckCoalescer */
 enum { S_CTX, S_CO, S_EVERY_BYTES, S_TIMER_PS, S_N };
@@ -403,6 +405,105 @@ fail:
     return NULL;
 }
 
+/* ---- PdsEndpoint._rx_request: the target PDC a request names */
+
+static PyObject *ref_dispatch, *request_next_hdrs, *role_target, *mode_rud, *mode_rod,
+    *endpoint_class; /* PdsEndpoint itself: a subclass may override _named_target */
+static int64_t rod_req, rod_cc_req;
+static PyObject *s_mgr, *s_by_id;
+static int dispatch_configured;
+
+/* rx_dispatch(ep, now, frame, pds): a request of a PDC already established, named by its
+ * DPDCID, from the PDC's peer, cleartext, in the PDC's mode: TargetPdc.rx_request (the C
+ * form above); SYN, every mismatch (answered with a NACK) and other types: the Python */
+static PyObject *k_rx_dispatch(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (!dispatch_configured || !configured) {
+        PyErr_SetString(PyExc_RuntimeError, "target core dispatch not configured");
+        return NULL;
+    }
+    if (nargs != 4 || (PyObject *)Py_TYPE(args[0]) != endpoint_class ||
+        !Py_IS_TYPE(args[2], L_FRAME.type) || !Py_IS_TYPE(args[3], L_HDR.type))
+        return PyObject_Vectorcall(ref_dispatch, args, nargs, NULL);
+    PyObject *ep = args[0], *frame = args[2], *pds = args[3];
+    int64_t type, flags;
+    if (get_i64(pds, &L_HDR, H_TYPE, &type) < 0 || get_i64(pds, &L_HDR, H_FLAGS, &flags) < 0)
+        return NULL;
+    PyObject *mode = (type == rod_req || type == rod_cc_req) ? mode_rod : mode_rud;
+    PyObject *nh = SLOT(pds, L_HDR, H_NEXT_HDR);
+    int t = nh ? PySequence_Contains(request_next_hdrs, nh) : -1;
+    if (t < 0)
+        return NULL;
+    if (!t || flags & syn_flag || SLOT(frame, L_FRAME, F_TSS) != Py_None)
+        return PyObject_Vectorcall(ref_dispatch, args, nargs, NULL);
+    PyObject *mgr = PyObject_GetAttr(ep, s_mgr);
+    PyObject *by_id = mgr ? PyObject_GetAttr(mgr, s_by_id) : NULL;
+    Py_XDECREF(mgr);
+    if (by_id == NULL)
+        return NULL;
+    PyObject *pdc = PyDict_Check(by_id) ? PyDict_GetItemWithError(by_id, SLOT(pds, L_HDR, H_DPDCID))
+                                        : NULL;
+    Py_XINCREF(pdc);
+    Py_DECREF(by_id);
+    if (pdc == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        return PyObject_Vectorcall(ref_dispatch, args, nargs, NULL); /* INV_DPDCID */
+    }
+    int ok = Py_IS_TYPE(pdc, L_PDC.type) && SLOT(pdc, L_PDC, T_SDI) == Py_None &&
+             SLOT(pdc, L_PDC, T_MODE) == mode;
+    PyObject *checks[3][2] = {{SLOT(pdc, L_PDC, T_ROLE), role_target},
+                              {SLOT(pdc, L_PDC, T_PEER_IP), SLOT(frame, L_FRAME, F_SRC_IP)},
+                              {SLOT(pdc, L_PDC, T_PEER_PDCID), SLOT(pds, L_HDR, H_SPDCID)}};
+    for (int i = 0; ok && i < 3; i++) {
+        if (checks[i][0] == NULL || checks[i][1] == NULL) {
+            ok = 0;
+            break;
+        }
+        ok = PyObject_RichCompareBool(checks[i][0], checks[i][1], Py_EQ);
+        if (ok < 0) {
+            Py_DECREF(pdc);
+            return NULL;
+        }
+    }
+    if (!ok) {
+        Py_DECREF(pdc);
+        return PyObject_Vectorcall(ref_dispatch, args, nargs, NULL); /* a NACK, or odd */
+    }
+    PyObject *a[4] = {pdc, args[1], frame, pds};
+    PyObject *r = k_rx_request(mod, a, 4);
+    Py_DECREF(pdc);
+    return r;
+}
+
+/* configure_dispatch(reference, constants) (after configure) */
+static PyObject *k_configure_dispatch(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyCallable_Check(args[0]) || !PyDict_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "configure_dispatch(reference, constants)");
+        return NULL;
+    }
+    static const char *names[] = {"request_next_hdrs", "target", "rud", "rod", "rod_req",
+                                  "rod_cc_req", "endpoint_class"};
+    PyObject *v[7];
+    for (int i = 0; i < 7; i++)
+        if ((v[i] = PyDict_GetItemString(args[1], names[i])) == NULL) {
+            PyErr_Format(PyExc_ValueError, "configure_dispatch: no constant '%s'", names[i]);
+            return NULL;
+        }
+    long long a = PyLong_AsLongLong(v[4]), b = PyLong_AsLongLong(v[5]);
+    if (PyErr_Occurred())
+        return NULL;
+    Py_XSETREF(ref_dispatch, Py_NewRef(args[0]));
+    Py_XSETREF(request_next_hdrs, Py_NewRef(v[0]));
+    Py_XSETREF(role_target, Py_NewRef(v[1]));
+    Py_XSETREF(mode_rud, Py_NewRef(v[2]));
+    Py_XSETREF(mode_rod, Py_NewRef(v[3]));
+    Py_XSETREF(endpoint_class, Py_NewRef(v[6]));
+    rod_req = a;
+    rod_cc_req = b;
+    dispatch_configured = 1;
+    Py_RETURN_NONE;
+}
+
 /* configure(TargetPdc, PdcContext, MemoryAccount, PdsConfig, Frame, PdsRequest,
  *           AckScheduler, AckCoalescer, Pending, RequestDelivered, constants, reference) */
 static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
@@ -456,11 +557,16 @@ static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t na
 }
 
 KW_ENTRY(k_rx_request_kw, k_rx_request, ref_rx_request)
+KW_ENTRY(k_rx_dispatch_kw, k_rx_dispatch, ref_dispatch)
 
 static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))k_configure, METH_FASTCALL,
      "configure(TargetPdc, PdcContext, MemoryAccount, PdsConfig, Frame, PdsRequest, "
      "AckScheduler, AckCoalescer, Pending, RequestDelivered, constants, reference)"},
+    {"configure_dispatch", (PyCFunction)(void (*)(void))k_configure_dispatch, METH_FASTCALL,
+     "configure_dispatch(reference, constants): for rx_dispatch"},
+    {"rx_dispatch", (PyCFunction)(void (*)(void))k_rx_dispatch_kw, METH_FASTCALL | METH_KEYWORDS,
+     "rx_dispatch(ep, now, frame, pds): PdsEndpoint._rx_request"},
     {"rx_request", (PyCFunction)(void (*)(void))k_rx_request_kw, METH_FASTCALL | METH_KEYWORDS,
      "rx_request(pdc, now, frame, pds): TargetPdc.rx_request"},
     {NULL, NULL, 0, NULL}};
@@ -474,7 +580,8 @@ PyMODINIT_FUNC PyInit__target_core(void) {
         intern_str(&s_rx_not_new, "_rx_not_new") || intern_str(&s_flags, "flags") ||
         intern_str(&s_append, "append") || intern_str(&s_rx_packets, "rx_packets") ||
         intern_str(&s_rx_bytes, "rx_bytes") ||
-        intern_str(&s_ack_ar_coalesced, "ack_ar_coalesced"))
+        intern_str(&s_ack_ar_coalesced, "ack_ar_coalesced") || intern_str(&s_mgr, "mgr") ||
+        intern_str(&s_by_id, "by_id"))
         return NULL;
     kw_on_data = Py_BuildValue("(sssss)", "nbytes", "ecn_ce", "credit_target", "in_order",
                                "ooo_count");
@@ -482,8 +589,8 @@ PyMODINIT_FUNC PyInit__target_core(void) {
     if (kw_on_data == NULL || kw_ccx_on_data == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&moddef);
-    static const char *const names[] = {"rx_request"};
-    if (m == NULL || add_instance_methods(m, names, 1) < 0) {
+    static const char *const names[] = {"rx_request", "rx_dispatch"};
+    if (m == NULL || add_instance_methods(m, names, 2) < 0) {
         Py_XDECREF(m);
         return NULL;
     }

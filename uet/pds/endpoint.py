@@ -699,3 +699,31 @@ class PdsEndpoint:
         d = sched.next_deadline()
         if d is not None:
             self.ctx.arm(self._credit_pacer, d if d > now else now + 1)
+
+
+#: the Python form of what the C core replaces (``uet.native._target_core``'s
+#: ``rx_dispatch``): the reference its tests hold it to, and what it calls for SYN, every
+#: mismatch (NACKed here) and a secured frame
+REFERENCE = {"_rx_request": PdsEndpoint._rx_request}
+
+
+def _use_c_core() -> str:
+    """Put the C form of ``_rx_request`` in PdsEndpoint's class (with the target core's
+    ``rx_request``; not under ``UET_PURE_PYTHON=1``, nor when the extension was not built);
+    returns ``"native"`` or ``"python"``."""
+    from uet.native._common import load_core
+    from uet.pds import target
+
+    core = load_core("_target_core")
+    if core is None or target.IMPLEMENTATION != "native":
+        return "python"
+    core.configure_dispatch(REFERENCE["_rx_request"], {
+        "request_next_hdrs": REQUEST_NEXT_HDRS, "target": TARGET, "rud": _RUD, "rod": _ROD,
+        "rod_req": int(PdsType.ROD_REQ), "rod_cc_req": int(PdsType.ROD_CC_REQ),
+        "endpoint_class": PdsEndpoint})
+    PdsEndpoint._rx_request = core.rx_dispatch_method  # type: ignore[method-assign]
+    return "native"
+
+
+#: which form a request finds its target PDC in: "native" (C) or "python"
+IMPLEMENTATION = _use_c_core()
