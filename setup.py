@@ -18,7 +18,7 @@ setup(
                            depends=["uet/native/event_core.h"], optional=True),
                  # the codec's two common frames (uet.wire.codec's fast path), in C
                  Extension("uet.native._codec_core", ["uet/native/codec_core.c"],
-                           optional=True),
+                           depends=["uet/native/slots.h"], optional=True),
                  # an initiator PDC's per-ACK and per-send loss recovery (uet.pds.recovery)
                  Extension("uet.native._recovery_core", ["uet/native/recovery_core.c"],
                            depends=["uet/native/slots.h"], optional=True),

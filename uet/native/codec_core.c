@@ -21,12 +21,9 @@
  * Python __init__ (the generated __init__ only assigns the fields: no __post_init__).
  */
 
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "slots.h"
 #include <stddef.h>
-#include <stdint.h>
 #include <string.h>
-#include <structmember.h>
 
 /* ------------------------------------------------------------------ record layouts */
 
@@ -60,45 +57,12 @@ static const char *ACK_FIELDS[A_N] = {
     "cc_flags", "mpr", "sack_psn_offset", "sack_bitmap", "service_time", "restore_cwnd",
     "rcv_cwnd_pend", "rcvd_bytes", "credit", "ooo_count", "cc_state_raw", "ccx_state"};
 
-typedef struct {
-    PyTypeObject *type;
-    int n;
-    Py_ssize_t off[24];
-} Layout;
-
 static Layout L_FRAME, L_REQ, L_SES, L_ACK;
 static PyObject *ip_pack, *mac_pack, *ip_text, *mac_text, *empty_bytes, *udp_str;
 static long default_ip_proto;
 /* SES opcodes followed by an extension header (bit per opcode) */
 static uint64_t ext_ops;
 static int configured;
-
-#define FIELD(obj, lay, i) (*(PyObject **)((char *)(obj) + (lay).off[i]))
-
-static int layout(Layout *l, PyObject *cls, const char **names, int n) {
-    if (!PyType_Check(cls)) {
-        PyErr_SetString(PyExc_TypeError, "configure: a record class is expected");
-        return -1;
-    }
-    for (int i = 0; i < n; i++) {
-        PyObject *d = PyObject_GetAttrString(cls, names[i]);
-        if (d == NULL)
-            return -1;
-        if (!Py_IS_TYPE(d, &PyMemberDescr_Type) ||
-            ((PyMemberDescrObject *)d)->d_member->type != T_OBJECT_EX) {
-            Py_DECREF(d);
-            PyErr_Format(PyExc_TypeError, "configure: %s.%s is not a slot",
-                         ((PyTypeObject *)cls)->tp_name, names[i]);
-            return -1;
-        }
-        l->off[i] = ((PyMemberDescrObject *)d)->d_member->offset;
-        Py_DECREF(d);
-    }
-    Py_INCREF(cls);
-    Py_XSETREF(l->type, (PyTypeObject *)cls);
-    l->n = n;
-    return 0;
-}
 
 /* ------------------------------------------------------------------ reading fields */
 
@@ -210,18 +174,18 @@ static inline uint32_t wsum4(const uint8_t *a) { return get32(a) % 0xFFFF; }
 static PyObject *encode(PyObject *self, PyObject *frame) {
     if (!configured || !Py_IS_TYPE(frame, L_FRAME.type))
         Py_RETURN_NONE;
-    PyObject *pds = FIELD(frame, L_FRAME, F_PDS);
+    PyObject *pds = SLOT(frame, L_FRAME, F_PDS);
     int is_req = pds != NULL && Py_IS_TYPE(pds, L_REQ.type);
     int is_ack = pds != NULL && Py_IS_TYPE(pds, L_ACK.type);
     if (!is_req && !is_ack)
         Py_RETURN_NONE;
-    PyObject *src = cached(ip_pack, FIELD(frame, L_FRAME, F_SRC_IP), 4);
-    PyObject *dst = cached(ip_pack, FIELD(frame, L_FRAME, F_DST_IP), 4);
-    PyObject *dmac = cached(mac_pack, FIELD(frame, L_FRAME, F_DST_MAC), 6);
-    PyObject *smac = cached(mac_pack, FIELD(frame, L_FRAME, F_SRC_MAC), 6);
+    PyObject *src = cached(ip_pack, SLOT(frame, L_FRAME, F_SRC_IP), 4);
+    PyObject *dst = cached(ip_pack, SLOT(frame, L_FRAME, F_DST_IP), 4);
+    PyObject *dmac = cached(mac_pack, SLOT(frame, L_FRAME, F_DST_MAC), 6);
+    PyObject *smac = cached(mac_pack, SLOT(frame, L_FRAME, F_SRC_MAC), 6);
     if (src == NULL || dst == NULL || dmac == NULL || smac == NULL)
         Py_RETURN_NONE;
-    PyObject *tss = FIELD(frame, L_FRAME, F_TSS), *encap = FIELD(frame, L_FRAME, F_ENCAP);
+    PyObject *tss = SLOT(frame, L_FRAME, F_TSS), *encap = SLOT(frame, L_FRAME, F_ENCAP);
     int trailer, ucs;
     Py_buffer pay = {0};
     int have_pay = 0;
@@ -233,17 +197,17 @@ static PyObject *encode(PyObject *self, PyObject *frame) {
         PyErr_Clear();
         Py_RETURN_NONE;
     }
-    TRUTH(FIELD(frame, L_FRAME, F_TRAILER), trailer);
-    TRUTH(FIELD(frame, L_FRAME, F_UDP_CHECKSUM), ucs);
+    TRUTH(SLOT(frame, L_FRAME, F_TRAILER), trailer);
+    TRUTH(SLOT(frame, L_FRAME, F_UDP_CHECKSUM), ucs);
     if (trailer || ucs)
         Py_RETURN_NONE;
-    M(FIELD(frame, L_FRAME, F_DSCP), 0x3F, dscp);
-    M(FIELD(frame, L_FRAME, F_ECN), 3, ecn);
-    U(FIELD(frame, L_FRAME, F_IP_ID), 0xFFFF, ipid);
-    U(FIELD(frame, L_FRAME, F_TTL), 0xFF, ttl);
-    U(FIELD(frame, L_FRAME, F_EV), 0xFFFF, ev);
-    U(FIELD(frame, L_FRAME, F_UDP_DPORT), 0xFFFF, dport);
-    PyObject *payload = FIELD(frame, L_FRAME, F_PAYLOAD);
+    M(SLOT(frame, L_FRAME, F_DSCP), 0x3F, dscp);
+    M(SLOT(frame, L_FRAME, F_ECN), 3, ecn);
+    U(SLOT(frame, L_FRAME, F_IP_ID), 0xFFFF, ipid);
+    U(SLOT(frame, L_FRAME, F_TTL), 0xFF, ttl);
+    U(SLOT(frame, L_FRAME, F_EV), 0xFFFF, ev);
+    U(SLOT(frame, L_FRAME, F_UDP_DPORT), 0xFFFF, dport);
+    PyObject *payload = SLOT(frame, L_FRAME, F_PAYLOAD);
     if (payload == NULL || PyObject_GetBuffer(payload, &pay, PyBUF_SIMPLE) < 0) {
         PyErr_Clear();
         Py_RETURN_NONE;
@@ -256,50 +220,50 @@ static PyObject *encode(PyObject *self, PyObject *frame) {
     unsigned long long l4_len;
     memset(hdr, 0, sizeof hdr);
     if (is_req) {
-        PyObject *h = FIELD(frame, L_FRAME, F_SES);
-        PyObject *ext = FIELD(frame, L_FRAME, F_EXT);
+        PyObject *h = SLOT(frame, L_FRAME, F_SES);
+        PyObject *ext = SLOT(frame, L_FRAME, F_EXT);
         if (h == NULL || !Py_IS_TYPE(h, L_SES.type) || ext == NULL || ext != Py_None)
             goto fallback;
         unsigned long long t, nh, flags, word, last, sflags, tail, cpo_u, psn, spdcid;
-        M(FIELD(pds, L_REQ, R_TYPE), ~0ULL, t);
-        M(FIELD(pds, L_REQ, R_FLAGS), 0x7F, flags);
-        M(FIELD(pds, L_REQ, R_NEXT_HDR), 0xF, nh);
+        M(SLOT(pds, L_REQ, R_TYPE), ~0ULL, t);
+        M(SLOT(pds, L_REQ, R_FLAGS), 0x7F, flags);
+        M(SLOT(pds, L_REQ, R_NEXT_HDR), 0xF, nh);
         word = (t & 0x1F) << 11 | nh << 7 | flags;
         if (flags & 0x04) {
             int rsv;
             unsigned long long po;
-            TRUTH(FIELD(pds, L_REQ, R_USE_RSV_PDC), rsv);
-            M(FIELD(pds, L_REQ, R_PSN_OFFSET), 0xFFF, po);
+            TRUTH(SLOT(pds, L_REQ, R_USE_RSV_PDC), rsv);
+            M(SLOT(pds, L_REQ, R_PSN_OFFSET), 0xFFF, po);
             last = (rsv ? 0x8000 : 0) | po;
         } else {
-            U(FIELD(pds, L_REQ, R_DPDCID), 0xFFFF, last);
+            U(SLOT(pds, L_REQ, R_DPDCID), 0xFFFF, last);
         }
         unsigned long long op, ver, mid, rig, job, pid, ri, boff, init, mkey, rlen;
-        M(FIELD(h, L_SES, S_FLAGS), 0x3F, sflags);
+        M(SLOT(h, L_SES, S_FLAGS), 0x3F, sflags);
         if (sflags & 0x01) {
-            U(FIELD(h, L_SES, S_HEADER_DATA), ~0ULL, tail);
+            U(SLOT(h, L_SES, S_HEADER_DATA), ~0ULL, tail);
         } else {
             unsigned long long pl, mo;
-            M(FIELD(h, L_SES, S_PAYLOAD_LENGTH), 0x3FFF, pl);
-            M(FIELD(h, L_SES, S_MESSAGE_OFFSET), 0xFFFFFFFF, mo);
+            M(SLOT(h, L_SES, S_PAYLOAD_LENGTH), 0x3FFF, pl);
+            M(SLOT(h, L_SES, S_MESSAGE_OFFSET), 0xFFFFFFFF, mo);
             tail = pl << 32 | mo;
         }
         /* struct "h": a signed 16-bit clear_psn_offset */
-        if (!get_range(FIELD(pds, L_REQ, R_CLEAR_PSN_OFFSET), -32768, 32767, &cpo_u))
+        if (!get_range(SLOT(pds, L_REQ, R_CLEAR_PSN_OFFSET), -32768, 32767, &cpo_u))
             goto fallback;
-        U(FIELD(pds, L_REQ, R_PSN), 0xFFFFFFFF, psn);
-        U(FIELD(pds, L_REQ, R_SPDCID), 0xFFFF, spdcid);
-        M(FIELD(h, L_SES, S_OPCODE), 0x3F, op);
-        M(FIELD(h, L_SES, S_VERSION), 3, ver);
-        U(FIELD(h, L_SES, S_MESSAGE_ID), 0xFFFF, mid);
-        M(FIELD(h, L_SES, S_RI_GENERATION), 0xFF, rig);
-        M(FIELD(h, L_SES, S_JOB_ID), 0xFFFFFF, job);
-        M(FIELD(h, L_SES, S_PID_ON_FEP), 0xFFF, pid);
-        M(FIELD(h, L_SES, S_RESOURCE_INDEX), 0xFFF, ri);
-        U(FIELD(h, L_SES, S_BUFFER_OFFSET), ~0ULL, boff);
-        U(FIELD(h, L_SES, S_INITIATOR), 0xFFFFFFFF, init);
-        U(FIELD(h, L_SES, S_MEMORY_KEY), ~0ULL, mkey);
-        U(FIELD(h, L_SES, S_REQUEST_LENGTH), 0xFFFFFFFF, rlen);
+        U(SLOT(pds, L_REQ, R_PSN), 0xFFFFFFFF, psn);
+        U(SLOT(pds, L_REQ, R_SPDCID), 0xFFFF, spdcid);
+        M(SLOT(h, L_SES, S_OPCODE), 0x3F, op);
+        M(SLOT(h, L_SES, S_VERSION), 3, ver);
+        U(SLOT(h, L_SES, S_MESSAGE_ID), 0xFFFF, mid);
+        M(SLOT(h, L_SES, S_RI_GENERATION), 0xFF, rig);
+        M(SLOT(h, L_SES, S_JOB_ID), 0xFFFFFF, job);
+        M(SLOT(h, L_SES, S_PID_ON_FEP), 0xFFF, pid);
+        M(SLOT(h, L_SES, S_RESOURCE_INDEX), 0xFFF, ri);
+        U(SLOT(h, L_SES, S_BUFFER_OFFSET), ~0ULL, boff);
+        U(SLOT(h, L_SES, S_INITIATOR), 0xFFFFFFFF, init);
+        U(SLOT(h, L_SES, S_MEMORY_KEY), ~0ULL, mkey);
+        U(SLOT(h, L_SES, S_REQUEST_LENGTH), 0xFFFFFFFF, rlen);
         int cc = t == 13 || t == 14;
         Py_ssize_t o = 42;
         put16(hdr + o, word);
@@ -310,8 +274,8 @@ static PyObject *encode(PyObject *self, PyObject *frame) {
         o += 12;
         if (cc) {
             unsigned long long ccc, ct;
-            M(FIELD(pds, L_REQ, R_CCC_ID), 0xFF, ccc);
-            M(FIELD(pds, L_REQ, R_CREDIT_TARGET), 0xFFFFFF, ct);
+            M(SLOT(pds, L_REQ, R_CCC_ID), 0xFF, ccc);
+            M(SLOT(pds, L_REQ, R_CREDIT_TARGET), 0xFFFFFF, ct);
             put32(hdr + o, ccc << 24 | ct);
             o += 4;
         }
@@ -329,28 +293,28 @@ static PyObject *encode(PyObject *self, PyObject *frame) {
         hl = o + 44;
         l4_len = (cc ? 68 : 64) + (unsigned long long)pay.len;
     } else {
-        PyObject *ses = FIELD(frame, L_FRAME, F_SES), *ext = FIELD(frame, L_FRAME, F_EXT);
+        PyObject *ses = SLOT(frame, L_FRAME, F_SES), *ext = SLOT(frame, L_FRAME, F_EXT);
         unsigned long long t, flags, cc, nh, aoff_u, cack, spdcid, dpdcid, ccf, mpr, soff_u,
             bitmap, ooo;
         if (ses == NULL || ses != Py_None || ext == NULL || ext != Py_None)
             goto fallback;
-        if (!get_range(FIELD(pds, L_ACK, A_TYPE), 8, 8, &t))
+        if (!get_range(SLOT(pds, L_ACK, A_TYPE), 8, 8, &t))
             goto fallback;
-        M(FIELD(pds, L_ACK, A_FLAGS), 0x7F, flags);
-        if (!get_range(FIELD(pds, L_ACK, A_CC_TYPE), 0, 1, &cc) || flags & 0x08)
+        M(SLOT(pds, L_ACK, A_FLAGS), 0x7F, flags);
+        if (!get_range(SLOT(pds, L_ACK, A_CC_TYPE), 0, 1, &cc) || flags & 0x08)
             goto fallback; /* probe form (unsigned offset), other CC state */
-        M(FIELD(pds, L_ACK, A_NEXT_HDR), 0xF, nh);
-        if (!get_range(FIELD(pds, L_ACK, A_ACK_PSN_OFFSET), -32768, 32767, &aoff_u))
+        M(SLOT(pds, L_ACK, A_NEXT_HDR), 0xF, nh);
+        if (!get_range(SLOT(pds, L_ACK, A_ACK_PSN_OFFSET), -32768, 32767, &aoff_u))
             goto fallback;
-        U(FIELD(pds, L_ACK, A_CACK_PSN), 0xFFFFFFFF, cack);
-        U(FIELD(pds, L_ACK, A_SPDCID), 0xFFFF, spdcid);
-        U(FIELD(pds, L_ACK, A_DPDCID), 0xFFFF, dpdcid);
-        M(FIELD(pds, L_ACK, A_CC_FLAGS), 0xF, ccf);
-        U(FIELD(pds, L_ACK, A_MPR), 0xFF, mpr);
-        if (!get_range(FIELD(pds, L_ACK, A_SACK_PSN_OFFSET), -32768, 32767, &soff_u))
+        U(SLOT(pds, L_ACK, A_CACK_PSN), 0xFFFFFFFF, cack);
+        U(SLOT(pds, L_ACK, A_SPDCID), 0xFFFF, spdcid);
+        U(SLOT(pds, L_ACK, A_DPDCID), 0xFFFF, dpdcid);
+        M(SLOT(pds, L_ACK, A_CC_FLAGS), 0xF, ccf);
+        U(SLOT(pds, L_ACK, A_MPR), 0xFF, mpr);
+        if (!get_range(SLOT(pds, L_ACK, A_SACK_PSN_OFFSET), -32768, 32767, &soff_u))
             goto fallback;
-        U(FIELD(pds, L_ACK, A_SACK_BITMAP), ~0ULL, bitmap);
-        U(FIELD(pds, L_ACK, A_OOO_COUNT), 0xFFFF, ooo);
+        U(SLOT(pds, L_ACK, A_SACK_BITMAP), ~0ULL, bitmap);
+        U(SLOT(pds, L_ACK, A_OOO_COUNT), 0xFFFF, ooo);
         put16(hdr + 42, 0x4000 | nh << 7 | flags);
         put16(hdr + 44, aoff_u & 0xFFFF);
         put32(hdr + 46, cack);
@@ -363,15 +327,15 @@ static PyObject *encode(PyObject *self, PyObject *frame) {
         if (cc == 0) {
             unsigned long long st, rcp, rb;
             int rc;
-            U(FIELD(pds, L_ACK, A_SERVICE_TIME), 0xFFFF, st);
-            TRUTH(FIELD(pds, L_ACK, A_RESTORE_CWND), rc);
-            M(FIELD(pds, L_ACK, A_RCV_CWND_PEND), 0x7F, rcp);
-            M(FIELD(pds, L_ACK, A_RCVD_BYTES), 0xFFFFFF, rb);
+            U(SLOT(pds, L_ACK, A_SERVICE_TIME), 0xFFFF, st);
+            TRUTH(SLOT(pds, L_ACK, A_RESTORE_CWND), rc);
+            M(SLOT(pds, L_ACK, A_RCV_CWND_PEND), 0x7F, rcp);
+            M(SLOT(pds, L_ACK, A_RCVD_BYTES), 0xFFFFFF, rb);
             put16(hdr + 66, st);
             put32(hdr + 68, (rc ? 0x80000000ULL : 0) | rcp << 24 | rb);
         } else {
             unsigned long long credit;
-            M(FIELD(pds, L_ACK, A_CREDIT), 0xFFFFFF, credit);
+            M(SLOT(pds, L_ACK, A_CREDIT), 0xFFFFFF, credit);
             put32(hdr + 66, credit << 8);
             put16(hdr + 70, 0);
         }
@@ -416,18 +380,6 @@ fallback:
 }
 
 /* ------------------------------------------------------------------ decode */
-
-static PyObject *new_record(Layout *l, PyObject **vals) {
-    PyObject *o = l->type->tp_alloc(l->type, 0);
-    if (o == NULL) {
-        for (int i = 0; i < l->n; i++)
-            Py_XDECREF(vals[i]);
-        return NULL;
-    }
-    for (int i = 0; i < l->n; i++)
-        FIELD(o, *l, i) = vals[i];
-    return o;
-}
 
 static int fill_ints(PyObject **vals, const unsigned long long *v, int n) {
     for (int i = 0; i < n; i++) {
@@ -539,7 +491,7 @@ static PyObject *decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 Py_XDECREF(rv[i]);
             goto error;
         }
-        pds = new_record(&L_REQ, rv);
+        pds = new_filled(&L_REQ, rv);
         if (pds == NULL)
             goto error;
         uint64_t tail = get64(s + 32);
@@ -552,7 +504,7 @@ static PyObject *decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyObject *svals[S_N];
         if (fill_ints(svals, sv, S_N) < 0)
             goto error;
-        ses = new_record(&L_SES, svals);
+        ses = new_filled(&L_SES, svals);
         if (ses == NULL)
             goto error;
     } else {
@@ -580,7 +532,7 @@ static PyObject *decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
                 Py_XDECREF(av[i]);
             goto error;
         }
-        pds = new_record(&L_ACK, av);
+        pds = new_filled(&L_ACK, av);
         if (pds == NULL)
             goto error;
         ses = Py_None;
@@ -617,7 +569,7 @@ static PyObject *decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             return NULL;
         }
     }
-    return new_record(&L_FRAME, fv);
+    return new_filled(&L_FRAME, fv);
 none:
     Py_XDECREF(smac);
     Py_XDECREF(dmac);

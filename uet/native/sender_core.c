@@ -154,27 +154,8 @@ static int first_or(PyObject *out, int64_t dflt, int64_t *psn) {
     return 0;
 }
 
-/* obj.name(*args, **kw): args[0] is obj, the last len(kwnames) are the keywords' values */
-static PyObject *call(PyObject *name, PyObject **args, size_t n, PyObject *kwnames) {
-    size_t npos = n - (kwnames ? (size_t)PyTuple_GET_SIZE(kwnames) : 0);
-    return PyObject_VectorcallMethod(name, args, npos, kwnames);
-}
-
 static PyObject *ref(PyObject *const *args, Py_ssize_t nargs) {
     return PyObject_Vectorcall(ref_poll_data, args, nargs, NULL);
-}
-
-/* a new object of a slots class with the given values (new references taken) */
-static PyObject *new_filled(const Layout *l, PyObject **v) {
-    PyObject *o = l->type->tp_alloc(l->type, 0);
-    if (o == NULL) {
-        for (int i = 0; i < l->n; i++)
-            Py_XDECREF(v[i]);
-        return NULL;
-    }
-    for (int i = 0; i < l->n; i++)
-        *SLOTP(o, *l, i) = v[i];
-    return o;
 }
 
 /* SendMessage.head (new reference): the next packet, made once; for a message of the

@@ -61,15 +61,15 @@ static PyObject *dget(PyObject *d, PyObject *key) {
     return PyDict_GetItemWithError(d, key);
 }
 
-/* bisect.bisect_right over a list of ints */
-static int bisect_right(PyObject *list, int64_t x, Py_ssize_t *out) {
+/* bisect.bisect_right (right) or bisect_left over a list of ints */
+static int bisect(PyObject *list, int64_t x, int right, Py_ssize_t *out) {
     Py_ssize_t lo = 0, hi = PyList_GET_SIZE(list);
     while (lo < hi) {
         Py_ssize_t mid = (lo + hi) / 2;
         long long v = PyLong_AsLongLong(PyList_GET_ITEM(list, mid));
         if (v == -1 && PyErr_Occurred())
             return -1;
-        if (x < v)
+        if (right ? x < v : v >= x)
             hi = mid;
         else
             lo = mid + 1;
@@ -99,7 +99,7 @@ static int iv_contains(PyObject *iv, int64_t start, int64_t end) {
         return -1;
     if (start >= last)
         return 0;
-    if (bisect_right(starts, start, &i) < 0)
+    if (bisect(starts, start, 1, &i) < 0)
         return -1;
     i -= 1;
     if (i < 0)
@@ -107,23 +107,6 @@ static int iv_contains(PyObject *iv, int64_t start, int64_t end) {
     if (list_int(ends, i, &e) < 0)
         return -1;
     return e >= end;
-}
-
-/* bisect.bisect_left over a list of ints */
-static int bisect_left(PyObject *list, int64_t x, Py_ssize_t *out) {
-    Py_ssize_t lo = 0, hi = PyList_GET_SIZE(list);
-    while (lo < hi) {
-        Py_ssize_t mid = (lo + hi) / 2;
-        long long v = PyLong_AsLongLong(PyList_GET_ITEM(list, mid));
-        if (v == -1 && PyErr_Occurred())
-            return -1;
-        if (v < x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    *out = lo;
-    return 0;
 }
 
 /* list[i] = v (v: an int) */
@@ -155,7 +138,7 @@ static int iv_add(PyObject *iv, int64_t start, int64_t end) {
         }
         return add_i64(iv, &L_IV, V_COVERED, end - start);
     }
-    if (bisect_left(ends, start, &i) < 0 || bisect_right(starts, end, &j) < 0)
+    if (bisect(ends, start, 0, &i) < 0 || bisect(starts, end, 1, &j) < 0)
         return -1;
     if (j == i + 1) { /* touches one range */
         int64_t s0, e0;

@@ -1,5 +1,6 @@
-/* Reading and writing the __slots__ of Python objects from C by offset, for the C cores
- * that work on the sans-IO protocol objects in place (recovery_core.c, sender_core.c).
+/* Reading and writing the __slots__ of Python objects from C by offset, for the C code
+ * that works on the protocol objects and records in place (codec_core.c and the end
+ * point's cores: recovery_core.c, sender_core.c, target_core.c, fep_core.c, ses_core.c).
  *
  * configure() of each core resolves, once, the offset of every slot it uses from the
  * class's member descriptors (a slot is a T_OBJECT_EX member); after that a field read is
@@ -31,7 +32,7 @@ typedef struct {
 /* the offsets of cls's slots names[0..n) */
 static inline int layout(Layout *l, PyObject *cls, const char **names, int n) {
     if (!PyType_Check(cls)) {
-        PyErr_SetString(PyExc_TypeError, "configure: a class is expected");
+        PyErr_SetString(PyExc_TypeError, "configure: a record class is expected");
         return -1;
     }
     if (n > (int)(sizeof l->off / sizeof l->off[0])) {
@@ -166,6 +167,35 @@ static inline int count_n(PyObject *counters, PyObject *name, int64_t n) {
 }
 
 static inline int count(PyObject *counters, PyObject *name) { return count_n(counters, name, 1); }
+
+/* a new object of a slots class with the given values, in the layout's order (new
+ * references, taken even on failure) */
+static inline PyObject *new_filled(const Layout *l, PyObject **v) {
+    PyObject *o = l->type->tp_alloc(l->type, 0);
+    if (o == NULL) {
+        for (int i = 0; i < l->n; i++)
+            Py_XDECREF(v[i]);
+        return NULL;
+    }
+    for (int i = 0; i < l->n; i++)
+        *SLOTP(o, *l, i) = v[i];
+    return o;
+}
+
+/* obj.name(*args, **kw): args[0] is obj, the last len(kwnames) are the keywords' values */
+static inline PyObject *call(PyObject *name, PyObject **args, size_t n, PyObject *kwnames) {
+    size_t npos = n - (kwnames ? (size_t)PyTuple_GET_SIZE(kwnames) : 0);
+    return PyObject_VectorcallMethod(name, args, npos, kwnames);
+}
+
+/* the same, the result dropped: 0, -1 */
+static inline int call_drop(PyObject *name, PyObject **args, size_t n, PyObject *kwnames) {
+    PyObject *r = call(name, args, n, kwnames);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
 
 static inline int is_int(PyObject *o) { return PyLong_CheckExact(o) || PyBool_Check(o); }
 

@@ -67,19 +67,6 @@ static PyObject *s_apply_clear, *s_on_packet, *s_max_psn, *s_on_data, *s_credit_
     *s_flags, *s_append, *s_rx_packets, *s_rx_bytes, *s_ack_ar_coalesced, *kw_on_data,
     *kw_ccx_on_data;
 
-static PyObject *call(PyObject *name, PyObject **args, size_t n, PyObject *kwnames) {
-    size_t npos = n - (kwnames ? (size_t)PyTuple_GET_SIZE(kwnames) : 0);
-    return PyObject_VectorcallMethod(name, args, npos, kwnames);
-}
-
-static int call_drop(PyObject *name, PyObject **args, size_t n, PyObject *kwnames) {
-    PyObject *r = call(name, args, n, kwnames);
-    if (r == NULL)
-        return -1;
-    Py_DECREF(r);
-    return 0;
-}
-
 static PyObject *ref(PyObject *const *args, Py_ssize_t nargs) {
     return PyObject_Vectorcall(ref_rx_request, args, nargs, NULL);
 }
@@ -203,19 +190,6 @@ static int on_accepted(PyObject *sched, PyObject *pdc, int64_t now, PyObject *ps
 fail:
     Py_XDECREF(af);
     return -1;
-}
-
-/* a new object of a slots class with the given values (new references taken) */
-static PyObject *new_filled(const Layout *l, PyObject **v) {
-    PyObject *o = l->type->tp_alloc(l->type, 0);
-    if (o == NULL) {
-        for (int i = 0; i < l->n; i++)
-            Py_DECREF(v[i]);
-        return NULL;
-    }
-    for (int i = 0; i < l->n; i++)
-        *SLOTP(o, *l, i) = v[i];
-    return o;
 }
 
 /* rx_request(pdc, now, frame, pds) */
