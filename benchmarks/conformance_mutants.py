@@ -89,7 +89,6 @@ class Mutant:
 
 
 def _m(name: str, area: str, path: str, old: str, new: str, doc: str, **kw) -> Mutant:
-    kw.setdefault("pure", path in C_CORE_FILES)
     return Mutant(name, area, path, ((old, new),), doc, **kw)
 
 

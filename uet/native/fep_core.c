@@ -251,14 +251,15 @@ static PyObject *k_pop_control(PyObject *mod, PyObject *const *args, Py_ssize_t 
         return configured ? PyObject_Vectorcall(ref_pop_control, args, nargs, NULL)
                           : (PyErr_SetString(PyExc_RuntimeError, "fep core not configured"),
                              NULL);
-    int ok = plain_udp(args[0]);
-    if (ok <= 0)
-        return ok < 0 ? NULL : PyObject_Vectorcall(ref_pop_control, args, nargs, NULL);
+    /* most calls find no control work: answer that first, as the Python does */
     PyObject *pds = getattr_or(args[0], s_pds);
     int pending = pds ? control_pending(pds) : -1;
     Py_XDECREF(pds);
     if (pending <= 0)
         return pending < 0 ? NULL : Py_NewRef(Py_None);
+    int ok = plain_udp(args[0]);
+    if (ok <= 0)
+        return ok < 0 ? NULL : PyObject_Vectorcall(ref_pop_control, args, nargs, NULL);
     return pop(args[0], args[1], 1, s_tx_control);
 }
 

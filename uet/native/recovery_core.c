@@ -322,6 +322,10 @@ static int apply_sack(Ctx *c, int64_t base, uint64_t bm, int64_t cack, int64_t *
     PyObject *rack = SLOT(rec, L_REC, R_RACK);
     if (out == NULL)
         return unset(rec, &L_REC, R_OUTSTANDING);
+    if (!PyDict_CheckExact(out)) {
+        PyErr_SetString(PyExc_TypeError, "LossRecovery.outstanding: a dict is expected");
+        return -1;
+    }
     if (rack == NULL)
         return unset(rec, &L_REC, R_RACK);
     Py_INCREF(out);
@@ -337,13 +341,8 @@ static int apply_sack(Ctx *c, int64_t base, uint64_t bm, int64_t cack, int64_t *
         PyObject *key = PyLong_FromLongLong(psn);
         if (key == NULL)
             goto done;
-        PyObject *pkt = PyDict_CheckExact(out) ? PyDict_GetItemWithError(out, key) : NULL;
+        PyObject *pkt = PyDict_GetItemWithError(out, key);
         Py_XINCREF(pkt);
-        if (!PyDict_CheckExact(out)) { /* any mapping: .get */
-            pkt = PyObject_CallMethod(out, "get", "O", key);
-            if (pkt == Py_None)
-                Py_CLEAR(pkt);
-        }
         Py_DECREF(key);
         if (pkt == NULL) {
             if (PyErr_Occurred())
@@ -393,36 +392,17 @@ done:
     return rc;
 }
 
-/* the first key of a dict (or any mapping: next(iter(m))); 1 and *psn, 0 empty, -1 err */
+/* the lowest outstanding PSN and its packet (new reference): 1, 0 when none, -1 error */
 static int first_psn(PyObject *out, int64_t *psn, PyObject **val) {
-    PyObject *k = NULL, *v = NULL;
+    PyObject *k, *v;
     *val = NULL;
-    if (PyDict_CheckExact(out)) {
-        Py_ssize_t pos = 0;
-        if (!PyDict_Next(out, &pos, &k, &v))
-            return 0;
-        Py_INCREF(v);
-    } else {
-        PyObject *it = PyObject_GetIter(out);
-        if (it == NULL)
-            return -1;
-        k = PyIter_Next(it);
-        Py_DECREF(it);
-        if (k == NULL)
-            return PyErr_Occurred() ? -1 : 0;
-        v = PyObject_GetItem(out, k);
-        Py_DECREF(k);
-        if (v == NULL)
-            return -1;
-        k = SLOT(v, L_PKT, P_PSN);
-    }
+    if (!dict_first(out, &k, &v))
+        return 0;
     long long x = PyLong_AsLongLong(k);
-    if (x == -1 && PyErr_Occurred()) {
-        Py_DECREF(v);
+    if (x == -1 && PyErr_Occurred())
         return -1;
-    }
     *psn = x;
-    *val = v;
+    *val = Py_NewRef(v);
     return 1;
 }
 
@@ -471,7 +451,9 @@ static PyObject *k_on_ack(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
         !(Py_IS_TYPE(args[2], L_ACKCC.type) || Py_IS_TYPE(args[2], L_ACK.type)) ||
         !(args[3] == Py_None || is_int(args[3])) || !PyList_CheckExact(args[5]) ||
         PyList_GET_SIZE(args[5]) != 2 || !PyLong_CheckExact(PyList_GET_ITEM(args[5], 0)) ||
-        !PyLong_CheckExact(PyList_GET_ITEM(args[5], 1)) || !bitmap_ok(args[2]))
+        !PyLong_CheckExact(PyList_GET_ITEM(args[5], 1)) || !bitmap_ok(args[2]) ||
+        SLOT(args[0], L_REC, R_OUTSTANDING) == NULL ||
+        !PyDict_CheckExact(SLOT(args[0], L_REC, R_OUTSTANDING)))
         return PyObject_Vectorcall(ref_on_ack, args, nargs, NULL);
     PyObject *rec = args[0], *ack = args[2], *newly = args[5];
     Ctx c = {rec, args[1], 0, 0, 0};
@@ -491,25 +473,13 @@ static PyObject *k_on_ack(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
         return NULL;
     if (get_i64(ack, is_cc ? &L_ACKCC : &L_ACK, is_cc ? C_CACK : A_CACK, &cack) < 0)
         return NULL;
-    PyObject *out = SLOT(rec, L_REC, R_OUTSTANDING);
-    if (out == NULL) {
-        unset(rec, &L_REC, R_OUTSTANDING);
-        return NULL;
-    }
-    Py_INCREF(out);
+    PyObject *out = Py_NewRef(SLOT(rec, L_REC, R_OUTSTANDING)); /* a dict (checked) */
     PyObject *result = NULL;
     int have_rtt = 0;
     int64_t rtt = 0;
     if (args[3] != Py_None) {
-        PyObject *pkt;
-        if (PyDict_CheckExact(out)) {
-            pkt = PyDict_GetItemWithError(out, args[3]);
-            Py_XINCREF(pkt);
-        } else {
-            pkt = PyObject_CallMethod(out, "get", "O", args[3]);
-            if (pkt == Py_None)
-                Py_CLEAR(pkt);
-        }
+        PyObject *pkt = PyDict_GetItemWithError(out, args[3]);
+        Py_XINCREF(pkt);
         if (pkt == NULL && PyErr_Occurred())
             goto done;
         if (pkt != NULL) {

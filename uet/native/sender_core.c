@@ -141,9 +141,8 @@ static int cc_inflight(PyObject *rec, int64_t *out) {
 
 /* the first PSN of the outstanding dict, or dflt */
 static int first_or(PyObject *out, int64_t dflt, int64_t *psn) {
-    Py_ssize_t pos = 0;
     PyObject *k, *v;
-    if (!PyDict_Next(out, &pos, &k, &v)) {
+    if (!dict_first(out, &k, &v)) {
         *psn = dflt;
         return 0;
     }

@@ -197,6 +197,12 @@ static inline int call_drop(PyObject *name, PyObject **args, size_t n, PyObject 
     return 0;
 }
 
+/* the first entry of a dict (next(iter(d)) and its value, borrowed): 1, or 0 when empty */
+static inline int dict_first(PyObject *d, PyObject **key, PyObject **val) {
+    Py_ssize_t pos = 0;
+    return PyDict_Next(d, &pos, key, val);
+}
+
 static inline int is_int(PyObject *o) { return PyLong_CheckExact(o) || PyBool_Check(o); }
 
 static inline int intern_str(PyObject **p, const char *s) {
