@@ -30,6 +30,7 @@ from test_exactly_once import MODES, run_scenario
 from uet.cms.api import CmsConfig
 from uet.endpoint import cores
 from uet.endpoint.fep import SINK_INDEX, SINK_KEY, FabricEndpoint
+from uet.pds import PdsEndpoint
 from uet.runtime.fabric import Fabric
 from uet.wire.codec import encode_frame
 
@@ -77,6 +78,46 @@ def test_pds_scenarios_send_the_same_frames(variant, loss):
     for i, (a, b) in enumerate(zip(c["frames"], py["frames"], strict=True)):
         assert a == b, f"frame {i} differs"
     assert c["counters"] == py["counters"] and c["now"] == py["now"]
+
+
+def _target_states(seed: int, loss: float, cfg: dict, cms: CmsConfig | None) -> list:
+    """A scenario's target PDC states after every frame an end point receives (in either
+    form): what the frames may not show at once (the highest PSN's EOM, the gap clock, the
+    receiver's counts)."""
+    states = []
+    inner = PdsEndpoint.receive
+
+    def watched(ep, now, frame):
+        inner(ep, now, frame)
+        for pdc in ep.mgr.tgt_by_key.values():
+            recv, tk = pdc.receiver, pdc.tracker
+            states.append((now, pdc.pdc_id, pdc.max_eom, pdc.gap_since, pdc.last_rx,
+                           pdc.clear_psn, tk.max_psn, tk.cack_psn, tk.ooo_count,
+                           getattr(recv, "rcvd_bytes", None), getattr(recv, "ooo_count", None),
+                           len(pdc.pending), pdc.acks.co.nbytes))
+
+    PdsEndpoint.receive = watched
+    try:
+        _pds_trace(seed, loss, cfg, cms, 30)
+    finally:
+        PdsEndpoint.receive = inner
+    return states
+
+
+@pytest.mark.parametrize("loss", [0.0, 0.15])
+def test_target_pdc_state_after_every_request(loss):
+    cms = CmsConfig(ev_selector="oblivious", algorithm="nscc", base_rtt_ps=10 * US,
+                    mtu_payload=2048)
+    cfg = {**BASE, "ooo_loss_threshold": 4, "gap_nack_ps": 20 * US}
+    c = _target_states(5, loss, cfg, cms)
+    with cores.python_forms():
+        py = _target_states(5, loss, cfg, cms)
+    assert len(c) == len(py) > 100
+    for i, (a, b) in enumerate(zip(c, py, strict=True)):
+        assert a == b, f"request {i}: {a} != {b}"
+    # the states vary where a wrong C field would show
+    assert {s[2] for s in c} == {True, False} and any(s[3] is not None for s in c)
+    assert len({s[10] for s in c}) > 2
 
 
 async def _fabric(topo: dict, flows: list, seed: int, taps: list[str], shared: bool) -> dict:

@@ -16,11 +16,14 @@ class NsccReceiver:
     8-bit scale); here a host model (e.g. a slow consumer) may call :meth:`set_penalty`.
     """
 
+    # slots: the target core (uet/native/target_core.c) does on_data on them
+    __slots__ = ("rcvd_bytes", "ooo_count", "penalty", "restore", "ccx")
+
     cc_type = CcType.NSCC
     rccc = None  # no credit (uet.cms.api.ReceiverCongestion)
-    ccx = None  # the CCX state source, set by the factory with cms.ccx (uet.cms.ccx)
 
     def __init__(self) -> None:
+        self.ccx = None  # the CCX state source, set by the factory with cms.ccx (uet.cms.ccx)
         self.rcvd_bytes = 0
         self.ooo_count = 0
         self.penalty = 0

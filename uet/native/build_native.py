@@ -71,6 +71,7 @@ int uetn_tk_is_received(uint64_t key);
 int64_t uetn_tk_on_packet(uint64_t key);
 uint64_t uetn_tk_sack_bitmap(uint64_t key);
 int64_t uetn_tk_cack(uint64_t key);
+int64_t uetn_tk_max_psn(uint64_t key);
 uint64_t uetn_tk_ack_bitmap(uint64_t key);
 int64_t uetn_tk_mark_cumulative(uint64_t key);
 int64_t uetn_tk_apply_ack(uint64_t key, uint32_t sack_base, uint64_t bitmap);

@@ -63,9 +63,37 @@ static PyObject *ref_rx_request, *st_established, *mark_new, *heappush, *eom_def
 static int64_t syn_flag, retx_flag, ar_flag, immediate_flags, eom_flag, ack_m, ack_retx,
     max_owed;
 static int configured;
-static PyObject *s_apply_clear, *s_on_packet, *s_max_psn, *s_on_data, *s_credit_changed, *s_rx_not_new,
+static PyObject *s_ooo_count, *s_apply_clear, *s_on_packet, *s_max_psn, *s_on_data, *s_credit_changed, *s_rx_not_new,
     *s_flags, *s_append, *s_rx_packets, *s_rx_bytes, *s_ack_ar_coalesced, *kw_on_data,
     *kw_ccx_on_data;
+
+/* The C PSN tracker (uet.native.fast.PsnTracker), called at its one-argument entry points
+ * (uetn_tk_on_packet, uetn_tk_max_psn: `tracker key | psn`) without its Python wrapper;
+ * configure_tracker gives their addresses. Any other tracker class is called as Python. */
+typedef int64_t (*tk_fn)(uint64_t);
+static tk_fn tk_on_packet, tk_max_psn;
+enum { K_KEY, K_N };
+static const char *TK_NAMES[K_N] = {"_k"};
+static Layout L_TK;
+static PyObject *mark_results[4];
+static int64_t ooo_saturated;
+static int tracker_configured;
+
+/* NSCC's receiver (uet.cms.receiver.NsccReceiver): its on_data is done on its slots */
+enum { R_RCVD_BYTES, R_OOO_COUNT, R_N };
+static const char *RECV_NAMES[R_N] = {"rcvd_bytes", "ooo_count"};
+static Layout L_RECV;
+static int receiver_configured;
+
+/* NsccReceiver.on_data(now, nbytes=, ecn_ce=, credit_target=, in_order=, ooo_count=) with
+ * ooo_count given: the 24-bit byte count and the 16-bit-capped out-of-order count */
+static int nscc_on_data(PyObject *recv, int64_t nbytes, int64_t ooo) {
+    int64_t rcvd;
+    if (get_i64(recv, &L_RECV, R_RCVD_BYTES, &rcvd) < 0 ||
+        put_i64(recv, &L_RECV, R_RCVD_BYTES, (rcvd + nbytes) & 0xFFFFFF) < 0)
+        return -1;
+    return put_i64(recv, &L_RECV, R_OOO_COUNT, ooo < 0xFFFF ? ooo : 0xFFFF);
+}
 
 static PyObject *ref(PyObject *const *args, Py_ssize_t nargs) {
     return PyObject_Vectorcall(ref_rx_request, args, nargs, NULL);
@@ -239,14 +267,39 @@ static PyObject *k_rx_request(PyObject *mod, PyObject *const *args, Py_ssize_t n
         Py_DECREF(clo);
     }
     PyObject *psn_obj = SLOT(pds, L_HDR, H_PSN), *tracker = SLOT(pdc, L_PDC, T_TRACKER);
-    PyObject *a[2] = {tracker, psn_obj};
-    PyObject *res = call(s_on_packet, a, 2, NULL);
-    if (res == NULL)
-        return NULL;
-    if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 3) {
-        Py_DECREF(res);
-        PyErr_SetString(PyExc_TypeError, "PsnTracker.on_packet: a 3-tuple is expected");
-        return NULL;
+    /* res: on_packet's (result, in_order, ooo_count), from the Python call or made here */
+    PyObject *res = NULL;
+    uint64_t tkey = 0;
+    int direct = tracker_configured && Py_IS_TYPE(tracker, L_TK.type) && psn >= 0 &&
+                 psn <= M32;
+    if (direct) {
+        int64_t k;
+        if (get_i64(tracker, &L_TK, K_KEY, &k) < 0)
+            return NULL;
+        tkey = (uint64_t)k;
+        int64_t v = tk_on_packet(tkey | (uint64_t)psn);
+        if (v < 0) { /* not a live tracker's key: the wrapper's call says what it says */
+            direct = 0;
+        } else {
+            PyObject *ooo_o = (v >> 3) == ooo_saturated ? PyObject_GetAttr(tracker, s_ooo_count)
+                                                         : PyLong_FromLongLong(v >> 3);
+            if (ooo_o == NULL)
+                return NULL;
+            res = PyTuple_Pack(3, mark_results[v & 3], (v & 4) ? Py_True : Py_False, ooo_o);
+            Py_DECREF(ooo_o);
+            if (res == NULL)
+                return NULL;
+        }
+    }
+    if (!direct) {
+        PyObject *a[2] = {tracker, psn_obj};
+        if ((res = call(s_on_packet, a, 2, NULL)) == NULL)
+            return NULL;
+        if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 3) {
+            Py_DECREF(res);
+            PyErr_SetString(PyExc_TypeError, "PsnTracker.on_packet: a 3-tuple is expected");
+            return NULL;
+        }
     }
     PyObject *r = PyTuple_GET_ITEM(res, 0), *in_order_o = PyTuple_GET_ITEM(res, 1),
              *ooo_o = PyTuple_GET_ITEM(res, 2);
@@ -269,13 +322,17 @@ static PyObject *k_rx_request(PyObject *mod, PyObject *const *args, Py_ssize_t n
         goto fail;
     int ce = ecn == 3;
     /* ---- _arrival: whether the highest PSN ends a message, the CC, counters */
-    x = PyObject_GetAttr(tracker, s_max_psn);
-    if (x == NULL)
-        goto fail;
-    max_psn = PyLong_AsLongLong(x);
-    Py_CLEAR(x);
-    if (max_psn == -1 && PyErr_Occurred())
-        goto fail;
+    if (direct) {
+        max_psn = tk_max_psn(tkey);
+    } else {
+        x = PyObject_GetAttr(tracker, s_max_psn);
+        if (x == NULL)
+            goto fail;
+        max_psn = PyLong_AsLongLong(x);
+        Py_CLEAR(x);
+        if (max_psn == -1 && PyErr_Occurred())
+            goto fail;
+    }
     if (psn == max_psn) {
         x = PyObject_GetAttr(ses, s_flags);
         if (x == NULL) {
@@ -292,11 +349,20 @@ static PyObject *k_rx_request(PyObject *mod, PyObject *const *args, Py_ssize_t n
     if ((nbytes = PyObject_Length(payload)) < 0 || (nb_obj = PyLong_FromSsize_t(nbytes)) == NULL)
         goto fail;
     {
-        PyObject *ct = SLOT(pds, L_HDR, H_CREDIT_TARGET);
-        PyObject *b[7] = {SLOT(pdc, L_PDC, T_RECEIVER), now_obj, nb_obj, ce ? Py_True : Py_False,
-                          ct, in_order ? Py_True : Py_False, ooo_o};
-        if (ct == NULL || call_drop(s_on_data, b, 7, kw_on_data) < 0)
-            goto fail;
+        PyObject *ct = SLOT(pds, L_HDR, H_CREDIT_TARGET), *recv = SLOT(pdc, L_PDC, T_RECEIVER);
+        int overflow = 1;
+        int64_t ooo = PyLong_CheckExact(ooo_o) ? PyLong_AsLongLongAndOverflow(ooo_o, &overflow)
+                                               : -1;
+        if (receiver_configured && recv != NULL && Py_IS_TYPE(recv, L_RECV.type) &&
+            !overflow && ooo >= 0) {
+            if (ct == NULL || nscc_on_data(recv, nbytes, ooo) < 0)
+                goto fail;
+        } else {
+            PyObject *b[7] = {recv, now_obj, nb_obj, ce ? Py_True : Py_False, ct,
+                              in_order ? Py_True : Py_False, ooo_o};
+            if (ct == NULL || call_drop(s_on_data, b, 7, kw_on_data) < 0)
+                goto fail;
+        }
     }
     PyObject *ccx = SLOT(pdc, L_PDC, T_CCX);
     if (ccx != Py_None) {
@@ -530,6 +596,47 @@ static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t na
     Py_RETURN_NONE;
 }
 
+/* configure_tracker(PsnTracker, on_packet, max_psn, results, saturated): the C tracker's
+ * class, the addresses of uetn_tk_on_packet and uetn_tk_max_psn, MarkResult by value and
+ * the ooo_count that means "read the real counter" */
+static PyObject *k_configure_tracker(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5 || !PyLong_Check(args[1]) || !PyLong_Check(args[2]) ||
+        !PyTuple_Check(args[3]) || PyTuple_GET_SIZE(args[3]) != 4 || !PyLong_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "configure_tracker(PsnTracker, on_packet, max_psn, results, saturated)");
+        return NULL;
+    }
+    tracker_configured = 0;
+    void *a = PyLong_AsVoidPtr(args[1]), *b = PyLong_AsVoidPtr(args[2]);
+    int64_t sat = PyLong_AsLongLong(args[4]);
+    if (PyErr_Occurred() || layout(&L_TK, args[0], TK_NAMES, K_N) < 0)
+        return NULL;
+    if (a == NULL || b == NULL) {
+        PyErr_SetString(PyExc_ValueError, "configure_tracker: a null function");
+        return NULL;
+    }
+    for (int i = 0; i < 4; i++)
+        Py_XSETREF(mark_results[i], Py_NewRef(PyTuple_GET_ITEM(args[3], i)));
+    tk_on_packet = (tk_fn)a;
+    tk_max_psn = (tk_fn)b;
+    ooo_saturated = sat;
+    tracker_configured = 1;
+    Py_RETURN_NONE;
+}
+
+/* configure_receiver(NsccReceiver) */
+static PyObject *k_configure_receiver(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 1) {
+        PyErr_SetString(PyExc_TypeError, "configure_receiver(NsccReceiver)");
+        return NULL;
+    }
+    receiver_configured = 0;
+    if (layout(&L_RECV, args[0], RECV_NAMES, R_N) < 0)
+        return NULL;
+    receiver_configured = 1;
+    Py_RETURN_NONE;
+}
+
 KW_ENTRY(k_rx_request_kw, k_rx_request, ref_rx_request)
 KW_ENTRY(k_rx_dispatch_kw, k_rx_dispatch, ref_dispatch)
 
@@ -537,6 +644,10 @@ static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))k_configure, METH_FASTCALL,
      "configure(TargetPdc, PdcContext, MemoryAccount, PdsConfig, Frame, PdsRequest, "
      "AckScheduler, AckCoalescer, Pending, RequestDelivered, constants, reference)"},
+    {"configure_tracker", (PyCFunction)(void (*)(void))k_configure_tracker, METH_FASTCALL,
+     "configure_tracker(PsnTracker, on_packet, max_psn, results, saturated)"},
+    {"configure_receiver", (PyCFunction)(void (*)(void))k_configure_receiver, METH_FASTCALL,
+     "configure_receiver(NsccReceiver)"},
     {"configure_dispatch", (PyCFunction)(void (*)(void))k_configure_dispatch, METH_FASTCALL,
      "configure_dispatch(reference, constants): for rx_dispatch"},
     {"rx_dispatch", (PyCFunction)(void (*)(void))k_rx_dispatch_kw, METH_FASTCALL | METH_KEYWORDS,
@@ -550,6 +661,7 @@ static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_target_core",
 
 PyMODINIT_FUNC PyInit__target_core(void) {
     if (intern_str(&s_apply_clear, "apply_clear") || intern_str(&s_on_packet, "on_packet") || intern_str(&s_max_psn, "max_psn") ||
+        intern_str(&s_ooo_count, "ooo_count") ||
         intern_str(&s_on_data, "on_data") || intern_str(&s_credit_changed, "credit_changed") ||
         intern_str(&s_rx_not_new, "_rx_not_new") || intern_str(&s_flags, "flags") ||
         intern_str(&s_append, "append") || intern_str(&s_rx_packets, "rx_packets") ||

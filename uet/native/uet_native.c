@@ -795,6 +795,12 @@ int64_t uetn_tk_cack(uint64_t key)
     return t ? (int64_t)(uint32_t)(t->base - 1u) : UETN_ERR_KEY;
 }
 
+int64_t uetn_tk_max_psn(uint64_t key)
+{
+    uetn_tracker *t = key_tracker(key);
+    return t ? (int64_t)t->max_psn : UETN_ERR_KEY;
+}
+
 uint64_t uetn_tk_ack_bitmap(uint64_t key)
 {
     uetn_tracker *t = key_tracker(key);

@@ -124,6 +124,7 @@ int uetn_tk_is_received(uint64_t key);
 int64_t uetn_tk_on_packet(uint64_t key);
 uint64_t uetn_tk_sack_bitmap(uint64_t key);   /* psn = the bitmap's base */
 int64_t uetn_tk_cack(uint64_t key);           /* cack_psn (the PSN bits are ignored) */
+int64_t uetn_tk_max_psn(uint64_t key);        /* max_psn (the PSN bits are ignored) */
 uint64_t uetn_tk_ack_bitmap(uint64_t key);    /* the SACK bitmap from cack_psn + 1 */
 /* mark_cumulative(psn), written to the tracker's outbuf (UETN_ERR_CAPACITY if it was not
  * allocated yet): also apply_ack of an ACK without SACK bits. */

@@ -927,6 +927,19 @@ def configure(core: Any) -> None:
                     "eom": int(EOM), "ack_m": ACK_M, "ack_retx": ACK_RETX,
                     "max_owed": AckCoalescer.MAX_OWED},
                    REFERENCE["rx_request"])
+    from uet.cms.receiver import NsccReceiver
+    from uet.native import fast
+    from uet.native._common import MARK_RESULTS
+
+    if fast is not None and PsnTracker is fast.PsnTracker:
+        # the tracker's one-argument C entry points, called without its Python wrapper
+        ffi, lib = fast.ffi, fast.lib
+        core.configure_tracker(
+            fast.PsnTracker,
+            int(ffi.cast("uintptr_t", ffi.addressof(lib, "uetn_tk_on_packet"))),
+            int(ffi.cast("uintptr_t", ffi.addressof(lib, "uetn_tk_max_psn"))),
+            MARK_RESULTS, int(lib.UETN_OOO_SATURATED))
+    core.configure_receiver(NsccReceiver)  # its on_data on its slots
 
 
 #: which form a new RUD request is taken in: "native" (C) or "python"
