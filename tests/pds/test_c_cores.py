@@ -151,7 +151,11 @@ async def _fabric(topo: dict, flows: list, seed: int, taps: list[str], shared: b
                    "events": fab.net.loop.events, "now": fab.net.loop.now,
                    # what landed in every host's memory (a private sink keeps the bytes)
                    "sinks": [hashlib.sha256(bytes(fab.endpoint(i).sink or b"")).hexdigest()
-                             for i in range(len(fab.hosts))]}
+                             for i in range(len(fab.hosts))],
+                   # every host's delivery audit (packets seen, duplicates, open messages)
+                   "audits": [(a.seen, a.duplicates, len(a.messages), list(a.finished))
+                              for a in (fab.endpoint(i).audit
+                                        for i in range(len(fab.hosts)))]}
         out["capture"] = hashlib.sha256(path.read_bytes()).hexdigest()
         out["frames"] = path.stat().st_size
     return out
@@ -186,6 +190,7 @@ def test_fabric_runs_capture_the_same_bytes(name, shared):
     if not shared:  # the bytes were written: every destination's sink holds its own
         assert len(set(c["sinks"])) >= len({d for _, d, _ in flows})
     assert c["frames"] > (10_000 if name == "sizes" else 1_000_000)  # the run, not a few
+    assert sum(a[0] for a in c["audits"]) > 50  # the audits saw the deliveries
     # and the runs reach the paths that matter: trimming, loss recovery, CC blocking
     total: dict[str, int] = {}
     for counters in c["counters"]["endpoint"].values():

@@ -28,6 +28,7 @@ _CORES: list[tuple[type, dict[str, Any], Any]] = [
     (target.TargetPdc, target.REFERENCE, target),
     (pds_endpoint.PdsEndpoint, pds_endpoint.REFERENCE, pds_endpoint),
     (fep.FabricEndpoint, fep.REFERENCE, fep),
+    (fep.DeliveryAudit, fep.AUDIT_REFERENCE, fep),
     (ses_target.Target, ses_target.REFERENCE, ses_target),
 ]
 

@@ -46,7 +46,7 @@ from uet.profiles import Profile
 from uet.ses.endpoint import SesEndpoint
 from uet.ses.initiator import Operation
 from uet.ses.memory import Perm
-from uet.ses.messages import OpCompleted, OutMessage, RecvCompleted, TargetAddr
+from uet.ses.messages import OpCompleted, OutMessage, RecvCompleted, TargetAddr, TargetReply
 from uet.tss.config import TssConfig
 from uet.tss.sublayer import TssSublayer, frame_is_secured, is_secured
 from uet.wire.codec import decode_frame, decode_uet, encode_frame, encode_uet
@@ -92,6 +92,10 @@ class DeliveryAudit:
     audited. State is bounded by ``max_messages`` + ``history``.
     """
 
+    # slots: the FEP core (uet/native/fep_core.c) does ``see`` on them
+    __slots__ = ("max_messages", "history", "mtu_payload", "messages", "finished",
+                 "duplicates", "seen", "flow_of", "flow_bytes", "flow_dups")
+
     def __init__(self, max_messages: int = 65536, history: int = 4096,
                  mtu_payload: int = 4096) -> None:
         self.max_messages = max_messages
@@ -101,12 +105,20 @@ class DeliveryAudit:
         self.finished: dict[tuple, None] = {}
         self.duplicates = 0
         self.seen = 0
-        #: per-flow accounting (experiments' FlowAudit): (source IP, message ID) -> flow
-        #: ID; None: off. With it, every packet seen counts its bytes to its flow
-        #: (``flow_bytes``) or, a duplicate, one to ``flow_dups``.
+        #: per-flow accounting (:meth:`count_flows`, for experiments): (source IP, message
+        #: ID) -> flow ID; None: off. With it, every packet seen counts its bytes to its
+        #: flow (``flow_bytes``) or, a duplicate, one to ``flow_dups``.
         self.flow_of: dict[tuple[str, int], int] | None = None
         self.flow_bytes: Counter[int] = Counter()
         self.flow_dups: Counter[int] = Counter()
+
+    def count_flows(self) -> dict[tuple[str, int], int]:
+        """Switch the per-flow accounting on (from now, with empty counts); returns the
+        ``flow_of`` table to fill: (source IP, message ID) -> flow ID."""
+        self.flow_of = {}
+        self.flow_bytes = Counter()
+        self.flow_dups = Counter()
+        return self.flow_of
 
     def see(self, src: str, ses: Any, nbytes: int, conn: int = 0) -> bool:
         """Record one delivered request packet (``conn``: the target PDC it came on, which
@@ -659,9 +671,13 @@ class FabricEndpoint:
             return
         self.pds.respond(now, ev.token, reply.response, reply.data)
         if reply.later is not None:  # NO_RESPONSE now, the real response after a delay
-            self._later_seq += 1
-            heapq.heappush(self._later, (now + reply.delay_ps, self._later_seq, ev.token,
-                                         reply.later))
+            self._defer(now, ev.token, reply)
+
+    def _defer(self, now: int, token: int, reply: TargetReply) -> None:
+        """Give the PDS ``reply.later`` for ``token`` ``reply.delay_ps`` from now."""
+        self._later_seq += 1
+        heapq.heappush(self._later, (now + reply.delay_ps, self._later_seq, token,
+                                     reply.later))
 
     def _isolate(self, now: int, ev: RequestDelivered) -> int | None:
         """Job isolation (docs/tss.md): the job a request names must be the job of the
@@ -850,7 +866,10 @@ def _host_log(ctx: Any) -> Callable[..., None] | None:
 #: encapsulation and any frame its decoder does not take
 REFERENCE = {"receive": FabricEndpoint.receive, "pop_control": FabricEndpoint.pop_control,
              "pop_data": FabricEndpoint.pop_data,
-             "next_deadline": FabricEndpoint.next_deadline}
+             "next_deadline": FabricEndpoint.next_deadline,
+             "deliver": FabricEndpoint.deliver}
+#: the same for the audit (its ``see`` for a standard-header request)
+AUDIT_REFERENCE = {"see": DeliveryAudit.see}
 
 
 def _use_c_core() -> str:
@@ -873,11 +892,16 @@ def _use_c_core() -> str:
     FabricEndpoint.pop_control = core.pop_control_method  # type: ignore[method-assign]
     FabricEndpoint.pop_data = core.pop_data_method  # type: ignore[method-assign]
     FabricEndpoint.next_deadline = core.next_deadline_method  # type: ignore[method-assign]
+    core.configure_delivery((REFERENCE["deliver"], AUDIT_REFERENCE["see"]), DeliveryAudit,
+                            SesStandard, RequestDelivered, TargetReply,
+                            {"som": _SOM, "read": _READ, "bitmap_max": _AUDIT_BITMAP_MAX})
+    FabricEndpoint.deliver = core.deliver_method  # type: ignore[method-assign]
+    DeliveryAudit.see = core.see_method  # type: ignore[method-assign]
     return "native"
 
 
 #: which form the frame interface runs in: "native" (C) or "python"
 IMPLEMENTATION = _use_c_core()
 
-__all__ = ["IMPLEMENTATION", "REFERENCE", "BulkMessage", "DeliveryAudit", "FabricEndpoint",
-           "SINK_INDEX", "SINK_KEY", "SesOpcode"]
+__all__ = ["AUDIT_REFERENCE", "IMPLEMENTATION", "REFERENCE", "BulkMessage", "DeliveryAudit",
+           "FabricEndpoint", "SINK_INDEX", "SINK_KEY", "SesOpcode"]

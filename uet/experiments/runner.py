@@ -18,7 +18,6 @@ from uet.experiments import timeseries
 from uet.experiments.uet_stack import (
     DRAIN_CHECK_PS,
     EVENT_LOG,
-    FlowAudit,
     Runner,
     Sampler,
     SinkSpace,
@@ -28,8 +27,8 @@ from uet.experiments.uet_stack import (
 if TYPE_CHECKING:
     from uet.experiments.roce_stack import RoceRunner
 
-__all__ = ["run_experiment", "Runner", "RoceRunner", "SinkSpace", "Sampler", "FlowAudit",
-           "check_live", "DRAIN_CHECK_PS", "EVENT_LOG"]
+__all__ = ["run_experiment", "Runner", "RoceRunner", "SinkSpace", "Sampler", "check_live",
+           "DRAIN_CHECK_PS", "EVENT_LOG"]
 
 
 def run_experiment(config: dict[str, Any], out_dir: Path | None,

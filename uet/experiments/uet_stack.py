@@ -26,7 +26,6 @@ from __future__ import annotations
 import operator
 import sys
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -96,18 +95,6 @@ def _some(names: list[str], n: int = 6) -> str:
     """The first ``n`` names, and how many more there are."""
     more = f" ... ({len(names)} in all)" if len(names) > n else ""
     return ", ".join(names[:n]) + more
-
-
-class FlowAudit(DeliveryAudit):
-    """The end point's duplicate audit, also counting per flow: first-copy bytes and
-    duplicates delivered, by (source IP, message ID) of the flow's WRITE (the audit's
-    ``flow_of`` accounting, switched on)."""
-
-    def __init__(self, base: DeliveryAudit) -> None:
-        self.__dict__.update(base.__dict__)
-        self.flow_of: dict[tuple[str, int], int] = {}
-        self.flow_bytes: Counter[int] = Counter()
-        self.flow_dups: Counter[int] = Counter()
 
 
 class SinkSpace:
@@ -366,11 +353,10 @@ class Runner:
     def attach(self, fab: Fabric) -> None:
         """Hook the runner into every host's end point (audits, completions, sinks)."""
         self.eps: list[Any] = [fab.endpoint(i) for i in range(len(fab.net.nics))]
-        self.audits: list[FlowAudit] = []
+        self.audits: list[DeliveryAudit] = []
         for i, ep in enumerate(self.eps):
-            audit = FlowAudit(ep.audit)
-            ep.audit = audit
-            self.audits.append(audit)
+            ep.audit.count_flows()  # first-copy bytes and duplicates per flow
+            self.audits.append(ep.audit)
             ep.on_complete = self._completion_hook(i)
         rudi = self.cfg["transport"]["mode"] == "RUDI"
         if rudi:

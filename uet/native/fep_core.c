@@ -391,7 +391,341 @@ static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t na
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------ delivery
+ * FabricEndpoint.deliver (a delivered request to the SES target, its answer to the PDS)
+ * and DeliveryAudit.see (the independent exactly-once check), for a cleartext end point
+ * and a standard-header request; everything else is the Python's (configure_delivery). */
+
+enum { A_MAX_MESSAGES, A_HISTORY, A_MTU, A_MESSAGES, A_FINISHED, A_DUPLICATES, A_SEEN,
+       A_FLOW_OF, A_FLOW_BYTES, A_FLOW_DUPS, A_N };
+static const char *AUDIT_NAMES[A_N] = {"max_messages", "history", "mtu_payload", "messages",
+                                       "finished", "duplicates", "seen", "flow_of",
+                                       "flow_bytes", "flow_dups"};
+enum { SS_FLAGS, SS_OFFSET, SS_OPCODE, SS_REQUEST_LENGTH, SS_INITIATOR, SS_JOB_ID,
+       SS_MESSAGE_ID, SS_N };
+static const char *SESSTD_NAMES[SS_N] = {"flags", "message_offset", "opcode",
+                                         "request_length", "initiator", "job_id",
+                                         "message_id"};
+enum { D_TOKEN, D_SRC_IP, D_PDC_ID, D_MODE, D_PSN, D_SES, D_EXT, D_PAYLOAD, D_N };
+static const char *DELIVERED_NAMES[D_N] = {"token", "src_ip", "pdc_id", "mode", "psn", "ses",
+                                           "ext", "payload"};
+enum { Y_RESPONSE, Y_DATA, Y_NACK, Y_LATER, Y_N };
+static const char *REPLY_NAMES[Y_N] = {"response", "data", "nack", "later"};
+static Layout L_AUDIT, L_SESSTD, L_DELIVERED, L_REPLY;
+static PyObject *ref_see, *ref_deliver, *zero;
+static int64_t som_flag, read_opcode, bitmap_max;
+static int delivery_configured;
+static PyObject *s_audit, *s_target, *s_handle, *s_reject, *s_respond, *s_defer, *s_see;
+
+/* a duplicate: duplicates += 1, and one to its flow's flow_dups */
+static PyObject *audit_dup(PyObject *self, PyObject *flows, PyObject *src, PyObject *mid) {
+    if (add_i64(self, &L_AUDIT, A_DUPLICATES, 1) < 0)
+        return NULL;
+    if (flows != Py_None) {
+        PyObject *k = PyTuple_Pack(2, src, mid);
+        PyObject *fid = k ? PyDict_GetItemWithError(flows, k) : NULL;
+        Py_XDECREF(k);
+        if (fid == NULL && PyErr_Occurred())
+            return NULL;
+        if (fid != NULL && count_n(SLOT(self, L_AUDIT, A_FLOW_DUPS), fid, 1) < 0)
+            return NULL;
+    }
+    Py_RETURN_FALSE;
+}
+
+/* delete d's first key (the oldest: dicts keep insertion order) */
+static int pop_first(PyObject *d) {
+    PyObject *k, *v;
+    if (!dict_first(d, &k, &v))
+        return 0;
+    Py_INCREF(k);
+    int rc = PyDict_DelItem(d, k);
+    Py_DECREF(k);
+    return rc;
+}
+
+/* see(audit, src, ses, nbytes, conn=0) */
+static PyObject *k_see(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (!delivery_configured) {
+        PyErr_SetString(PyExc_RuntimeError, "fep core: delivery not configured");
+        return NULL;
+    }
+    if ((nargs != 4 && nargs != 5) || !Py_IS_TYPE(args[0], L_AUDIT.type) ||
+        !Py_IS_TYPE(args[2], L_SESSTD.type) || !PyLong_CheckExact(args[3]) ||
+        (nargs == 5 && !PyLong_CheckExact(args[4])))
+        return PyObject_Vectorcall(ref_see, args, nargs, NULL);
+    PyObject *self = args[0], *src = args[1], *ses = args[2];
+    PyObject *conn = nargs == 5 ? args[4] : zero;
+    PyObject *flows = SLOT(self, L_AUDIT, A_FLOW_OF), *messages = SLOT(self, L_AUDIT, A_MESSAGES);
+    PyObject *finished = SLOT(self, L_AUDIT, A_FINISHED);
+    int64_t nbytes, mtu, maxm, hist, flags, moff, op, rlen, dummy;
+    if ((nbytes = PyLong_AsLongLong(args[3])) == -1 && PyErr_Occurred())
+        return NULL;
+    if (get_i64(self, &L_AUDIT, A_MTU, &mtu) < 0 ||
+        get_i64(self, &L_AUDIT, A_MAX_MESSAGES, &maxm) < 0 ||
+        get_i64(self, &L_AUDIT, A_HISTORY, &hist) < 0 ||
+        get_i64(self, &L_AUDIT, A_SEEN, &dummy) < 0 ||
+        get_i64(self, &L_AUDIT, A_DUPLICATES, &dummy) < 0 ||
+        get_i64(ses, &L_SESSTD, SS_FLAGS, &flags) < 0 ||
+        get_i64(ses, &L_SESSTD, SS_OFFSET, &moff) < 0 ||
+        get_i64(ses, &L_SESSTD, SS_OPCODE, &op) < 0 ||
+        get_i64(ses, &L_SESSTD, SS_REQUEST_LENGTH, &rlen) < 0 ||
+        SLOT(ses, L_SESSTD, SS_INITIATOR) == NULL || SLOT(ses, L_SESSTD, SS_JOB_ID) == NULL ||
+        SLOT(ses, L_SESSTD, SS_MESSAGE_ID) == NULL)
+        return PyErr_Occurred() ? NULL : PyObject_Vectorcall(ref_see, args, nargs, NULL);
+    /* what the arithmetic below assumes (header fields are unsigned); else the Python */
+    if (mtu <= 0 || moff < 0 || rlen < 0 || nbytes < 0 || !PyDict_CheckExact(messages) ||
+        !PyDict_CheckExact(finished) || (flows != Py_None && !PyDict_CheckExact(flows)))
+        return PyObject_Vectorcall(ref_see, args, nargs, NULL);
+    PyObject *mid = SLOT(ses, L_SESSTD, SS_MESSAGE_ID);
+    if (add_i64(self, &L_AUDIT, A_SEEN, 1) < 0)
+        return NULL;
+    int64_t offset = flags & som_flag ? 0 : moff, size = nbytes;
+    if (op == read_opcode) {
+        int64_t left = rlen - offset;
+        nbytes = left < mtu ? left : mtu;
+        if (nbytes < 0)
+            nbytes = 0;
+    }
+    PyObject *key = PyTuple_Pack(6, src, conn, SLOT(ses, L_SESSTD, SS_INITIATOR),
+                                 SLOT(ses, L_SESSTD, SS_JOB_ID), mid,
+                                 SLOT(ses, L_SESSTD, SS_OPCODE));
+    if (key == NULL)
+        return NULL;
+    PyObject *entry = PyDict_GetItemWithError(messages, key), *r = NULL, *x = NULL;
+    int isnew = entry == NULL;
+    if (isnew) {
+        if (PyErr_Occurred())
+            goto done;
+        int in = PyDict_Contains(finished, key);
+        if (in) {
+            r = in < 0 ? NULL : audit_dup(self, flows, src, mid);
+            goto done;
+        }
+        if (PyDict_GET_SIZE(messages) >= maxm && pop_first(messages) < 0)
+            goto done;
+        int64_t span = rlen / mtu + 1;
+        PyObject *bm = PyByteArray_FromStringAndSize(NULL, span <= bitmap_max ? (span + 7) >> 3 : 0);
+        if (bm == NULL)
+            goto done;
+        memset(PyByteArray_AS_STRING(bm), 0, PyByteArray_GET_SIZE(bm));
+        entry = PyList_New(3);
+        if (entry == NULL) {
+            Py_DECREF(bm);
+            goto done;
+        }
+        PyList_SET_ITEM(entry, 0, bm);
+        PyList_SET_ITEM(entry, 1, Py_NewRef(zero));
+        PyList_SET_ITEM(entry, 2, Py_NewRef(Py_None));
+    } else {
+        Py_INCREF(entry);
+    }
+    if (!PyList_CheckExact(entry) || PyList_GET_SIZE(entry) != 3 ||
+        !PyByteArray_CheckExact(PyList_GET_ITEM(entry, 0))) {
+        PyErr_SetString(PyExc_TypeError, "DeliveryAudit: a malformed message entry");
+        goto done;
+    }
+    int64_t q = offset / mtu, rem = offset % mtu;
+    PyObject *bitmap = PyList_GET_ITEM(entry, 0);
+    if (!rem && (q >> 3) < PyByteArray_GET_SIZE(bitmap)) {
+        char *b = PyByteArray_AS_STRING(bitmap);
+        char bit = (char)(1 << (q & 7));
+        if (b[q >> 3] & bit) {
+            r = audit_dup(self, flows, src, mid);
+            goto done;
+        }
+        b[q >> 3] |= bit;
+    } else {
+        PyObject *others = PyList_GET_ITEM(entry, 2);
+        if (others == Py_None) {
+            if ((others = PySet_New(NULL)) == NULL)
+                goto done;
+            PyList_SetItem(entry, 2, others); /* steals; the old None is released */
+        }
+        if ((x = PyLong_FromLongLong(offset)) == NULL)
+            goto done;
+        int in = PySet_Contains(others, x);
+        if (in) {
+            r = in < 0 ? NULL : audit_dup(self, flows, src, mid);
+            goto done;
+        }
+        if (PySet_Add(others, x) < 0)
+            goto done;
+    }
+    if (flows != Py_None) {
+        PyObject *k = PyTuple_Pack(2, src, mid);
+        PyObject *fid = k ? PyDict_GetItemWithError(flows, k) : NULL;
+        Py_XDECREF(k);
+        if (fid == NULL && PyErr_Occurred())
+            goto done;
+        if (fid != NULL && count_n(SLOT(self, L_AUDIT, A_FLOW_BYTES), fid, size) < 0)
+            goto done;
+    }
+    int64_t got;
+    PyObject *g = PyList_GET_ITEM(entry, 1);
+    if (!PyLong_Check(g) || ((got = PyLong_AsLongLong(g)) == -1 && PyErr_Occurred())) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "DeliveryAudit: a malformed message entry");
+        goto done;
+    }
+    got += nbytes;
+    if (got >= rlen) {
+        if (!isnew && PyDict_DelItem(messages, key) < 0)
+            goto done;
+        if (PyDict_SetItem(finished, key, Py_None) < 0 ||
+            (PyDict_GET_SIZE(finished) > hist && pop_first(finished) < 0))
+            goto done;
+    } else {
+        PyObject *go = PyLong_FromLongLong(got);
+        if (go == NULL)
+            goto done;
+        PyList_SetItem(entry, 1, go);
+        if (isnew && PyDict_SetItem(messages, key, entry) < 0)
+            goto done;
+    }
+    r = Py_NewRef(Py_True);
+done:
+    Py_XDECREF(x);
+    Py_XDECREF(entry);
+    Py_DECREF(key);
+    return r;
+}
+
+/* deliver(fep, now, ev) */
+static PyObject *k_deliver(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (!delivery_configured) {
+        PyErr_SetString(PyExc_RuntimeError, "fep core: delivery not configured");
+        return NULL;
+    }
+    if (nargs != 3 || !Py_IS_TYPE(args[0], fep_type) || !Py_IS_TYPE(args[2], L_DELIVERED.type))
+        return PyObject_Vectorcall(ref_deliver, args, nargs, NULL);
+    PyObject *fep = args[0], *now = args[1], *ev = args[2];
+    PyObject *ses = SLOT(ev, L_DELIVERED, D_SES);
+    if (ses == NULL || ses == Py_None)
+        return PyObject_Vectorcall(ref_deliver, args, nargs, NULL);
+    for (int i = 0; i < D_N; i++)
+        if (SLOT(ev, L_DELIVERED, i) == NULL)
+            return PyObject_Vectorcall(ref_deliver, args, nargs, NULL);
+    int clear = cleartext(fep);
+    if (clear <= 0)
+        return clear < 0 ? NULL : PyObject_Vectorcall(ref_deliver, args, nargs, NULL);
+    PyObject *sesep = NULL, *target = NULL, *reply = NULL, *pds = NULL, *r = NULL;
+    if ((sesep = PyObject_GetAttr(fep, s_ses)) == NULL ||
+        (target = PyObject_GetAttr(sesep, s_target)) == NULL)
+        goto done;
+    {
+        PyObject *a[10] = {target, SLOT(ev, L_DELIVERED, D_SRC_IP), ses,
+                           SLOT(ev, L_DELIVERED, D_EXT), SLOT(ev, L_DELIVERED, D_PAYLOAD),
+                           SLOT(ev, L_DELIVERED, D_MODE), SLOT(ev, L_DELIVERED, D_PSN),
+                           SLOT(ev, L_DELIVERED, D_PDC_ID), now, Py_None};
+        if ((reply = PyObject_VectorcallMethod(s_handle, a, 10, NULL)) == NULL)
+            goto done;
+    }
+    if (!Py_IS_TYPE(reply, L_REPLY.type)) {
+        PyErr_Format(PyExc_TypeError, "Target.handle: a TargetReply is expected, not %s",
+                     Py_TYPE(reply)->tp_name);
+        goto done;
+    }
+    PyObject *nack = SLOT(reply, L_REPLY, Y_NACK);
+    if (nack == NULL) {
+        unset(reply, &L_REPLY, Y_NACK);
+        goto done;
+    }
+    if (nack == Py_None) {
+        /* a refused packet counts as never delivered: its retransmission is no duplicate */
+        PyObject *audit = PyObject_GetAttr(fep, s_audit), *res;
+        Py_ssize_t n = PyObject_Length(SLOT(ev, L_DELIVERED, D_PAYLOAD));
+        PyObject *nb = n < 0 ? NULL : PyLong_FromSsize_t(n);
+        if (audit == NULL || nb == NULL) {
+            Py_XDECREF(audit);
+            Py_XDECREF(nb);
+            goto done;
+        }
+        PyObject *a[5] = {audit, SLOT(ev, L_DELIVERED, D_SRC_IP), ses, nb,
+                          SLOT(ev, L_DELIVERED, D_PDC_ID)};
+        res = Py_IS_TYPE(audit, L_AUDIT.type) ? k_see(mod, a, 5)
+                                               : PyObject_VectorcallMethod(s_see, a, 5, NULL);
+        Py_DECREF(audit);
+        Py_DECREF(nb);
+        if (res == NULL)
+            goto done;
+        Py_DECREF(res);
+    }
+    PyObject *token = SLOT(ev, L_DELIVERED, D_TOKEN);
+    int want = PyObject_IsTrue(token);
+    if (want <= 0) {
+        r = want < 0 ? NULL : Py_NewRef(Py_None);
+        goto done;
+    }
+    if ((pds = PyObject_GetAttr(fep, s_pds)) == NULL)
+        goto done;
+    if (nack != Py_None) {
+        PyObject *a[4] = {pds, now, token, nack};
+        if (call_drop(s_reject, a, 4, NULL) < 0)
+            goto done;
+    } else {
+        PyObject *resp = SLOT(reply, L_REPLY, Y_RESPONSE), *data = SLOT(reply, L_REPLY, Y_DATA);
+        PyObject *later = SLOT(reply, L_REPLY, Y_LATER);
+        if (resp == NULL || data == NULL || later == NULL) {
+            unset(reply, &L_REPLY, resp == NULL ? Y_RESPONSE : data == NULL ? Y_DATA : Y_LATER);
+            goto done;
+        }
+        PyObject *a[5] = {pds, now, token, resp, data};
+        if (call_drop(s_respond, a, 5, NULL) < 0)
+            goto done;
+        if (later != Py_None) { /* NO_RESPONSE now, the real response after a delay */
+            PyObject *b[4] = {fep, now, token, reply};
+            if (call_drop(s_defer, b, 4, NULL) < 0)
+                goto done;
+        }
+    }
+    r = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(sesep);
+    Py_XDECREF(target);
+    Py_XDECREF(reply);
+    Py_XDECREF(pds);
+    return r;
+}
+
+/* configure_delivery((deliver, see), DeliveryAudit, SesStandard, RequestDelivered,
+ *                    TargetReply, constants) */
+static PyObject *k_configure_delivery(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != 2 ||
+        !PyDict_Check(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "configure_delivery((deliver, see), DeliveryAudit, "
+                                         "SesStandard, RequestDelivered, TargetReply, constants)");
+        return NULL;
+    }
+    delivery_configured = 0;
+    static const char *names[] = {"som", "read", "bitmap_max"};
+    int64_t v[3];
+    for (int i = 0; i < 3; i++) {
+        PyObject *o = PyDict_GetItemString(args[5], names[i]);
+        if (o == NULL) {
+            PyErr_Format(PyExc_ValueError, "configure_delivery: no constant '%s'", names[i]);
+            return NULL;
+        }
+        if ((v[i] = PyLong_AsLongLong(o)) == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    if (layout(&L_AUDIT, args[1], AUDIT_NAMES, A_N) < 0 ||
+        layout(&L_SESSTD, args[2], SESSTD_NAMES, SS_N) < 0 ||
+        layout(&L_DELIVERED, args[3], DELIVERED_NAMES, D_N) < 0 ||
+        layout(&L_REPLY, args[4], REPLY_NAMES, Y_N) < 0)
+        return NULL;
+    Py_XSETREF(ref_deliver, Py_NewRef(PyTuple_GET_ITEM(args[0], 0)));
+    Py_XSETREF(ref_see, Py_NewRef(PyTuple_GET_ITEM(args[0], 1)));
+    som_flag = v[0];
+    read_opcode = v[1];
+    bitmap_max = v[2];
+    delivery_configured = 1;
+    Py_RETURN_NONE;
+}
+
 KW_ENTRY(k_receive_kw, k_receive, ref_receive)
+KW_ENTRY(k_deliver_kw, k_deliver, ref_deliver)
+KW_ENTRY(k_see_kw, k_see, ref_see)
 KW_ENTRY(k_pop_control_kw, k_pop_control, ref_pop_control)
 KW_ENTRY(k_pop_data_kw, k_pop_data, ref_pop_data)
 KW_ENTRY(k_next_deadline_kw, k_next_deadline, ref_next_deadline)
@@ -408,6 +742,13 @@ static PyMethodDef methods[] = {
      "pop_data(fep, now): FabricEndpoint.pop_data"},
     {"next_deadline", (PyCFunction)(void (*)(void))k_next_deadline_kw, METH_FASTCALL | METH_KEYWORDS,
      "next_deadline(fep): FabricEndpoint.next_deadline"},
+    {"configure_delivery", (PyCFunction)(void (*)(void))k_configure_delivery, METH_FASTCALL,
+     "configure_delivery((deliver, see), DeliveryAudit, SesStandard, RequestDelivered, "
+     "TargetReply, constants)"},
+    {"deliver", (PyCFunction)(void (*)(void))k_deliver_kw, METH_FASTCALL | METH_KEYWORDS,
+     "deliver(fep, now, ev): FabricEndpoint.deliver"},
+    {"see", (PyCFunction)(void (*)(void))k_see_kw, METH_FASTCALL | METH_KEYWORDS,
+     "see(audit, src, ses, nbytes, conn=0): DeliveryAudit.see"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_fep_core",
@@ -429,11 +770,17 @@ PyMODINIT_FUNC PyInit__fep_core(void) {
         intern_str(&s_heap, "heap") || intern_str(&s_armed, "_armed") ||
         intern_str(&s_ses, "ses") || intern_str(&s_deadline, "deadline") ||
         intern_str(&s_later, "_later") || intern_str(&s_get, "get") ||
-        intern_str(&str_udp, "udp"))
+        intern_str(&str_udp, "udp") || intern_str(&s_audit, "audit") ||
+        intern_str(&s_target, "target") || intern_str(&s_handle, "handle") ||
+        intern_str(&s_reject, "reject") || intern_str(&s_respond, "respond") ||
+        intern_str(&s_defer, "_defer") || intern_str(&s_see, "see"))
+        return NULL;
+    if ((zero = PyLong_FromLong(0)) == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&moddef);
-    static const char *const names[] = {"receive", "pop_control", "pop_data", "next_deadline"};
-    if (m == NULL || add_instance_methods(m, names, 4) < 0) {
+    static const char *const names[] = {"receive", "pop_control", "pop_data", "next_deadline",
+                                        "deliver", "see"};
+    if (m == NULL || add_instance_methods(m, names, 6) < 0) {
         Py_XDECREF(m);
         return NULL;
     }

@@ -1,0 +1,107 @@
+"""The FEP core's ``DeliveryAudit.see`` (C) against its Python form, op by op.
+
+Two audits take the same seeded stream of delivered packets, one through the class's
+method (the C form when the core is built) and one through ``AUDIT_REFERENCE["see"]``;
+after every packet the answers and every slot of both audits must be equal. The streams mix
+what an end point sees: packets in and out of order, copies, late copies of finished
+messages, READs (their slice counts, not their bytes), unaligned offsets and offsets past
+the end (the set), messages too long for a bitmap, several sources and connections, medium
+headers (not audited), per-flow accounting on or off, and tables small enough that
+``max_messages`` and ``history`` evict. The end-to-end comparison (deliver, the audit and
+the SES target in a whole fabric) is tests/pds/test_c_cores.py.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from uet.endpoint import fep
+from uet.endpoint.fep import AUDIT_REFERENCE, DeliveryAudit
+from uet.wire.constants import SesFlag, SesOpcode
+from uet.wire.records import SesMedium, SesStandard
+
+NATIVE = fep.IMPLEMENTATION == "native"
+SLOTS = DeliveryAudit.__slots__
+
+
+def _state(a: DeliveryAudit) -> tuple:
+    return tuple(
+        {k: [bytes(e[0]), e[1], e[2]] for k, e in v.items()} if name == "messages"
+        else list(v.items()) if isinstance(v, dict) else v
+        for name, v in ((n, getattr(a, n)) for n in SLOTS))
+
+
+def _stream(rng: random.Random, n: int, mtu: int) -> list[tuple]:
+    """(src, ses, nbytes, conn or None) calls of an end point's deliveries."""
+    sizes = [1, mtu - 1, mtu, mtu + 1, 3 * mtu, 5 * mtu + 17, 40 * mtu, mtu * (1 << 21)]
+    live: list[tuple] = []  # (src, conn, mid, op, total, offsets)
+    calls = []
+    mid = 0
+    for _ in range(n):
+        if not live or rng.random() < 0.15:
+            mid += 1
+            op = rng.choice([SesOpcode.WRITE] * 4 + [SesOpcode.READ, SesOpcode.SEND])
+            total = rng.choice(sizes)
+            offs = list(range(0, min(total, 12 * mtu), mtu))
+            if rng.random() < 0.2:  # unaligned and beyond-the-end offsets
+                offs += [rng.randrange(1, mtu), total + mtu]
+            rng.shuffle(offs)
+            live.append((rng.choice(["10.0.0.1", "10.0.0.2"]), rng.choice([None, 0, 5]),
+                         mid % 7 if rng.random() < 0.3 else mid, op, total, offs))
+        src, conn, m, op, total, offs = item = rng.choice(live)
+        if rng.random() < 0.05:
+            calls.append((src, SesMedium(opcode=int(SesOpcode.WRITE), job_id=1), 8, conn))
+            continue
+        off = offs.pop() if offs and rng.random() < 0.85 else rng.choice(
+            [0, mtu, 2 * mtu, total + mtu])  # a copy, or a late copy of a finished one
+        if not offs:
+            live.remove(item)
+        flags = int(SesFlag.REL) | (int(SesFlag.SOM) if off == 0 else 0)
+        nbytes = 0 if op == SesOpcode.READ else max(0, min(mtu, total - off))
+        ses = SesStandard(opcode=int(op), flags=flags, message_id=m, job_id=rng.choice([1, 2]),
+                          initiator=7, message_offset=off, request_length=total)
+        calls.append((src, ses, nbytes, conn))
+    return calls
+
+
+@pytest.mark.skipif(not NATIVE, reason="the FEP core is off: nothing to compare")
+@pytest.mark.parametrize("seed", range(12))
+def test_audit_core_matches_the_python_op_by_op(seed):
+    rng = random.Random(seed)
+    mtu = rng.choice([4096, 1024, 100])
+    kw = {"max_messages": rng.choice([3, 8, 65536]), "history": rng.choice([2, 5, 4096]),
+          "mtu_payload": mtu}
+    c, py = DeliveryAudit(**kw), DeliveryAudit(**kw)
+    assert DeliveryAudit.see is not AUDIT_REFERENCE["see"]
+    if seed % 2:
+        for a in (c, py):
+            flows = a.count_flows()
+            for m in range(0, 400, 3):
+                flows["10.0.0.1", m] = m * 10
+    ref = AUDIT_REFERENCE["see"]
+    dups = 0
+    for i, (src, ses, nbytes, conn) in enumerate(_stream(rng, 900, mtu)):
+        args = (src, ses, nbytes) if conn is None else (src, ses, nbytes, conn)
+        got, want = c.see(*args), ref(py, *args)
+        assert got is want, i
+        assert _state(c) == _state(py), i
+        dups += not want
+    assert dups > 10 and c.seen > 500  # the stream reaches the duplicate paths
+    if seed % 2:
+        assert c.flow_bytes and c.flow_dups
+
+
+@pytest.mark.skipif(not NATIVE, reason="the FEP core is off: nothing to compare")
+def test_audit_core_takes_keywords_and_odd_arguments_as_the_python():
+    c, py = DeliveryAudit(), DeliveryAudit()
+    ref = AUDIT_REFERENCE["see"]
+    ses = SesStandard(opcode=int(SesOpcode.WRITE), flags=int(SesFlag.SOM), message_id=1,
+                      request_length=8192)
+    assert c.see("a", ses, 4096, conn=3) is ref(py, "a", ses, 4096, conn=3) is True
+    assert c.see("a", ses, 4096, conn=3) is ref(py, "a", ses, 4096, conn=3) is False
+    assert c.see("a", ses, True) is ref(py, "a", ses, True) is True  # a bool is an int
+    assert _state(c) == _state(py)
+    with pytest.raises(TypeError):
+        c.see("a")
