@@ -94,7 +94,8 @@ def _target_states(seed: int, loss: float, cfg: dict, cms: CmsConfig | None) -> 
             states.append((now, pdc.pdc_id, pdc.max_eom, pdc.gap_since, pdc.last_rx,
                            pdc.clear_psn, tk.max_psn, tk.cack_psn, tk.ooo_count,
                            getattr(recv, "rcvd_bytes", None), getattr(recv, "ooo_count", None),
-                           len(pdc.pending), pdc.acks.co.nbytes))
+                           len(pdc.pending), pdc.acks.co.nbytes, pdc.cack_held,
+                           getattr(recv, "restore", None)))
 
     PdsEndpoint.receive = watched
     try:

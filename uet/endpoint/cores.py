@@ -17,15 +17,17 @@ from contextlib import contextmanager
 from typing import Any
 
 from uet.endpoint import fep
+from uet.pds import ack, initiator, recovery, target
 from uet.pds import endpoint as pds_endpoint
-from uet.pds import initiator, recovery, target
 from uet.ses import target as ses_target
 
-#: (class, its module's REFERENCE, its module) for every core
-_CORES: list[tuple[type, dict[str, Any], Any]] = [
+#: (class (or module, for a function), its module's REFERENCE, the module whose
+#: IMPLEMENTATION says which form runs) for every core
+_CORES: list[tuple[Any, dict[str, Any], Any]] = [
     (recovery.LossRecovery, recovery.REFERENCE, recovery),
     (initiator.InitiatorPdc, initiator.REFERENCE, initiator),
     (target.TargetPdc, target.REFERENCE, target),
+    (ack, ack.REFERENCE, target),  # build_ack, a module function (the target core's)
     (pds_endpoint.PdsEndpoint, pds_endpoint.REFERENCE, pds_endpoint),
     (fep.FabricEndpoint, fep.REFERENCE, fep),
     (fep.DeliveryAudit, fep.AUDIT_REFERENCE, fep),

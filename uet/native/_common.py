@@ -95,6 +95,16 @@ def window_error(psn: int, base: int, window: int) -> PsnWindowError:
     )
 
 
+def field_defaults(cls: type) -> tuple:
+    """Every field's default of a slots dataclass, in order (None for a field without
+    one): what a C core fills a new record's slots with before setting its own."""
+    import dataclasses
+
+    assert not hasattr(cls, "__post_init__")  # the core fills the slots itself
+    return tuple(None if f.default is dataclasses.MISSING else f.default
+                 for f in dataclasses.fields(cls))
+
+
 def load_core(name: str) -> ModuleType | None:
     """The C core extension ``uet.native.<name>`` (an end point's per-packet work,
     ``uet.endpoint.cores``), or None under ``UET_PURE_PYTHON=1`` or when it was not built:

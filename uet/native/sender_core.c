@@ -96,17 +96,6 @@ static PyObject *s_can_send, *s_choose_ev, *s_window_full, *s_on_send, *s_on_sen
     *s_blocked_memory, *s_tx_packets, *s_tx_bytes, *kw_can_send, *kw_window_full,
     *kw_on_send;
 
-/* a new object of a slots dataclass, every field at its default (defaults: a tuple in
- * the layout's order) */
-static PyObject *new_record(const Layout *l, PyObject *defaults) {
-    PyObject *o = l->type->tp_alloc(l->type, 0);
-    if (o == NULL)
-        return NULL;
-    for (int i = 0; i < l->n; i++)
-        *SLOTP(o, *l, i) = Py_NewRef(PyTuple_GET_ITEM(defaults, i));
-    return o;
-}
-
 /* a new SentPacket(psn, req, nbytes, cost), as its __init__ makes it */
 static PyObject *new_packet(PyObject *psn, PyObject *req, PyObject *nbytes, int64_t cost) {
     PyObject *o = L_PKT.type->tp_alloc(L_PKT.type, 0);

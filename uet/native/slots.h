@@ -182,6 +182,23 @@ static inline PyObject *new_filled(const Layout *l, PyObject **v) {
     return o;
 }
 
+/* a new object of a slots dataclass, every field at its default (defaults: a tuple in
+ * the layout's order, the dataclass fields' defaults) */
+static inline PyObject *new_record(const Layout *l, PyObject *defaults) {
+    PyObject *o = l->type->tp_alloc(l->type, 0);
+    if (o == NULL)
+        return NULL;
+    for (int i = 0; i < l->n; i++)
+        *SLOTP(o, *l, i) = Py_NewRef(PyTuple_GET_ITEM(defaults, i));
+    return o;
+}
+
+/* the signed serial difference a - b of two 32-bit PSNs (uet.wire.records.psn_diff) */
+static inline int64_t psn_sdiff(int64_t a, int64_t b) {
+    int64_t d = (a - b) & M32;
+    return d & HALF ? d - 0x100000000LL : d;
+}
+
 /* obj.name(*args, **kw): args[0] is obj, the last len(kwnames) are the keywords' values */
 static inline PyObject *call(PyObject *name, PyObject **args, size_t n, PyObject *kwnames) {
     size_t npos = n - (kwnames ? (size_t)PyTuple_GET_SIZE(kwnames) : 0);

@@ -71,7 +71,9 @@ static PyObject *s_ooo_count, *s_apply_clear, *s_on_packet, *s_max_psn, *s_on_da
  * (uetn_tk_on_packet, uetn_tk_max_psn: `tracker key | psn`) without its Python wrapper;
  * configure_tracker gives their addresses. Any other tracker class is called as Python. */
 typedef int64_t (*tk_fn)(uint64_t);
-static tk_fn tk_on_packet, tk_max_psn;
+typedef uint64_t (*tk_bits_fn)(uint64_t);
+static tk_fn tk_on_packet, tk_max_psn, tk_cack;
+static tk_bits_fn tk_ack_bitmap, tk_sack_bitmap;
 enum { K_KEY, K_N };
 static const char *TK_NAMES[K_N] = {"_k"};
 static Layout L_TK;
@@ -80,8 +82,8 @@ static int64_t ooo_saturated;
 static int tracker_configured;
 
 /* NSCC's receiver (uet.cms.receiver.NsccReceiver): its on_data is done on its slots */
-enum { R_RCVD_BYTES, R_OOO_COUNT, R_N };
-static const char *RECV_NAMES[R_N] = {"rcvd_bytes", "ooo_count"};
+enum { R_RCVD_BYTES, R_OOO_COUNT, R_PENALTY, R_RESTORE, R_N };
+static const char *RECV_NAMES[R_N] = {"rcvd_bytes", "ooo_count", "penalty", "restore"};
 static Layout L_RECV;
 static int receiver_configured;
 
@@ -596,31 +598,279 @@ static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t na
     Py_RETURN_NONE;
 }
 
-/* configure_tracker(PsnTracker, on_packet, max_psn, results, saturated): the C tracker's
- * class, the addresses of uetn_tk_on_packet and uetn_tk_max_psn, MarkResult by value and
- * the ooo_count that means "read the real counter" */
+/* configure_tracker(PsnTracker, functions, results, saturated): the C tracker's class, the
+ * addresses of its one-argument entry points by name (uetn_tk_on_packet, _max_psn, _cack,
+ * _ack_bitmap, _sack_bitmap), MarkResult by value and the ooo_count that means "read the
+ * real counter" */
 static PyObject *k_configure_tracker(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 5 || !PyLong_Check(args[1]) || !PyLong_Check(args[2]) ||
-        !PyTuple_Check(args[3]) || PyTuple_GET_SIZE(args[3]) != 4 || !PyLong_Check(args[4])) {
+    if (nargs != 4 || !PyDict_Check(args[1]) || !PyTuple_Check(args[2]) ||
+        PyTuple_GET_SIZE(args[2]) != 4 || !PyLong_Check(args[3])) {
         PyErr_SetString(PyExc_TypeError,
-                        "configure_tracker(PsnTracker, on_packet, max_psn, results, saturated)");
+                        "configure_tracker(PsnTracker, functions, results, saturated)");
         return NULL;
     }
     tracker_configured = 0;
-    void *a = PyLong_AsVoidPtr(args[1]), *b = PyLong_AsVoidPtr(args[2]);
-    int64_t sat = PyLong_AsLongLong(args[4]);
+    static const char *names[] = {"uetn_tk_on_packet", "uetn_tk_max_psn", "uetn_tk_cack",
+                                  "uetn_tk_ack_bitmap", "uetn_tk_sack_bitmap"};
+    void *f[5];
+    for (int i = 0; i < 5; i++) {
+        PyObject *o = PyDict_GetItemString(args[1], names[i]);
+        if (o == NULL || !PyLong_Check(o)) {
+            PyErr_Format(PyExc_ValueError, "configure_tracker: no address for %s", names[i]);
+            return NULL;
+        }
+        if ((f[i] = PyLong_AsVoidPtr(o)) == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_ValueError, "configure_tracker: %s is null", names[i]);
+            return NULL;
+        }
+    }
+    int64_t sat = PyLong_AsLongLong(args[3]);
     if (PyErr_Occurred() || layout(&L_TK, args[0], TK_NAMES, K_N) < 0)
         return NULL;
-    if (a == NULL || b == NULL) {
-        PyErr_SetString(PyExc_ValueError, "configure_tracker: a null function");
-        return NULL;
-    }
     for (int i = 0; i < 4; i++)
-        Py_XSETREF(mark_results[i], Py_NewRef(PyTuple_GET_ITEM(args[3], i)));
-    tk_on_packet = (tk_fn)a;
-    tk_max_psn = (tk_fn)b;
+        Py_XSETREF(mark_results[i], Py_NewRef(PyTuple_GET_ITEM(args[2], i)));
+    tk_on_packet = (tk_fn)f[0];
+    tk_max_psn = (tk_fn)f[1];
+    tk_cack = (tk_fn)f[2];
+    tk_ack_bitmap = (tk_bits_fn)f[3];
+    tk_sack_bitmap = (tk_bits_fn)f[4];
     ooo_saturated = sat;
     tracker_configured = 1;
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ ACKs
+ * uet.pds.ack.build_ack for the ACK a target PDC's coalescing or owed list sends: an
+ * ACK_CC naming a PSN or the CACK, from an ESTABLISHED cleartext TargetPdc without CCX,
+ * no SES header or data, no probe, the SACK from CACK + 1, with the C tracker. Every other
+ * ACK (closed PDCs, probes, plain ACKs, ACK_CCX, read data, secured PDCs) is the Python's. */
+enum { B_STATE, B_TRACKER, B_GTD, B_PENDING, B_REJECTED, B_CLOSE_REQUESTED, B_CCX, B_PDC_ID,
+       B_PEER_PDCID, B_MPR, B_RECEIVER, B_SDI, B_PEER_IP, B_CACK_HELD, B_N };
+static const char *SRC_NAMES[B_N] = {"state", "tracker", "gtd", "pending", "rejected",
+                                     "close_requested", "ccx", "pdc_id", "peer_pdcid", "mpr",
+                                     "receiver", "sdi", "peer_ip", "cack_held"};
+enum { BX_CFG, BX_COUNTERS, BX_LOCAL_IP, BX_N };
+static const char *ACTX_NAMES[BX_N] = {"cfg", "counters", "local_ip"};
+enum { BG_ACK_TYPE, BG_DSCP_CONTROL, BG_N };
+static const char *ACFG_NAMES[BG_N] = {"ack_type", "dscp_control"};
+enum { Q_TYPE, Q_NEXT_HDR, Q_FLAGS, Q_ACK_PSN_OFFSET, Q_CACK_PSN, Q_SPDCID, Q_DPDCID,
+       Q_CC_TYPE, Q_CC_FLAGS, Q_MPR, Q_SACK_PSN_OFFSET, Q_SACK_BITMAP, Q_SERVICE_TIME,
+       Q_RESTORE_CWND, Q_RCV_CWND_PEND, Q_RCVD_BYTES, Q_CREDIT, Q_OOO_COUNT, Q_CC_STATE_RAW,
+       Q_CCX_STATE, Q_N };
+static const char *ACKCC_NAMES[Q_N] = {
+    "type", "next_hdr", "flags", "ack_psn_offset", "cack_psn", "spdcid", "dpdcid", "cc_type",
+    "cc_flags", "mpr", "sack_psn_offset", "sack_bitmap", "service_time", "restore_cwnd",
+    "rcv_cwnd_pend", "rcvd_bytes", "credit", "ooo_count", "cc_state_raw", "ccx_state"};
+enum { NF_PDS, NF_SES, NF_EXT, NF_PAYLOAD, NF_SRC_MAC, NF_DST_MAC, NF_SRC_IP, NF_DST_IP, NF_EV,
+       NF_DSCP, NF_ECN, NF_TTL, NF_IP_ID, NF_UDP_DPORT, NF_UDP_CHECKSUM, NF_ENCAP, NF_IP_PROTO,
+       NF_TSS, NF_TRAILER, NF_N };
+static const char *NFRAME_NAMES[NF_N] = {
+    "pds", "ses", "ext", "payload", "src_mac", "dst_mac", "src_ip", "dst_ip", "ev", "dscp",
+    "ecn", "ttl", "ip_id", "udp_dport", "udp_checksum", "encap", "ip_proto", "tss",
+    "trailer"};
+static Layout L_SRC, L_ACTX, L_ACFG, L_ACKCC, L_NFRAME;
+static PyObject *ref_build_ack, *ack_cc_type, *ack_defaults, *nframe_defaults, *str_ack_cc,
+    *nscc_cc_type, *s_fill_ack_cc, *s_ack_tx, *kw_ack, *py_zero, *py_one;
+static int64_t req_close, req_clear;
+static int ack_configured;
+
+/* TargetPdc.held_cack(tcack) of an ESTABLISHED PDC: below every PSN still held (waiting for
+ * the SES, a stored response, refused) */
+static int held_cack(PyObject *src, int64_t *cack) {
+    static const int held[3] = {B_GTD, B_PENDING, B_REJECTED};
+    for (int i = 0; i < 3; i++) {
+        PyObject *c = SLOT(src, L_SRC, held[i]), *it, *p;
+        int any = PyObject_IsTrue(c);
+        if (any <= 0) {
+            if (any < 0)
+                return -1;
+            continue;
+        }
+        if ((it = PyObject_GetIter(c)) == NULL)
+            return -1;
+        while ((p = PyIter_Next(it)) != NULL) {
+            int64_t v = PyLong_AsLongLong(p);
+            Py_DECREF(p);
+            if (v == -1 && PyErr_Occurred())
+                break;
+            if (psn_sdiff(v, *cack) <= 0)
+                *cack = (v - 1) & M32;
+        }
+        Py_DECREF(it);
+        if (PyErr_Occurred())
+            return -1;
+    }
+    return 0;
+}
+
+static PyObject *ref_ack(PyObject *const *args, Py_ssize_t nargs) {
+    return PyObject_Vectorcall(ref_build_ack, args, nargs, NULL);
+}
+
+/* build_ack(ctx, src, now, ack_psn, flags, ev, ses, data, probe=None, sack_base=None) */
+static PyObject *k_build_ack(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (!ack_configured) {
+        PyErr_SetString(PyExc_RuntimeError, "target core: ACKs not configured");
+        return NULL;
+    }
+    if (nargs < 8 || nargs > 10 || (nargs >= 9 && args[8] != Py_None) ||
+        (nargs == 10 && args[9] != Py_None))
+        return ref_ack(args, nargs);
+    PyObject *ctx = args[0], *src = args[1], *now = args[2], *ack_psn_o = args[3],
+             *ev = args[5], *data = args[7];
+    if (!Py_IS_TYPE(ctx, L_ACTX.type) || !Py_IS_TYPE(src, L_SRC.type) || args[6] != Py_None ||
+        !PyBytes_CheckExact(data) || PyBytes_GET_SIZE(data) != 0 || !is_int(args[4]) ||
+        (ack_psn_o != Py_None && !PyLong_CheckExact(ack_psn_o)) || !tracker_configured)
+        return ref_ack(args, nargs);
+    for (int i = 0; i < B_N; i++)
+        if (SLOT(src, L_SRC, i) == NULL)
+            return ref_ack(args, nargs);
+    for (int i = 0; i < BX_N; i++)
+        if (SLOT(ctx, L_ACTX, i) == NULL)
+            return ref_ack(args, nargs);
+    PyObject *cfg = SLOT(ctx, L_ACTX, BX_CFG), *tracker = SLOT(src, L_SRC, B_TRACKER);
+    PyObject *recv = SLOT(src, L_SRC, B_RECEIVER);
+    if (!Py_IS_TYPE(cfg, L_ACFG.type) || SLOT(cfg, L_ACFG, BG_ACK_TYPE) == NULL ||
+        SLOT(cfg, L_ACFG, BG_DSCP_CONTROL) == NULL ||
+        !PyUnicode_CheckExact(SLOT(cfg, L_ACFG, BG_ACK_TYPE)) ||
+        PyUnicode_Compare(SLOT(cfg, L_ACFG, BG_ACK_TYPE), str_ack_cc) != 0 ||
+        SLOT(src, L_SRC, B_STATE) != st_established || SLOT(src, L_SRC, B_CCX) != Py_None ||
+        SLOT(src, L_SRC, B_SDI) != Py_None || !Py_IS_TYPE(tracker, L_TK.type))
+        return ref_ack(args, nargs);
+    int64_t flags, ack_psn = 0, k;
+    if ((flags = PyLong_AsLongLong(args[4])) == -1 && PyErr_Occurred())
+        return NULL;
+    if (ack_psn_o != Py_None && (ack_psn = PyLong_AsLongLong(ack_psn_o)) == -1 && PyErr_Occurred())
+        return NULL;
+    if (get_i64(tracker, &L_TK, K_KEY, &k) < 0)
+        return NULL;
+    int64_t tcack = tk_cack((uint64_t)k);
+    if (tcack < 0) /* not a live tracker's key */
+        return ref_ack(args, nargs);
+    uint64_t bm = tk_ack_bitmap((uint64_t)k);
+    int64_t cack = tcack;
+    if (held_cack(src, &cack) < 0)
+        return NULL;
+    if (ack_psn_o == Py_None)
+        ack_psn = cack;
+    int64_t off = psn_sdiff(ack_psn, cack);
+    if (off < -32768 || off > 32767)
+        off = 0;
+    int creq = PyObject_IsTrue(SLOT(src, L_SRC, B_CLOSE_REQUESTED));
+    int gtd = creq ? 0 : PyObject_IsTrue(SLOT(src, L_SRC, B_GTD));
+    if (creq < 0 || gtd < 0)
+        return NULL;
+    flags |= creq ? req_close : (gtd ? req_clear : 0);
+    int64_t base = (cack + 1) & M32;
+    if (cack != tcack)
+        bm = tk_sack_bitmap((uint64_t)k | (uint64_t)base);
+    {
+        PyObject *it = PyObject_GetIter(SLOT(src, L_SRC, B_REJECTED)), *p;
+        if (it == NULL)
+            return NULL;
+        while ((p = PyIter_Next(it)) != NULL) {
+            int64_t v = PyLong_AsLongLong(p);
+            Py_DECREF(p);
+            if (v == -1 && PyErr_Occurred())
+                break;
+            int64_t d = psn_sdiff(v, base);
+            if (d >= 0 && d < 64)
+                bm &= ~((uint64_t)1 << d);
+        }
+        Py_DECREF(it);
+        if (PyErr_Occurred())
+            return NULL;
+    }
+    PyObject *hdr = new_record(&L_ACKCC, ack_defaults), *frame = NULL;
+    if (hdr == NULL ||
+        put(hdr, &L_ACKCC, Q_TYPE, Py_NewRef(ack_cc_type)) < 0 ||
+        put(hdr, &L_ACKCC, Q_NEXT_HDR, Py_NewRef(py_zero)) < 0 ||
+        put_i64(hdr, &L_ACKCC, Q_FLAGS, flags) < 0 ||
+        put_i64(hdr, &L_ACKCC, Q_ACK_PSN_OFFSET, off) < 0 ||
+        put_i64(hdr, &L_ACKCC, Q_CACK_PSN, cack) < 0 ||
+        put(hdr, &L_ACKCC, Q_SPDCID, Py_NewRef(SLOT(src, L_SRC, B_PDC_ID))) < 0 ||
+        put(hdr, &L_ACKCC, Q_DPDCID, Py_NewRef(SLOT(src, L_SRC, B_PEER_PDCID))) < 0 ||
+        put(hdr, &L_ACKCC, Q_MPR, Py_NewRef(SLOT(src, L_SRC, B_MPR))) < 0 ||
+        put(hdr, &L_ACKCC, Q_SACK_PSN_OFFSET, Py_NewRef(py_one)) < 0 ||
+        put(hdr, &L_ACKCC, Q_SACK_BITMAP, PyLong_FromUnsignedLongLong(bm)) < 0)
+        goto fail;
+    /* the receiver's congestion state (NsccReceiver.fill_ack_cc, or the call) */
+    if (receiver_configured && Py_IS_TYPE(recv, L_RECV.type)) {
+        for (int i = 0; i < R_N; i++)
+            if (SLOT(recv, L_RECV, i) == NULL) {
+                unset(recv, &L_RECV, i);
+                goto fail;
+            }
+        if (put(hdr, &L_ACKCC, Q_CC_TYPE, Py_NewRef(nscc_cc_type)) < 0 ||
+            put(hdr, &L_ACKCC, Q_RCVD_BYTES, Py_NewRef(SLOT(recv, L_RECV, R_RCVD_BYTES))) < 0 ||
+            put(hdr, &L_ACKCC, Q_OOO_COUNT, Py_NewRef(SLOT(recv, L_RECV, R_OOO_COUNT))) < 0 ||
+            put(hdr, &L_ACKCC, Q_RCV_CWND_PEND, Py_NewRef(SLOT(recv, L_RECV, R_PENALTY))) < 0 ||
+            put(hdr, &L_ACKCC, Q_RESTORE_CWND, Py_NewRef(SLOT(recv, L_RECV, R_RESTORE))) < 0 ||
+            put(hdr, &L_ACKCC, Q_SERVICE_TIME, Py_NewRef(py_zero)) < 0 ||
+            put_bool(recv, &L_RECV, R_RESTORE, 0) < 0)
+            goto fail;
+    } else {
+        PyObject *b[3] = {recv, now, hdr};
+        if (call_drop(s_fill_ack_cc, b, 3, kw_ack) < 0)
+            goto fail;
+    }
+    if (put_bool(src, &L_SRC, B_CACK_HELD, cack != tcack) < 0 ||
+        count(SLOT(ctx, L_ACTX, BX_COUNTERS), s_ack_tx) < 0)
+        goto fail;
+    if ((frame = new_record(&L_NFRAME, nframe_defaults)) == NULL)
+        goto fail;
+    put(frame, &L_NFRAME, NF_PDS, hdr); /* the frame takes hdr */
+    put(frame, &L_NFRAME, NF_PAYLOAD, Py_NewRef(data));
+    put(frame, &L_NFRAME, NF_SRC_IP, Py_NewRef(SLOT(ctx, L_ACTX, BX_LOCAL_IP)));
+    put(frame, &L_NFRAME, NF_DST_IP, Py_NewRef(SLOT(src, L_SRC, B_PEER_IP)));
+    put(frame, &L_NFRAME, NF_EV, Py_NewRef(ev));
+    put(frame, &L_NFRAME, NF_DSCP, Py_NewRef(SLOT(cfg, L_ACFG, BG_DSCP_CONTROL)));
+    return frame;
+fail:
+    Py_XDECREF(hdr);
+    Py_XDECREF(frame);
+    return NULL;
+}
+
+/* configure_ack(reference, TargetPdc, PdcContext, PdsConfig, PdsAckCc, Frame, constants) */
+static PyObject *k_configure_ack(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 7 || !PyCallable_Check(args[0]) || !PyDict_Check(args[6])) {
+        PyErr_SetString(PyExc_TypeError, "configure_ack(reference, TargetPdc, PdcContext, "
+                                         "PdsConfig, PdsAckCc, Frame, constants)");
+        return NULL;
+    }
+    ack_configured = 0;
+    static const char *names[] = {"ack_cc", "req_close", "req_clear", "ack_defaults",
+                                  "frame_defaults", "nscc_cc_type"};
+    PyObject *v[6];
+    for (int i = 0; i < 6; i++)
+        if ((v[i] = PyDict_GetItemString(args[6], names[i])) == NULL) {
+            PyErr_Format(PyExc_ValueError, "configure_ack: no constant '%s'", names[i]);
+            return NULL;
+        }
+    int64_t rc = PyLong_AsLongLong(v[1]), rl = PyLong_AsLongLong(v[2]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (layout(&L_SRC, args[1], SRC_NAMES, B_N) < 0 ||
+        layout(&L_ACTX, args[2], ACTX_NAMES, BX_N) < 0 ||
+        layout(&L_ACFG, args[3], ACFG_NAMES, BG_N) < 0 ||
+        layout(&L_ACKCC, args[4], ACKCC_NAMES, Q_N) < 0 ||
+        layout(&L_NFRAME, args[5], NFRAME_NAMES, NF_N) < 0)
+        return NULL;
+    if (!PyTuple_Check(v[3]) || PyTuple_GET_SIZE(v[3]) != Q_N || !PyTuple_Check(v[4]) ||
+        PyTuple_GET_SIZE(v[4]) != NF_N) {
+        PyErr_SetString(PyExc_ValueError, "configure_ack: defaults of every field expected");
+        return NULL;
+    }
+    Py_XSETREF(ref_build_ack, Py_NewRef(args[0]));
+    Py_XSETREF(ack_cc_type, Py_NewRef(v[0]));
+    Py_XSETREF(ack_defaults, Py_NewRef(v[3]));
+    Py_XSETREF(nframe_defaults, Py_NewRef(v[4]));
+    Py_XSETREF(nscc_cc_type, Py_NewRef(v[5]));
+    req_close = rc;
+    req_clear = rl;
+    ack_configured = 1;
     Py_RETURN_NONE;
 }
 
@@ -638,6 +888,7 @@ static PyObject *k_configure_receiver(PyObject *mod, PyObject *const *args, Py_s
 }
 
 KW_ENTRY(k_rx_request_kw, k_rx_request, ref_rx_request)
+KW_ENTRY(k_build_ack_kw, k_build_ack, ref_build_ack)
 KW_ENTRY(k_rx_dispatch_kw, k_rx_dispatch, ref_dispatch)
 
 static PyMethodDef methods[] = {
@@ -645,7 +896,11 @@ static PyMethodDef methods[] = {
      "configure(TargetPdc, PdcContext, MemoryAccount, PdsConfig, Frame, PdsRequest, "
      "AckScheduler, AckCoalescer, Pending, RequestDelivered, constants, reference)"},
     {"configure_tracker", (PyCFunction)(void (*)(void))k_configure_tracker, METH_FASTCALL,
-     "configure_tracker(PsnTracker, on_packet, max_psn, results, saturated)"},
+     "configure_tracker(PsnTracker, functions, results, saturated)"},
+    {"configure_ack", (PyCFunction)(void (*)(void))k_configure_ack, METH_FASTCALL,
+     "configure_ack(reference, TargetPdc, PdcContext, PdsConfig, PdsAckCc, Frame, constants)"},
+    {"build_ack", (PyCFunction)(void (*)(void))k_build_ack_kw, METH_FASTCALL | METH_KEYWORDS,
+     "build_ack(ctx, src, now, ack_psn, flags, ev, ses, data, probe=None, sack_base=None)"},
     {"configure_receiver", (PyCFunction)(void (*)(void))k_configure_receiver, METH_FASTCALL,
      "configure_receiver(NsccReceiver)"},
     {"configure_dispatch", (PyCFunction)(void (*)(void))k_configure_dispatch, METH_FASTCALL,
@@ -668,6 +923,10 @@ PyMODINIT_FUNC PyInit__target_core(void) {
         intern_str(&s_rx_bytes, "rx_bytes") ||
         intern_str(&s_ack_ar_coalesced, "ack_ar_coalesced") || intern_str(&s_mgr, "mgr") ||
         intern_str(&s_by_id, "by_id"))
+        return NULL;
+    if (intern_str(&str_ack_cc, "ack_cc") || intern_str(&s_fill_ack_cc, "fill_ack_cc") ||
+        intern_str(&s_ack_tx, "ack_tx") || (kw_ack = Py_BuildValue("(s)", "ack")) == NULL ||
+        (py_zero = PyLong_FromLong(0)) == NULL || (py_one = PyLong_FromLong(1)) == NULL)
         return NULL;
     kw_on_data = Py_BuildValue("(sssss)", "nbytes", "ecn_ce", "credit_target", "in_order",
                                "ooo_count");

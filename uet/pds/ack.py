@@ -332,6 +332,10 @@ def build_ack(ctx: PdcContext, src: AckSource, now: int, ack_psn: int | None, fl
                  ev=ev, dscp=cfg.dscp_control, tss=tss_marker(src.sdi))
 
 
+#: the Python form of what the target core (``uet.native._target_core``) replaces here:
+#: the reference its tests hold it to, and what it calls for every ACK it does not build
+REFERENCE = {"build_ack": build_ack}
+
 __all__ = [
     "ACK_M",
     "ACK_P",
@@ -341,6 +345,7 @@ __all__ = [
     "REQUEST_NEXT_HDRS",
     "REQ_CLEAR",
     "REQ_CLOSE",
+    "REFERENCE",
     "AckCoalescer",
     "AckScheduler",
     "AckSource",

@@ -861,16 +861,10 @@ def _use_c_core() -> str:
 
 def configure(core: Any) -> None:
     """Give the C core the classes whose slots it uses, the constants and the reference."""
-    import dataclasses
-
+    from uet.native._common import field_defaults as defaults
     from uet.pds.config import PdsConfig
     from uet.pds.context import MemoryAccount
     from uet.pds.events import SendMessage, SendRequest
-
-    def defaults(cls: type) -> tuple:
-        assert not hasattr(cls, "__post_init__")  # the core fills the slots itself
-        return tuple(None if f.default is dataclasses.MISSING else f.default
-                     for f in dataclasses.fields(cls))
 
     # the SES's message packets, which the core makes as Segmenter.part does (a layer
     # above the PDS: named here only to hand their classes to the C core)

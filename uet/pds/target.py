@@ -23,7 +23,7 @@ from typing import Any
 
 from uet.cms.api import ReceiverCongestion
 from uet.native import InsertResult, MarkResult, PsnTracker, ReorderBuffer
-from uet.pds import negotiation
+from uet.pds import ack, negotiation
 from uet.pds.ack import (
     ACK_M,
     ACK_RETX,
@@ -49,6 +49,7 @@ from uet.wire.constants import (
 )
 from uet.wire.records import (
     Frame,
+    PdsAckCc,
     PdsControl,
     PdsNack,
     PdsRequest,
@@ -909,6 +910,7 @@ def _use_c_core() -> str:
         return "python"
     configure(core)
     TargetPdc.rx_request = core.rx_request_method  # type: ignore[method-assign]
+    ack.build_ack = core.build_ack  # AckScheduler.next_ack calls it by its module name
     return "native"
 
 
@@ -929,17 +931,24 @@ def configure(core: Any) -> None:
                    REFERENCE["rx_request"])
     from uet.cms.receiver import NsccReceiver
     from uet.native import fast
-    from uet.native._common import MARK_RESULTS
+    from uet.native._common import MARK_RESULTS, field_defaults
 
     if fast is not None and PsnTracker is fast.PsnTracker:
         # the tracker's one-argument C entry points, called without its Python wrapper
         ffi, lib = fast.ffi, fast.lib
         core.configure_tracker(
             fast.PsnTracker,
-            int(ffi.cast("uintptr_t", ffi.addressof(lib, "uetn_tk_on_packet"))),
-            int(ffi.cast("uintptr_t", ffi.addressof(lib, "uetn_tk_max_psn"))),
+            {name: int(ffi.cast("uintptr_t", ffi.addressof(lib, name)))
+             for name in ("uetn_tk_on_packet", "uetn_tk_max_psn", "uetn_tk_cack",
+                          "uetn_tk_ack_bitmap", "uetn_tk_sack_bitmap")},
             MARK_RESULTS, int(lib.UETN_OOO_SATURATED))
     core.configure_receiver(NsccReceiver)  # its on_data on its slots
+    core.configure_ack(ack.REFERENCE["build_ack"], TargetPdc, PdcContext, PdsConfig, PdsAckCc,
+                       Frame, {"ack_cc": PdsType.ACK_CC, "req_close": REQ_CLOSE,
+                               "req_clear": REQ_CLEAR,
+                               "ack_defaults": field_defaults(PdsAckCc),
+                               "frame_defaults": field_defaults(Frame),
+                               "nscc_cc_type": NsccReceiver.cc_type})
 
 
 #: which form a new RUD request is taken in: "native" (C) or "python"
