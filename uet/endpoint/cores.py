@@ -28,6 +28,7 @@ _CORES: list[tuple[Any, dict[str, Any], Any]] = [
     (initiator.InitiatorPdc, initiator.REFERENCE, initiator),
     (target.TargetPdc, target.REFERENCE, target),
     (ack, ack.REFERENCE, target),  # build_ack, a module function (the target core's)
+    (ack.AckScheduler, ack.SCHEDULER_REFERENCE, pds_endpoint),
     (pds_endpoint.PdsEndpoint, pds_endpoint.REFERENCE, pds_endpoint),
     (fep.FabricEndpoint, fep.REFERENCE, fep),
     (fep.DeliveryAudit, fep.AUDIT_REFERENCE, fep),

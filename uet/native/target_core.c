@@ -646,10 +646,12 @@ static PyObject *k_configure_tracker(PyObject *mod, PyObject *const *args, Py_ss
  * no SES header or data, no probe, the SACK from CACK + 1, with the C tracker. Every other
  * ACK (closed PDCs, probes, plain ACKs, ACK_CCX, read data, secured PDCs) is the Python's. */
 enum { B_STATE, B_TRACKER, B_GTD, B_PENDING, B_REJECTED, B_CLOSE_REQUESTED, B_CCX, B_PDC_ID,
-       B_PEER_PDCID, B_MPR, B_RECEIVER, B_SDI, B_PEER_IP, B_CACK_HELD, B_N };
+       B_PEER_PDCID, B_MPR, B_RECEIVER, B_SDI, B_PEER_IP, B_CACK_HELD, B_ROB, B_ACKS,
+       B_IN_ACK_RING, B_N };
 static const char *SRC_NAMES[B_N] = {"state", "tracker", "gtd", "pending", "rejected",
                                      "close_requested", "ccx", "pdc_id", "peer_pdcid", "mpr",
-                                     "receiver", "sdi", "peer_ip", "cack_held"};
+                                     "receiver", "sdi", "peer_ip", "cack_held", "rob", "acks",
+                                     "in_ack_ring"};
 enum { BX_CFG, BX_COUNTERS, BX_LOCAL_IP, BX_N };
 static const char *ACTX_NAMES[BX_N] = {"cfg", "counters", "local_ip"};
 enum { BG_ACK_TYPE, BG_DSCP_CONTROL, BG_N };
@@ -833,6 +835,336 @@ fail:
     return NULL;
 }
 
+/* ------------------------------------------------------------------ the control poll
+ * AckScheduler.next_ack without explicit ACKs queued (the owed ACKs of AR packets, then the
+ * coalesced one; explicit ones are the Python's) and PdsEndpoint.poll_transmit (the
+ * end point's control and data rings), calling the C build_ack and next_ack directly for
+ * an exact TargetPdc; every other object is called as Python. */
+enum { SX_EXPLICIT, SX_N };
+static const char *SCHX_NAMES[SX_N] = {"explicit"};
+static Layout L_SCHX;
+static PyObject *ref_next_ack, *ref_poll_transmit, *pds_endpoint_class, *st_t_freed,
+    *empty_bytes;
+static PyObject *s_popleft, *s_not_done, *s_next_ack, *s_freed, *s_in_ack_ring, *s_acks,
+    *s_ctrl, *s_ack_ring, *s_ring, *s_seen_q, *s_finalize_seen, *s_poll_data,
+    *s_has_data_work, *s_in_ring, *s_explicit, *s_co, *s_now, *s_owed;
+static int transmit_configured;
+
+/* psn in pdc.pending / gtd / rejected / rob (TargetPdc.not_done): 1, 0, -1 */
+static int not_done(PyObject *src, PyObject *psn) {
+    if (!Py_IS_TYPE(src, L_SRC.type)) {
+        PyObject *a[2] = {src, psn};
+        PyObject *r = PyObject_VectorcallMethod(s_not_done, a, 2, NULL);
+        int t = r ? PyObject_IsTrue(r) : -1;
+        Py_XDECREF(r);
+        return t;
+    }
+    static const int held[3] = {B_PENDING, B_GTD, B_REJECTED};
+    for (int i = 0; i < 3; i++) {
+        PyObject *c = SLOT(src, L_SRC, held[i]);
+        if (c == NULL)
+            return unset(src, &L_SRC, held[i]);
+        int r = PySequence_Contains(c, psn);
+        if (r)
+            return r;
+    }
+    PyObject *rob = SLOT(src, L_SRC, B_ROB);
+    if (rob == NULL)
+        return unset(src, &L_SRC, B_ROB);
+    return rob == Py_None ? 0 : PySequence_Contains(rob, psn);
+}
+
+/* whether next_ack below takes this scheduler (else its Python method) */
+static int sched_plain(PyObject *sched) {
+    if (!Py_IS_TYPE(sched, L_SCHED.type) || !Py_IS_TYPE(sched, L_SCHX.type))
+        return 0;
+    PyObject *co = SLOT(sched, L_SCHED, S_CO), *ex = SLOT(sched, L_SCHX, SX_EXPLICIT);
+    if (co == NULL || ex == NULL || SLOT(sched, L_SCHED, S_CTX) == NULL ||
+        !Py_IS_TYPE(co, L_CO.type))
+        return 0;
+    for (int i = 0; i < C_N; i++)
+        if (SLOT(co, L_CO, i) == NULL)
+            return 0;
+    return PyObject_Length(ex) == 0;
+}
+
+/* AckScheduler.next_ack(sched, now, src) for a sched_plain scheduler */
+static PyObject *next_ack_impl(PyObject *sched, PyObject *now, PyObject *src) {
+    PyObject *co = SLOT(sched, L_SCHED, S_CO), *ctx = SLOT(sched, L_SCHED, S_CTX);
+    PyObject *owed = SLOT(co, L_CO, C_OWED);
+    for (;;) {
+        int more = PyObject_IsTrue(owed);
+        if (more <= 0) {
+            if (more < 0)
+                return NULL;
+            break;
+        }
+        PyObject *item = PyObject_CallMethodNoArgs(owed, s_popleft);
+        if (item == NULL)
+            return NULL;
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 3) {
+            Py_DECREF(item);
+            PyErr_SetString(PyExc_TypeError, "AckCoalescer.owed: (psn, ev, flags) expected");
+            return NULL;
+        }
+        PyObject *psn = PyTuple_GET_ITEM(item, 0);
+        int nd = not_done(src, psn);
+        if (nd == 0) {
+            PyObject *a[8] = {ctx, src, now, psn, PyTuple_GET_ITEM(item, 2),
+                              PyTuple_GET_ITEM(item, 1), Py_None, empty_bytes};
+            PyObject *r = k_build_ack(NULL, a, 8);
+            Py_DECREF(item);
+            return r;
+        }
+        Py_DECREF(item);
+        if (nd < 0)
+            return NULL;
+        /* not done yet or answered with its response: that ACK names it */
+    }
+    int cnow = truth(co, &L_CO, C_NOW);
+    if (cnow < 0)
+        return NULL;
+    PyObject *psn = SLOT(co, L_CO, C_PSN);
+    if (cnow && psn != Py_None) {
+        Py_INCREF(psn);
+        int nd = not_done(src, psn);
+        PyObject *frame = NULL;
+        if (nd >= 0) {
+            PyObject *a[8] = {ctx, src, now, nd ? Py_None : psn, SLOT(co, L_CO, C_FLAGS),
+                              SLOT(co, L_CO, C_EV), Py_None, empty_bytes};
+            frame = k_build_ack(NULL, a, 8);
+        }
+        Py_DECREF(psn);
+        if (frame == NULL)
+            return NULL;
+        /* AckCoalescer.clear */
+        if (put(co, &L_CO, C_PSN, Py_NewRef(Py_None)) < 0 ||
+            put(co, &L_CO, C_FLAGS, Py_NewRef(py_zero)) < 0 || put_bool(co, &L_CO, C_AR, 0) < 0 ||
+            put(co, &L_CO, C_NBYTES, Py_NewRef(py_zero)) < 0 ||
+            put_bool(co, &L_CO, C_NOW, 0) < 0 || put(co, &L_CO, C_DUE, Py_NewRef(Py_None)) < 0) {
+            Py_DECREF(frame);
+            return NULL;
+        }
+        return frame;
+    }
+    if (put_bool(co, &L_CO, C_NOW, 0) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* next_ack(sched, now, src) */
+static PyObject *k_next_ack(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (!transmit_configured) {
+        PyErr_SetString(PyExc_RuntimeError, "target core: the control poll not configured");
+        return NULL;
+    }
+    if (nargs != 3 || !sched_plain(args[0])) {
+        if (PyErr_Occurred())
+            return NULL;
+        return PyObject_Vectorcall(ref_next_ack, args, nargs, NULL);
+    }
+    return next_ack_impl(args[0], args[1], args[2]);
+}
+
+static int set_false(PyObject *o, PyObject *name) { return PyObject_SetAttr(o, name, Py_False); }
+
+/* an ACK is ready for the next control poll (AckScheduler.pending): 1, 0, -1 */
+static int acks_pending(PyObject *pdc) {
+    PyObject *acks = PyObject_GetAttr(pdc, s_acks), *x;
+    if (acks == NULL)
+        return -1;
+    int r = -1;
+    if ((x = PyObject_GetAttr(acks, s_explicit)) != NULL) {
+        r = PyObject_IsTrue(x);
+        Py_DECREF(x);
+    }
+    if (r == 0) {
+        PyObject *co = PyObject_GetAttr(acks, s_co);
+        r = -1;
+        if (co != NULL && (x = PyObject_GetAttr(co, s_now)) != NULL) {
+            r = PyObject_IsTrue(x);
+            Py_DECREF(x);
+            if (r == 0) {
+                r = -1;
+                if ((x = PyObject_GetAttr(co, s_owed)) != NULL) {
+                    r = PyObject_IsTrue(x);
+                    Py_DECREF(x);
+                }
+            }
+        }
+        Py_XDECREF(co);
+    }
+    Py_DECREF(acks);
+    return r;
+}
+
+/* the next ACK of a PDC in the ACK ring (None if freed: `None if pdc.freed else
+ * pdc.next_ack(now)`) */
+static PyObject *ring_ack(PyObject *pdc, PyObject *now) {
+    if (Py_IS_TYPE(pdc, L_SRC.type)) {
+        PyObject *st = SLOT(pdc, L_SRC, B_STATE), *acks = SLOT(pdc, L_SRC, B_ACKS);
+        if (st == NULL || acks == NULL)
+            return PyErr_Format(PyExc_AttributeError, "TargetPdc: state or acks unset");
+        if (st == st_t_freed)
+            Py_RETURN_NONE;
+        if (sched_plain(acks)) /* TargetPdc.next_ack: self.acks.next_ack(now, self) */
+            return next_ack_impl(acks, now, pdc);
+        if (PyErr_Occurred())
+            return NULL;
+        PyObject *a[3] = {acks, now, pdc};
+        return PyObject_VectorcallMethod(s_next_ack, a, 3, NULL);
+    }
+    PyObject *f = PyObject_GetAttr(pdc, s_freed);
+    int freed = f ? PyObject_IsTrue(f) : -1;
+    Py_XDECREF(f);
+    if (freed)
+        return freed < 0 ? NULL : Py_NewRef(Py_None);
+    PyObject *a[2] = {pdc, now};
+    return PyObject_VectorcallMethod(s_next_ack, a, 2, NULL);
+}
+
+/* poll_transmit(ep, now, control) */
+static PyObject *k_poll_transmit(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (!transmit_configured) {
+        PyErr_SetString(PyExc_RuntimeError, "target core: the control poll not configured");
+        return NULL;
+    }
+    if (nargs != 3 || (PyObject *)Py_TYPE(args[0]) != pds_endpoint_class)
+        return PyObject_Vectorcall(ref_poll_transmit, args, nargs, NULL);
+    PyObject *ep = args[0], *now = args[1], *q = NULL, *r = NULL;
+    int control = PyObject_IsTrue(args[2]);
+    if (control < 0 || (q = PyObject_GetAttr(ep, s_seen_q)) == NULL)
+        return NULL;
+    int seen = PyObject_IsTrue(q);
+    Py_CLEAR(q);
+    if (seen) {
+        PyObject *a[2] = {ep, now};
+        if (seen < 0 || call_drop(s_finalize_seen, a, 2, NULL) < 0)
+            return NULL;
+    }
+    if (control) {
+        if ((q = PyObject_GetAttr(ep, s_ctrl)) == NULL)
+            return NULL;
+        int any = PyObject_IsTrue(q);
+        if (any) {
+            r = any < 0 ? NULL : PyObject_CallMethodNoArgs(q, s_popleft);
+            Py_DECREF(q);
+            return r;
+        }
+        Py_DECREF(q);
+        if ((q = PyObject_GetAttr(ep, s_ack_ring)) == NULL)
+            return NULL;
+        for (;;) {
+            int more = PyObject_IsTrue(q);
+            if (more <= 0) {
+                r = more < 0 ? NULL : Py_NewRef(Py_None);
+                break;
+            }
+            PyObject *pdc = PyObject_CallMethodNoArgs(q, s_popleft);
+            if (pdc == NULL)
+                break;
+            PyObject *frame = ring_ack(pdc, now);
+            if (frame == NULL) {
+                Py_DECREF(pdc);
+                break;
+            }
+            if (frame == Py_None) {
+                Py_DECREF(frame);
+                int rc = set_false(pdc, s_in_ack_ring);
+                Py_DECREF(pdc);
+                if (rc < 0)
+                    break;
+                continue;
+            }
+            int pend = acks_pending(pdc), rc = -1;
+            if (pend > 0) {
+                PyObject *x = PyObject_CallMethodOneArg(q, s_append, pdc);
+                rc = x ? 0 : -1;
+                Py_XDECREF(x);
+            } else if (pend == 0) {
+                rc = set_false(pdc, s_in_ack_ring);
+            }
+            Py_DECREF(pdc);
+            if (rc < 0)
+                Py_CLEAR(frame);
+            r = frame;
+            break;
+        }
+        Py_DECREF(q);
+        return r;
+    }
+    if ((q = PyObject_GetAttr(ep, s_ring)) == NULL)
+        return NULL;
+    Py_ssize_t n = PyObject_Length(q);
+    r = n < 0 ? NULL : Py_NewRef(Py_None);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *sender = PyObject_CallMethodNoArgs(q, s_popleft), *frame = NULL;
+        if (sender == NULL) {
+            Py_CLEAR(r);
+            break;
+        }
+        PyObject *a[2] = {sender, now};
+        if ((frame = PyObject_VectorcallMethod(s_poll_data, a, 2, NULL)) == NULL) {
+            Py_DECREF(sender);
+            Py_CLEAR(r);
+            break;
+        }
+        if (frame != Py_None) {
+            PyObject *w = PyObject_CallMethodNoArgs(sender, s_has_data_work), *x = NULL;
+            int work = w ? PyObject_IsTrue(w) : -1, rc = -1;
+            Py_XDECREF(w);
+            if (work > 0) {
+                x = PyObject_CallMethodOneArg(q, s_append, sender);
+                rc = x ? 0 : -1;
+                Py_XDECREF(x);
+            } else if (work == 0) {
+                rc = set_false(sender, s_in_ring);
+            }
+            Py_DECREF(sender);
+            Py_DECREF(r);
+            r = rc < 0 ? (Py_DECREF(frame), NULL) : frame;
+            break;
+        }
+        Py_DECREF(frame);
+        int rc = set_false(sender, s_in_ring);
+        Py_DECREF(sender);
+        if (rc < 0) {
+            Py_CLEAR(r);
+            break;
+        }
+    }
+    Py_DECREF(q);
+    return r;
+}
+
+/* configure_transmit((next_ack, poll_transmit), AckScheduler, PdsEndpoint, freed) */
+static PyObject *k_configure_transmit(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != 2 ||
+        !PyType_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "configure_transmit((next_ack, poll_transmit), "
+                                         "AckScheduler, PdsEndpoint, freed)");
+        return NULL;
+    }
+    if (!configured || !ack_configured) {
+        PyErr_SetString(PyExc_RuntimeError, "configure_transmit: configure and configure_ack "
+                                            "first");
+        return NULL;
+    }
+    transmit_configured = 0;
+    if (layout(&L_SCHX, args[1], SCHX_NAMES, SX_N) < 0)
+        return NULL;
+    if ((PyObject *)L_SCHX.type != (PyObject *)L_SCHED.type) {
+        PyErr_SetString(PyExc_TypeError, "configure_transmit: not configure's AckScheduler");
+        return NULL;
+    }
+    Py_XSETREF(ref_next_ack, Py_NewRef(PyTuple_GET_ITEM(args[0], 0)));
+    Py_XSETREF(ref_poll_transmit, Py_NewRef(PyTuple_GET_ITEM(args[0], 1)));
+    Py_XSETREF(pds_endpoint_class, Py_NewRef(args[2]));
+    Py_XSETREF(st_t_freed, Py_NewRef(args[3]));
+    transmit_configured = 1;
+    Py_RETURN_NONE;
+}
+
 /* configure_ack(reference, TargetPdc, PdcContext, PdsConfig, PdsAckCc, Frame, constants) */
 static PyObject *k_configure_ack(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 7 || !PyCallable_Check(args[0]) || !PyDict_Check(args[6])) {
@@ -889,6 +1221,8 @@ static PyObject *k_configure_receiver(PyObject *mod, PyObject *const *args, Py_s
 
 KW_ENTRY(k_rx_request_kw, k_rx_request, ref_rx_request)
 KW_ENTRY(k_build_ack_kw, k_build_ack, ref_build_ack)
+KW_ENTRY(k_next_ack_kw, k_next_ack, ref_next_ack)
+KW_ENTRY(k_poll_transmit_kw, k_poll_transmit, ref_poll_transmit)
 KW_ENTRY(k_rx_dispatch_kw, k_rx_dispatch, ref_dispatch)
 
 static PyMethodDef methods[] = {
@@ -901,6 +1235,12 @@ static PyMethodDef methods[] = {
      "configure_ack(reference, TargetPdc, PdcContext, PdsConfig, PdsAckCc, Frame, constants)"},
     {"build_ack", (PyCFunction)(void (*)(void))k_build_ack_kw, METH_FASTCALL | METH_KEYWORDS,
      "build_ack(ctx, src, now, ack_psn, flags, ev, ses, data, probe=None, sack_base=None)"},
+    {"configure_transmit", (PyCFunction)(void (*)(void))k_configure_transmit, METH_FASTCALL,
+     "configure_transmit((next_ack, poll_transmit), AckScheduler, PdsEndpoint, freed)"},
+    {"next_ack", (PyCFunction)(void (*)(void))k_next_ack_kw, METH_FASTCALL | METH_KEYWORDS,
+     "next_ack(sched, now, src): AckScheduler.next_ack"},
+    {"poll_transmit", (PyCFunction)(void (*)(void))k_poll_transmit_kw,
+     METH_FASTCALL | METH_KEYWORDS, "poll_transmit(ep, now, control): PdsEndpoint.poll_transmit"},
     {"configure_receiver", (PyCFunction)(void (*)(void))k_configure_receiver, METH_FASTCALL,
      "configure_receiver(NsccReceiver)"},
     {"configure_dispatch", (PyCFunction)(void (*)(void))k_configure_dispatch, METH_FASTCALL,
@@ -924,6 +1264,17 @@ PyMODINIT_FUNC PyInit__target_core(void) {
         intern_str(&s_ack_ar_coalesced, "ack_ar_coalesced") || intern_str(&s_mgr, "mgr") ||
         intern_str(&s_by_id, "by_id"))
         return NULL;
+    if (intern_str(&s_popleft, "popleft") || intern_str(&s_not_done, "not_done") ||
+        intern_str(&s_next_ack, "next_ack") || intern_str(&s_freed, "freed") ||
+        intern_str(&s_in_ack_ring, "in_ack_ring") || intern_str(&s_acks, "acks") ||
+        intern_str(&s_ctrl, "ctrl") || intern_str(&s_ack_ring, "ack_ring") ||
+        intern_str(&s_ring, "ring") || intern_str(&s_seen_q, "_seen") ||
+        intern_str(&s_finalize_seen, "_finalize_seen") || intern_str(&s_poll_data, "poll_data") ||
+        intern_str(&s_has_data_work, "has_data_work") || intern_str(&s_in_ring, "in_ring") ||
+        intern_str(&s_explicit, "explicit") || intern_str(&s_co, "co") ||
+        intern_str(&s_now, "now") || intern_str(&s_owed, "owed") ||
+        (empty_bytes = PyBytes_FromStringAndSize("", 0)) == NULL)
+        return NULL;
     if (intern_str(&str_ack_cc, "ack_cc") || intern_str(&s_fill_ack_cc, "fill_ack_cc") ||
         intern_str(&s_ack_tx, "ack_tx") || (kw_ack = Py_BuildValue("(s)", "ack")) == NULL ||
         (py_zero = PyLong_FromLong(0)) == NULL || (py_one = PyLong_FromLong(1)) == NULL)
@@ -934,8 +1285,8 @@ PyMODINIT_FUNC PyInit__target_core(void) {
     if (kw_on_data == NULL || kw_ccx_on_data == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&moddef);
-    static const char *const names[] = {"rx_request", "rx_dispatch"};
-    if (m == NULL || add_instance_methods(m, names, 2) < 0) {
+    static const char *const names[] = {"rx_request", "rx_dispatch", "next_ack", "poll_transmit"};
+    if (m == NULL || add_instance_methods(m, names, 4) < 0) {
         Py_XDECREF(m);
         return NULL;
     }

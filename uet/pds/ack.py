@@ -335,6 +335,8 @@ def build_ack(ctx: PdcContext, src: AckSource, now: int, ack_psn: int | None, fl
 #: the Python form of what the target core (``uet.native._target_core``) replaces here:
 #: the reference its tests hold it to, and what it calls for every ACK it does not build
 REFERENCE = {"build_ack": build_ack}
+#: the same for AckScheduler (its ``next_ack`` without explicit ACKs queued)
+SCHEDULER_REFERENCE = {"next_ack": AckScheduler.next_ack}
 
 __all__ = [
     "ACK_M",
@@ -346,6 +348,7 @@ __all__ = [
     "REQ_CLEAR",
     "REQ_CLOSE",
     "REFERENCE",
+    "SCHEDULER_REFERENCE",
     "AckCoalescer",
     "AckScheduler",
     "AckSource",

@@ -704,7 +704,7 @@ class PdsEndpoint:
 #: the Python form of what the C core replaces (``uet.native._target_core``'s
 #: ``rx_dispatch``): the reference its tests hold it to, and what it calls for SYN, every
 #: mismatch (NACKed here) and a secured frame
-REFERENCE = {"_rx_request": PdsEndpoint._rx_request}
+REFERENCE = {"_rx_request": PdsEndpoint._rx_request, "poll_transmit": PdsEndpoint.poll_transmit}
 
 
 def _use_c_core() -> str:
@@ -712,7 +712,7 @@ def _use_c_core() -> str:
     ``rx_request``; not under ``UET_PURE_PYTHON=1``, nor when the extension was not built);
     returns ``"native"`` or ``"python"``."""
     from uet.native._common import load_core
-    from uet.pds import target
+    from uet.pds import ack, target
 
     core = load_core("_target_core")
     if core is None or target.IMPLEMENTATION != "native":
@@ -722,6 +722,11 @@ def _use_c_core() -> str:
         "rod_req": int(PdsType.ROD_REQ), "rod_cc_req": int(PdsType.ROD_CC_REQ),
         "endpoint_class": PdsEndpoint})
     PdsEndpoint._rx_request = core.rx_dispatch_method  # type: ignore[method-assign]
+    # the control poll: the end point's rings and a target PDC's coalesced and owed ACKs
+    core.configure_transmit((ack.SCHEDULER_REFERENCE["next_ack"], REFERENCE["poll_transmit"]),
+                            ack.AckScheduler, PdsEndpoint, target.TargetPdc.FREED)
+    ack.AckScheduler.next_ack = core.next_ack_method  # type: ignore[method-assign]
+    PdsEndpoint.poll_transmit = core.poll_transmit_method  # type: ignore[method-assign]
     return "native"
 
 
