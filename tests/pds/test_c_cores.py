@@ -20,19 +20,22 @@ from __future__ import annotations
 import hashlib
 import random
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import trio
-from pds_harness import US
+from pds_harness import US, Net, pair, request, ses_std
 from test_exactly_once import MODES, run_scenario
 
 from uet.cms.api import CmsConfig
 from uet.endpoint import cores
 from uet.endpoint.fep import SINK_INDEX, SINK_KEY, FabricEndpoint
-from uet.pds import PdsEndpoint
+from uet.pds import PdsConfig, PdsEndpoint
+from uet.pds.initiator import SYN
 from uet.runtime.fabric import Fabric
 from uet.wire.codec import encode_frame
+from uet.wire.constants import PdsType
 
 NATIVE = all(v == "native" for v in cores.implementations().values())
 pytestmark = pytest.mark.skipif(
@@ -60,6 +63,7 @@ VARIANTS = [
     ("nscc", {"max_inflight_packets": 6, "ack_every_bytes": 1000, "ack_type": "ack"}),
     ("nscc", {"max_tx_memory_bytes": 20_000, "rack_reo_wnd_ps": 2 * US}),
     ("nscc", {"ar_every_packet": True, "ar_when_blocked": False}),
+    ("nscc", {"max_syn_packets": 3}),  # SYN packets held until the first ACK
 ]
 
 
@@ -119,6 +123,44 @@ def test_target_pdc_state_after_every_request(loss):
     # the states vary where a wrong C field would show
     assert {s[2] for s in c} == {True, False} and any(s[3] is not None for s in c)
     assert len({s[10] for s in c}) > 2
+
+
+def _odd_syns() -> dict:
+    """SYN requests the target must not take as the open PDC's: a SYN whose start is not
+    the PDC's (INVALID_SYN) and, once the PDC closed and lingers, the SYN of a new
+    incarnation with another start (a new PDC, or NEW_START_PSN)."""
+    cfg = PdsConfig(close_idle_ps=20 * US, msl_ps=400 * US, target_idle_ps=30 * US)
+    a, b = pair(cfg, cfg, seed=3)
+    net = Net([a, b], seed=3)
+    for i in range(3):
+        a.ep.submit(0, request(payload=bytes(64), msg_ref=i, ses=ses_std(msg_id=i)))
+    net.run(until=10 * US)
+    syn = next(f for _, f in net.sent if f.pds.type == PdsType.RUD_REQ and f.pds.flags & SYN)
+    sent_before = len(net.sent)
+    steps = []
+
+    def inject(frame):
+        b.ep.receive(net.now, frame)
+        net.run(until=net.now + 5 * US)
+        steps.append((dict(b.ep.counters), len(b.ep.pdcs("target"))))
+
+    # established, a SYN naming another start
+    inject(replace(syn, pds=replace(syn.pds, psn_offset=syn.pds.psn_offset + 1)))
+    net.run(until=net.now + 200 * US)  # the PDCs close; the target's lingers
+    assert any(p.lingering for p in b.ep.mgr.tgt_by_key.values())
+    # a new incarnation with the same SPDCID and another start
+    inject(replace(syn, pds=replace(syn.pds, psn=(syn.pds.psn + 200_000) & 0xFFFFFFFF)))
+    return {"steps": steps, "frames": [(t, encode_frame(f)) for t, f in net.sent[sent_before:]]}
+
+
+def test_odd_syn_requests_are_answered_alike():
+    c = _odd_syns()
+    with cores.python_forms():
+        py = _odd_syns()
+    assert c == py
+    (first, _), (second, _) = c["steps"]
+    assert first["nack_tx.INVALID_SYN"] == 1  # NACKed, not taken
+    assert second["opened.target"] == 2  # the new incarnation got a PDC of its own
 
 
 async def _fabric(topo: dict, flows: list, seed: int, taps: list[str], shared: bool) -> dict:

@@ -1,13 +1,14 @@
 /* An initiator PDC's next new data packet in C (uet.pds.initiator.InitiatorPdc.poll_data
  * and _send for a first transmission), over the same Python objects.
  *
- * The common case only: an ESTABLISHED cleartext PDC without RCCC credit and with nothing
- * waiting for retransmission. It checks the windows, asks the congestion control (Python:
+ * The common case only: an ESTABLISHED (or SYN: its first packets, with the SYN flag, no
+ * DPDCID and their offset from the start PSN, at most max_syn_packets) cleartext PDC
+ * without RCCC credit and with nothing waiting for retransmission. It checks the windows, asks the congestion control (Python:
  * can_send, choose_ev, window_full, on_send, in that order, as the Python does), takes the
  * next packet of the queue (SendMessage.head / pop: the SES makes it), gives it its PSN,
  * charges the transmit memory, tells the loss recovery (rec.on_sent) and builds the PDS
  * request header and the Frame by filling their slots (the dataclasses' defaults for every
- * field not set; neither has a __post_init__). Every other case (a retransmission, SYN,
+ * field not set; neither has a __post_init__). Every other case (a retransmission,
  * a secured PDC, credit, the peer window, objects of other types) is the Python reference's,
  * called before anything has changed. tests/pds/test_c_cores.py runs the same traffic
  * through both and compares every frame and counter.
@@ -16,10 +17,11 @@
 
 enum { I_STATE, I_CTX, I_PDC_ID, I_PEER_IP, I_SDI, I_CFG, I_DPDCID, I_NEXT_PSN, I_PEER_RANGE,
        I_QUEUE, I_REC, I_CC, I_CREDIT, I_FIXED_EV, I_PTYPE, I_LAST_PROGRESS, I_BLOCKED_AT,
-       I_N };
+       I_START_PSN, I_N };
 static const char *PDC_NAMES[I_N] = {
     "state", "ctx", "pdc_id", "peer_ip", "sdi", "cfg", "dpdcid", "next_psn", "peer_range",
-    "queue", "rec", "cc", "credit", "fixed_ev", "ptype", "last_progress", "blocked_at"};
+    "queue", "rec", "cc", "credit", "fixed_ev", "ptype", "last_progress", "blocked_at",
+    "start_psn"};
 
 enum { R_RETX, R_OUTSTANDING, R_MAX_CACK, R_INFLIGHT_BYTES, R_PEER_RCVD, R_KNOWN_ARRIVED,
        R_N };
@@ -40,10 +42,10 @@ enum { MEM_USED, MEM_LIMIT, MEM_N };
 static const char *MEM_NAMES[MEM_N] = {"used", "limit"};
 
 enum { G_MAX_INFLIGHT, G_PROBE_AFTER, G_AR_EVERY, G_AR_BLOCKED, G_DSCP_DATA, G_ECN_CAPABLE,
-       G_N };
+       G_MAX_SYN, G_N };
 static const char *CFG_NAMES[G_N] = {"max_inflight_packets", "probe_after_ps",
                                      "ar_every_packet", "ar_when_blocked", "dscp_data",
-                                     "ecn_capable"};
+                                     "ecn_capable", "max_syn_packets"};
 
 /* SendMessage, and the SES's OutMessage and Segmenter behind its next_part */
 enum { M_COUNT, M_DST_IP, M_MODE, M_JOB_ID, M_TC, M_EXT, M_NEXT, M_HEAD, M_SDI, M_N };
@@ -89,11 +91,11 @@ static PyObject *next_part_fn; /* OutMessage.next_part, the function */
 static int64_t ses_eom;
 static PyObject *ref_poll_data, *st_established, *st_syn, *next_hdr, *hdr_defaults,
     *frame_defaults, *mac_src, *mac_dst;
-static int64_t tx_overhead, ar_flag, rud_cc_req;
+static int64_t tx_overhead, ar_flag, rud_cc_req, syn_req_flag;
 static int configured;
 static PyObject *s_can_send, *s_choose_ev, *s_window_full, *s_on_send, *s_on_sent, *s_head,
     *s_pop, *s_popleft, *s_wait, *s_arm, *s_blocked_by_cc, *s_blocked_window,
-    *s_blocked_memory, *s_tx_packets, *s_tx_bytes, *kw_can_send, *kw_window_full,
+    *s_blocked_memory, *s_blocked_syn, *s_tx_packets, *s_tx_bytes, *kw_can_send, *kw_window_full,
     *kw_on_send;
 
 /* a new SentPacket(psn, req, nbytes, cost), as its __init__ makes it */
@@ -313,13 +315,22 @@ static PyObject *send_new(PyObject *pdc, PyObject *now_obj, PyObject *pkt, PyObj
             PyErr_SetObject(PyExc_KeyError, ses ? (PyObject *)Py_TYPE(ses) : Py_None);
         goto fail;
     }
+    /* a SYN packet (the PDC not established yet): no DPDCID, its offset from the start */
+    int syn = SLOT(pdc, L_PDC, I_STATE) == st_syn;
+    int64_t start = 0;
+    if (syn && get_i64(pdc, &L_PDC, I_START_PSN, &start) < 0)
+        goto fail;
     if ((pds = new_record(&L_HDR, hdr_defaults)) == NULL ||
         put(pds, &L_HDR, H_TYPE, Py_NewRef(SLOT(pdc, L_PDC, I_PTYPE))) < 0 ||
         put(pds, &L_HDR, H_NEXT_HDR, Py_NewRef(nh)) < 0 ||
-        put_i64(pds, &L_HDR, H_FLAGS, flags) < 0 || put_i64(pds, &L_HDR, H_CPO, cpo) < 0 ||
+        put_i64(pds, &L_HDR, H_FLAGS, syn ? flags | syn_req_flag : flags) < 0 ||
+        put_i64(pds, &L_HDR, H_CPO, cpo) < 0 ||
         put(pds, &L_HDR, H_PSN, Py_NewRef(SLOT(pkt, L_PKT, P_PSN))) < 0 ||
         put(pds, &L_HDR, H_SPDCID, Py_NewRef(SLOT(pdc, L_PDC, I_PDC_ID))) < 0 ||
-        put(pds, &L_HDR, H_DPDCID, Py_NewRef(SLOT(pdc, L_PDC, I_DPDCID))) < 0)
+        (syn ? put_i64(pds, &L_HDR, H_DPDCID, 0) < 0 ||
+                   put_bool(pds, &L_HDR, H_USE_RSV, 0) < 0 ||
+                   put_i64(pds, &L_HDR, H_PSN_OFFSET, psn_sdiff(psn, start)) < 0
+             : put(pds, &L_HDR, H_DPDCID, Py_NewRef(SLOT(pdc, L_PDC, I_DPDCID))) < 0))
         goto fail;
     int64_t ptype;
     if (get_i64(pdc, &L_PDC, I_PTYPE, &ptype) < 0)
@@ -394,9 +405,9 @@ static PyObject *k_poll_data(PyObject *mod, PyObject *const *args, Py_ssize_t na
         return NULL;
     if (!qn || !(st == st_established || st == st_syn))
         Py_RETURN_NONE;
-    if (st != st_established || SLOT(pdc, L_PDC, I_SDI) != Py_None ||
-        SLOT(pdc, L_PDC, I_CREDIT) != Py_None)
+    if (SLOT(pdc, L_PDC, I_SDI) != Py_None || SLOT(pdc, L_PDC, I_CREDIT) != Py_None)
         return ref(args, nargs);
+    int syn = st == st_syn; /* the PDC's first packets, before an ACK established it */
     int64_t now, psn, una, max_inf, max_cack, peer_range;
     if ((now = PyLong_AsLongLong(now_obj)) == -1 && PyErr_Occurred())
         return NULL;
@@ -415,6 +426,17 @@ static PyObject *k_poll_data(PyObject *mod, PyObject *const *args, Py_ssize_t na
     d = (psn - max_cack) & M32;
     if (d < HALF && d > peer_range)
         return ref(args, nargs); /* the peer window: CLEAR, PROBE */
+    if (syn) { /* no more than max_syn_packets before the PDC is established */
+        int64_t start, max_syn;
+        if (get_i64(pdc, &L_PDC, I_START_PSN, &start) < 0 ||
+            get_i64(cfg, &L_CFG, G_MAX_SYN, &max_syn) < 0)
+            return NULL;
+        if (psn_sdiff(psn, start) >= max_syn) {
+            if (count(counters, s_blocked_syn) < 0)
+                return NULL;
+            Py_RETURN_NONE;
+        }
+    }
     PyObject *head = PySequence_GetItem(queue, 0), *req, *r;
     if (head == NULL)
         return NULL;
@@ -537,16 +559,18 @@ static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t na
     PyObject *est = GET("established"), *syn = GET("syn"), *nh = GET("next_hdr"),
              *hd = GET("request_defaults"), *fd = GET("frame_defaults"), *ms = GET("mac_src"),
              *md = GET("mac_dst"), *tx = GET("tx_overhead"), *ar = GET("ar"),
-             *cc = GET("rud_cc_req"), *np = GET("next_part"), *se = GET("ses_eom");
+             *cc = GET("rud_cc_req"), *np = GET("next_part"), *se = GET("ses_eom"),
+             *sf = GET("syn_flag");
 #undef GET
     if (!est || !syn || !nh || !PyDict_Check(nh) || !hd || !PyTuple_Check(hd) ||
         PyTuple_GET_SIZE(hd) != H_N || !fd || !PyTuple_Check(fd) ||
-        PyTuple_GET_SIZE(fd) != F_N || !ms || !md || !tx || !ar || !cc || !np || !se) {
+        PyTuple_GET_SIZE(fd) != F_N || !ms || !md || !tx || !ar || !cc || !np || !se || !sf) {
         PyErr_SetString(PyExc_ValueError, "configure: incomplete constants");
         return NULL;
     }
     long long txv = PyLong_AsLongLong(tx), arv = PyLong_AsLongLong(ar),
-              ccv = PyLong_AsLongLong(cc), sev = PyLong_AsLongLong(se);
+              ccv = PyLong_AsLongLong(cc), sev = PyLong_AsLongLong(se),
+              sfv = PyLong_AsLongLong(sf);
     if (PyErr_Occurred())
         return NULL;
     if (layout(&L_PDC, args[0], PDC_NAMES, I_N) < 0 ||
@@ -577,6 +601,7 @@ static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t na
     tx_overhead = txv;
     ar_flag = arv;
     rud_cc_req = ccv;
+    syn_req_flag = sfv;
     configured = 1;
     Py_RETURN_NONE;
 }
@@ -597,7 +622,8 @@ static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_sender_core",
 
 PyMODINIT_FUNC PyInit__sender_core(void) {
     if (intern_str(&s_can_send, "can_send") || intern_str(&s_choose_ev, "choose_ev") ||
-        intern_str(&s_window_full, "window_full") || intern_str(&s_on_send, "on_send") ||
+        intern_str(&s_window_full, "window_full") ||
+        intern_str(&s_blocked_syn, "blocked.syn") || intern_str(&s_on_send, "on_send") ||
         intern_str(&s_on_sent, "on_sent") || intern_str(&s_head, "head") ||
         intern_str(&s_pop, "pop") || intern_str(&s_popleft, "popleft") ||
         intern_str(&s_wait, "wait") || intern_str(&s_arm, "arm") ||

@@ -1,27 +1,34 @@
-/* A target PDC's newly arrived RUD request in C (uet.pds.target.TargetPdc.rx_request with
- * _arrival, _deliver and the ACK coalescing decision, AckScheduler.on_accepted), over the
- * same Python objects.
+/* A target PDC's per-packet work in C, over the same Python objects:
  *
- * The common case only: an ESTABLISHED RUD PDC, a request without SYN that is not trimmed
- * and finds receive memory well below its limit. The clear (apply_clear), the PSN tracker,
- * the receiver's congestion control (and CCX state) and the credit hook stay Python calls,
- * made in the Python's order; the PDC's own bookkeeping (counters, the respond token and
- * its Pending entry, the RequestDelivered event, the coalesced-ACK state, the ACK ring and
- * the timer heap) is done here on the slots. A PSN the tracker does not take as new goes
- * to TargetPdc._rx_not_new (Python); every other case to the Python reference, called
- * before anything has changed. tests/pds/test_c_cores.py runs the same traffic through
- * both forms and compares every frame and counter.
+ * - a newly arrived RUD request (uet.pds.target.TargetPdc.rx_request with _arrival,
+ *   _deliver and the ACK coalescing decision, AckScheduler.on_accepted) and
+ *   PdsEndpoint._rx_request, which finds its PDC (by DPDCID, or by key for a SYN);
+ * - the ACKs it sends: uet.pds.ack.build_ack, AckScheduler.next_ack and
+ *   PdsEndpoint.poll_transmit (the control and data rings).
+ *
+ * The common case only: an ESTABLISHED RUD PDC, a request (a SYN naming the PDC's start
+ * PSN too) that is not trimmed and finds receive memory well below its limit. The clear
+ * (apply_clear) and the credit hook stay Python calls, made in the Python's order; the C
+ * PSN tracker is called at its C entry points and NSCC's receiver state is kept on its
+ * slots (any other tracker or receiver class is called as Python); the PDC's own
+ * bookkeeping (counters, the respond token and its Pending entry, the RequestDelivered
+ * event, the coalesced-ACK state, the ACK ring and the timer heap) is done here on the
+ * slots. A PSN the tracker does not take as new goes to TargetPdc._rx_not_new (Python);
+ * every other case to the Python reference, called before anything has changed.
+ * tests/pds/test_c_cores.py runs the same traffic through both forms and compares every
+ * frame and counter; test_ack_core.py holds build_ack to the Python on a PDC's states.
  */
 #include "slots.h"
 
 enum { T_STATE, T_CTX, T_PDC_ID, T_MODE, T_SDI, T_CFG, T_TRACKER, T_ROB, T_RECEIVER,
        T_CREDIT_MODE, T_PENDING, T_CLEAR_PSN, T_ACKS, T_IN_ACK_RING, T_LAST_RX, T_MAX_EOM,
        T_CCX, T_GTD_ROOM, T_GAP_AFTER, T_GAP_SINCE, T_ARMED, T_ROLE, T_PEER_IP, T_PEER_PDCID,
-       T_N };
+       T_START_PSN, T_N };
 static const char *PDC_NAMES[T_N] = {
     "state", "ctx", "pdc_id", "mode", "sdi", "cfg", "tracker", "rob", "receiver",
     "credit_mode", "pending", "clear_psn", "acks", "in_ack_ring", "last_rx", "max_eom",
-    "ccx", "gtd_room", "gap_after", "gap_since", "_armed", "role", "peer_ip", "peer_pdcid"};
+    "ccx", "gtd_room", "gap_after", "gap_since", "_armed", "role", "peer_ip", "peer_pdcid",
+    "start_psn"};
 
 enum { X_COUNTERS, X_EMIT, X_RX_MEMORY, X_ACK_RING, X_HEAP, X_HEAP_SEQ, X_TOKENS,
        X_NEXT_TOKEN, X_N };
@@ -34,13 +41,14 @@ static const char *MEM_NAMES[MEM_N] = {"used", "limit"};
 enum { G_DSCP_TRIMMED, G_DSCP_TRIMMED_LASTHOP, G_N };
 static const char *CFG_NAMES[G_N] = {"dscp_trimmed", "dscp_trimmed_lasthop"};
 
-enum { F_PDS, F_SES, F_EXT, F_PAYLOAD, F_SRC_IP, F_EV, F_DSCP, F_ECN, F_TSS, F_N };
+enum { F_PDS, F_SES, F_EXT, F_PAYLOAD, F_SRC_IP, F_EV, F_DSCP, F_ECN, F_TSS, F_DST_IP, F_N };
 static const char *FRAME_NAMES[F_N] = {"pds", "ses", "ext", "payload", "src_ip", "ev",
-                                       "dscp", "ecn", "tss"};
+                                       "dscp", "ecn", "tss", "dst_ip"};
 
-enum { H_FLAGS, H_CPO, H_PSN, H_CREDIT_TARGET, H_TYPE, H_NEXT_HDR, H_SPDCID, H_DPDCID, H_N };
+enum { H_FLAGS, H_CPO, H_PSN, H_CREDIT_TARGET, H_TYPE, H_NEXT_HDR, H_SPDCID, H_DPDCID,
+       H_PSN_OFFSET, H_N };
 static const char *HDR_NAMES[H_N] = {"flags", "clear_psn_offset", "psn", "credit_target",
-                                     "type", "next_hdr", "spdcid", "dpdcid"};
+                                     "type", "next_hdr", "spdcid", "dpdcid", "psn_offset"};
 
 /* AckScheduler and AckCoalescer */
 enum { S_CTX, S_CO, S_EVERY_BYTES, S_TIMER_PS, S_N };
@@ -253,8 +261,16 @@ static PyObject *k_rx_request(PyObject *mod, PyObject *const *args, Py_ssize_t n
         get_i64(mem, &L_MEM, MEM_USED, &used) < 0 || get_i64(mem, &L_MEM, MEM_LIMIT, &limit) < 0 ||
         get_i64(pdc, &L_PDC, T_GTD_ROOM, &room) < 0)
         return NULL;
-    if (flags & syn_flag || dscp == t1 || dscp == t2 || used + room > limit)
-        return ref(args, nargs); /* SYN, trimmed, memory: the Python */
+    if (dscp == t1 || dscp == t2 || used + room > limit)
+        return ref(args, nargs); /* trimmed, memory: the Python */
+    if (flags & syn_flag) { /* a SYN must name the PDC's start (else the Python NACKs it) */
+        int64_t off, start;
+        if (get_i64(pds, &L_HDR, H_PSN_OFFSET, &off) < 0 ||
+            get_i64(pdc, &L_PDC, T_START_PSN, &start) < 0)
+            return NULL;
+        if (((psn - off) & M32) != start)
+            return ref(args, nargs);
+    }
     if (put(pdc, &L_PDC, T_LAST_RX, Py_NewRef(now_obj)) < 0)
         return NULL;
     int64_t cl = (psn + cpo) & M32;
@@ -452,12 +468,48 @@ fail:
 static PyObject *ref_dispatch, *request_next_hdrs, *role_target, *mode_rud, *mode_rod,
     *endpoint_class; /* PdsEndpoint itself: a subclass may override _named_target */
 static int64_t rod_req, rod_cc_req;
-static PyObject *s_mgr, *s_by_id;
+static PyObject *s_mgr, *s_tgt_by_key, *s_by_id;
 static int dispatch_configured;
 
 /* rx_dispatch(ep, now, frame, pds): a request of a PDC already established, named by its
  * DPDCID, from the PDC's peer, cleartext, in the PDC's mode: TargetPdc.rx_request (the C
  * form above); SYN, every mismatch (answered with a NACK) and other types: the Python */
+/* PdsEndpoint._rx_request of a SYN request: the established cleartext target PDC its
+ * (source, destination, SPDCID) key names, in its mode, takes it (rx_request); no PDC, a
+ * lingering or other one (a new incarnation, NACKs) is the Python's */
+static PyObject *syn_dispatch(PyObject *mod, PyObject *const *args, PyObject *mode) {
+    PyObject *ep = args[0], *frame = args[2], *pds = args[3];
+    PyObject *src = SLOT(frame, L_FRAME, F_SRC_IP), *dst = SLOT(frame, L_FRAME, F_DST_IP);
+    PyObject *spdcid = SLOT(pds, L_HDR, H_SPDCID);
+    if (src == NULL || dst == NULL || spdcid == NULL)
+        return PyObject_Vectorcall(ref_dispatch, args, 4, NULL);
+    PyObject *mgr = PyObject_GetAttr(ep, s_mgr);
+    PyObject *by_key = mgr ? PyObject_GetAttr(mgr, s_tgt_by_key) : NULL;
+    Py_XDECREF(mgr);
+    if (by_key == NULL)
+        return NULL;
+    PyObject *key = PyTuple_Pack(3, src, dst, spdcid), *pdc = NULL;
+    if (key != NULL && PyDict_Check(by_key))
+        pdc = PyDict_GetItemWithError(by_key, key);
+    Py_XINCREF(pdc);
+    Py_XDECREF(key);
+    Py_DECREF(by_key);
+    if (PyErr_Occurred()) {
+        Py_XDECREF(pdc);
+        return NULL;
+    }
+    if (pdc == NULL || !Py_IS_TYPE(pdc, L_PDC.type) ||
+        SLOT(pdc, L_PDC, T_STATE) != st_established || SLOT(pdc, L_PDC, T_SDI) != Py_None ||
+        SLOT(pdc, L_PDC, T_MODE) != mode) {
+        Py_XDECREF(pdc);
+        return PyObject_Vectorcall(ref_dispatch, args, 4, NULL);
+    }
+    PyObject *a[4] = {pdc, args[1], frame, pds};
+    PyObject *r = k_rx_request(mod, a, 4);
+    Py_DECREF(pdc);
+    return r;
+}
+
 static PyObject *k_rx_dispatch(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     if (!dispatch_configured || !configured) {
         PyErr_SetString(PyExc_RuntimeError, "target core dispatch not configured");
@@ -475,8 +527,10 @@ static PyObject *k_rx_dispatch(PyObject *mod, PyObject *const *args, Py_ssize_t 
     int t = nh ? PySequence_Contains(request_next_hdrs, nh) : -1;
     if (t < 0)
         return NULL;
-    if (!t || flags & syn_flag || SLOT(frame, L_FRAME, F_TSS) != Py_None)
+    if (!t || SLOT(frame, L_FRAME, F_TSS) != Py_None)
         return PyObject_Vectorcall(ref_dispatch, args, nargs, NULL);
+    if (flags & syn_flag) /* by (source, destination, SPDCID): an open PDC, or the Python */
+        return syn_dispatch(mod, args, mode);
     PyObject *mgr = PyObject_GetAttr(ep, s_mgr);
     PyObject *by_id = mgr ? PyObject_GetAttr(mgr, s_by_id) : NULL;
     Py_XDECREF(mgr);
@@ -1252,7 +1306,7 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_target_core",
-                                    "A target PDC's new RUD requests in C", -1, methods};
+                                    "A target PDC's requests and ACKs in C", -1, methods};
 
 PyMODINIT_FUNC PyInit__target_core(void) {
     if (intern_str(&s_apply_clear, "apply_clear") || intern_str(&s_on_packet, "on_packet") || intern_str(&s_max_psn, "max_psn") ||
@@ -1262,6 +1316,7 @@ PyMODINIT_FUNC PyInit__target_core(void) {
         intern_str(&s_append, "append") || intern_str(&s_rx_packets, "rx_packets") ||
         intern_str(&s_rx_bytes, "rx_bytes") ||
         intern_str(&s_ack_ar_coalesced, "ack_ar_coalesced") || intern_str(&s_mgr, "mgr") ||
+        intern_str(&s_tgt_by_key, "tgt_by_key") ||
         intern_str(&s_by_id, "by_id"))
         return NULL;
     if (intern_str(&s_popleft, "popleft") || intern_str(&s_not_done, "not_done") ||

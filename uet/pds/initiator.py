@@ -882,7 +882,7 @@ def configure(core: Any) -> None:
                     "frame_defaults": defaults(Frame), "mac_src": _MAC_SRC,
                     "mac_dst": _MAC_DST, "tx_overhead": TX_OVERHEAD, "ar": AR,
                     "rud_cc_req": int(RUD_CC_REQ), "next_part": OutMessage.next_part,
-                    "ses_eom": int(SesFlag.EOM)},
+                    "ses_eom": int(SesFlag.EOM), "syn_flag": int(SYN)},
                    REFERENCE["poll_data"], OutMessage, Segmenter, SesStandard, PacketRef)
 
 
