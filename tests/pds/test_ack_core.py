@@ -1,4 +1,4 @@
-"""The target core's ``build_ack`` (C) against its Python form, on one PDC's states.
+"""The target core's ``build_ack`` and ``respond`` (C) against their Python forms.
 
 A target PDC is brought to a state with a gap (lost packets), then given requests
 waiting for the SES, refused PSNs, stored responses (GTD) and an NSCC receiver holding a window
@@ -19,7 +19,7 @@ from pds_harness import A_IP, B_IP, US, Host, Net, request, ses_std
 from test_exactly_once import _endpoint
 
 from uet.cms.api import CmsConfig
-from uet.pds import PdsConfig, ack
+from uet.pds import PdsConfig, RequestDelivered, ack
 from uet.pds import target as target_mod
 from uet.pds.ack import ACK_M, ACK_RETX
 from uet.wire.codec import encode_frame
@@ -113,3 +113,58 @@ def test_build_ack_leaves_other_acks_to_the_python():
     assert c == ref(pdc.ctx, pdc, 0, None, 0, 3, None, b"data") and c.payload == b"data"
     with pytest.raises(TypeError):
         ack.build_ack(pdc.ctx, pdc)
+
+
+def _held_then_answered() -> dict:
+    """Requests delivered but not answered yet hold the CACK below them; the ACK polled
+    then reports the held CACK (``cack_held``); the answers release it (a new ACK), a
+    token answered twice or whose packet was settled answers False."""
+    pcfg = PdsConfig(ack_type="ack_cc", ack_every_bytes=1)
+    a = _endpoint(pcfg, A_IP, 1, None)
+    b = _endpoint(pcfg, B_IP, 2, None)
+    for i in range(4):
+        a.submit(0, request(payload=bytes(100), msg_ref=i, ses=ses_std(msg_id=i)))
+    t = 1 * US
+    while (f := a.poll_transmit(0, False)) is not None:
+        b.receive(t, f)
+    acks = []
+    while (f := b.poll_transmit(t, True)) is not None:
+        acks.append(encode_frame(f))
+    (pdc,) = b.mgr.tgt_by_key.values()
+    held = pdc.cack_held
+    events = []
+
+    def next_delivered():
+        while (ev := b.next_event()) is not None:
+            if type(ev) is RequestDelivered:
+                return ev
+        return None
+
+    events.append(next_delivered())  # the others stay unread (unsettled) for now
+    answers = [b.respond(t, events[0].token, None)]
+    released = []  # the first answer releases the held CACK: an ACK at once
+    while (f := b.poll_transmit(t, True)) is not None:
+        released.append(encode_frame(f))
+    while (ev := next_delivered()) is not None:
+        events.append(ev)
+    answers.append(b.respond(t, events[1].token, None))
+    answers.append(b.respond(t, events[0].token, None))  # again: late
+    pdc.pending.pop(events[2].psn)  # settled elsewhere: its token answers False
+    answers.append(b.respond(t, events[2].token, None))
+    while (f := b.poll_transmit(2 * US, True)) is not None:
+        acks.append(encode_frame(f))
+    return {"held": held, "answers": answers, "acks": acks, "released": released,
+            "seen": list(b._seen),
+            "counters": dict(b.counters), "cack_held": pdc.cack_held}
+
+
+def test_respond_releases_a_held_cack_as_the_python():
+    from uet.endpoint import cores
+
+    c = _held_then_answered()
+    with cores.python_forms():
+        py = _held_then_answered()
+    assert c == py
+    assert c["held"] is True and c["answers"] == [True, True, False, False]
+    assert len(c["acks"]) >= 2 and c["seen"] == [] and c["counters"]["late_response"] == 1
+    assert len(c["released"]) == 1

@@ -4,7 +4,9 @@
  *   _deliver and the ACK coalescing decision, AckScheduler.on_accepted) and
  *   PdsEndpoint._rx_request, which finds its PDC (by DPDCID, or by key for a SYN);
  * - the ACKs it sends: uet.pds.ack.build_ack, AckScheduler.next_ack and
- *   PdsEndpoint.poll_transmit (the control and data rings).
+ *   PdsEndpoint.poll_transmit (the control and data rings);
+ * - the SES's answers without a semantic response (PdsEndpoint.respond, TargetPdc.on_respond)
+ *   and the poll that settles the unanswered ones (_finalize_seen).
  *
  * The common case only: an ESTABLISHED RUD PDC, a request (a SYN naming the PDC's start
  * PSN too) that is not trimmed and finds receive memory well below its limit. The clear
@@ -903,6 +905,7 @@ static PyObject *s_popleft, *s_not_done, *s_next_ack, *s_freed, *s_in_ack_ring, 
     *s_ctrl, *s_ack_ring, *s_ring, *s_seen_q, *s_finalize_seen, *s_poll_data,
     *s_has_data_work, *s_in_ring, *s_explicit, *s_co, *s_now, *s_owed;
 static int transmit_configured;
+static int finalize_seen(PyObject *ep, PyObject *now, PyObject *seen);
 
 /* psn in pdc.pending / gtd / rejected / rob (TargetPdc.not_done): 1, 0, -1 */
 static int not_done(PyObject *src, PyObject *psn) {
@@ -1090,12 +1093,11 @@ static PyObject *k_poll_transmit(PyObject *mod, PyObject *const *args, Py_ssize_
     if (control < 0 || (q = PyObject_GetAttr(ep, s_seen_q)) == NULL)
         return NULL;
     int seen = PyObject_IsTrue(q);
-    Py_CLEAR(q);
-    if (seen) {
-        PyObject *a[2] = {ep, now};
-        if (seen < 0 || call_drop(s_finalize_seen, a, 2, NULL) < 0)
-            return NULL;
+    if (seen && (seen < 0 || finalize_seen(ep, now, q) < 0)) {
+        Py_DECREF(q);
+        return NULL;
     }
+    Py_CLEAR(q);
     if (control) {
         if ((q = PyObject_GetAttr(ep, s_ctrl)) == NULL)
             return NULL;
@@ -1191,12 +1193,119 @@ static PyObject *k_poll_transmit(PyObject *mod, PyObject *const *args, Py_ssize_
     return r;
 }
 
-/* configure_transmit((next_ack, poll_transmit), AckScheduler, PdsEndpoint, freed) */
+/* ------------------------------------------------------------------ answers
+ * PdsEndpoint.respond with no semantic response (the SES's usual answer: the PDS sends the
+ * default one) for a target PDC's token, and _finalize_seen (the poll that settles every
+ * delivered request nobody answered). */
+static PyObject *ref_respond, *s_deferred, *s_pdc, *s_ctx, *s_tokens_attr, *s_finalize, *s_on_respond,
+    *s_released_hold;
+
+/* TargetPdc.on_respond(now, entry, None, data) of an exact TargetPdc: 1 (True), 0, -1 */
+static int respond_none(PyObject *pdc, PyObject *entry) {
+    PyObject *pending = SLOT(pdc, L_PDC, T_PENDING), *psn = SLOT(entry, L_PENDING, P_PSN);
+    if (pending == NULL || psn == NULL || !PyDict_CheckExact(pending)) {
+        PyErr_SetString(PyExc_TypeError, "TargetPdc.pending: a dict is expected");
+        return -1;
+    }
+    PyObject *was = PyDict_GetItemWithError(pending, psn);
+    if (was == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    if (PyDict_DelItem(pending, psn) < 0)
+        return -1;
+    PyObject *held = SLOT(pdc, L_SRC, B_CACK_HELD);
+    int h = held ? PyObject_IsTrue(held) : -1;
+    if (h > 0) { /* _released_hold: the CACK held below the packet moves */
+        PyObject *a[1] = {pdc};
+        return call_drop(s_released_hold, a, 1, NULL) < 0 ? -1 : 1;
+    }
+    return h < 0 ? -1 : 1;
+}
+
+/* respond(ep, now, token, response, data=b"") */
+static PyObject *k_respond(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (!transmit_configured) {
+        PyErr_SetString(PyExc_RuntimeError, "target core: answers not configured");
+        return NULL;
+    }
+    if ((nargs != 4 && nargs != 5) || (PyObject *)Py_TYPE(args[0]) != pds_endpoint_class ||
+        args[3] != Py_None)
+        return PyObject_Vectorcall(ref_respond, args, nargs, NULL);
+    PyObject *ctx = PyObject_GetAttr(args[0], s_ctx);
+    if (ctx == NULL)
+        return NULL;
+    PyObject *tokens = Py_IS_TYPE(ctx, L_CTX.type) ? SLOT(ctx, L_CTX, X_TOKENS) : NULL;
+    PyObject *entry = tokens && PyDict_CheckExact(tokens)
+                          ? PyDict_GetItemWithError(tokens, args[2]) : NULL;
+    if (entry == NULL || !Py_IS_TYPE(entry, L_PENDING.type) ||
+        !Py_IS_TYPE(SLOT(entry, L_PENDING, P_PDC), L_PDC.type)) {
+        Py_DECREF(ctx);
+        return PyErr_Occurred() ? NULL : PyObject_Vectorcall(ref_respond, args, nargs, NULL);
+    }
+    Py_INCREF(entry); /* ctx.take_token(token) */
+    int rc = PyDict_DelItem(tokens, args[2]);
+    Py_DECREF(ctx);
+    if (rc == 0)
+        rc = respond_none(SLOT(entry, L_PENDING, P_PDC), entry);
+    Py_DECREF(entry);
+    if (rc < 0)
+        return NULL;
+    return Py_NewRef(rc ? Py_True : Py_False);
+}
+
+/* PdsEndpoint._finalize_seen(ep, now) for an exact PdsEndpoint: 0, -1 */
+static int finalize_seen(PyObject *ep, PyObject *now, PyObject *seen) {
+    PyObject *tokens = PyObject_GetAttr(ep, s_tokens_attr);
+    if (tokens == NULL)
+        return -1;
+    int rc = 0;
+    if (!PyList_CheckExact(seen) || !PyDict_CheckExact(tokens)) {
+        PyObject *a[2] = {ep, now};
+        rc = call_drop(s_finalize_seen, a, 2, NULL);
+        Py_DECREF(tokens);
+        return rc;
+    }
+    for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(seen); i++) {
+        PyObject *token = PyList_GET_ITEM(seen, i);
+        Py_INCREF(token);
+        PyObject *entry = PyDict_GetItemWithError(tokens, token);
+        if (entry == NULL) {
+            rc = PyErr_Occurred() ? -1 : 0;
+            Py_DECREF(token);
+            continue;
+        }
+        Py_INCREF(entry);
+        PyObject *d = PyObject_GetAttr(entry, s_deferred);
+        int deferred = d ? PyObject_IsTrue(d) : -1;
+        Py_XDECREF(d);
+        if (deferred == 0) { /* NO_RESPONSE: answered later */
+            rc = PyDict_DelItem(tokens, token);
+            PyObject *pdc = rc == 0 ? PyObject_GetAttr(entry, s_pdc) : NULL;
+            if (pdc != NULL) {
+                PyObject *a[3] = {pdc, now, entry};
+                rc = call_drop(s_finalize, a, 3, NULL);
+                Py_DECREF(pdc);
+            } else {
+                rc = -1;
+            }
+        } else if (deferred < 0) {
+            rc = -1;
+        }
+        Py_DECREF(entry);
+        Py_DECREF(token);
+    }
+    Py_DECREF(tokens);
+    if (rc == 0)
+        rc = PyList_SetSlice(seen, 0, PyList_GET_SIZE(seen), NULL);
+    return rc;
+}
+
+/* configure_transmit((next_ack, poll_transmit, respond), AckScheduler, PdsEndpoint,
+ *                    freed) */
 static PyObject *k_configure_transmit(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 4 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != 2 ||
+    if (nargs != 4 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != 3 ||
         !PyType_Check(args[2])) {
-        PyErr_SetString(PyExc_TypeError, "configure_transmit((next_ack, poll_transmit), "
-                                         "AckScheduler, PdsEndpoint, freed)");
+        PyErr_SetString(PyExc_TypeError, "configure_transmit((next_ack, poll_transmit, "
+                                         "respond), AckScheduler, PdsEndpoint, freed)");
         return NULL;
     }
     if (!configured || !ack_configured) {
@@ -1213,6 +1322,7 @@ static PyObject *k_configure_transmit(PyObject *mod, PyObject *const *args, Py_s
     }
     Py_XSETREF(ref_next_ack, Py_NewRef(PyTuple_GET_ITEM(args[0], 0)));
     Py_XSETREF(ref_poll_transmit, Py_NewRef(PyTuple_GET_ITEM(args[0], 1)));
+    Py_XSETREF(ref_respond, Py_NewRef(PyTuple_GET_ITEM(args[0], 2)));
     Py_XSETREF(pds_endpoint_class, Py_NewRef(args[2]));
     Py_XSETREF(st_t_freed, Py_NewRef(args[3]));
     transmit_configured = 1;
@@ -1277,6 +1387,7 @@ KW_ENTRY(k_rx_request_kw, k_rx_request, ref_rx_request)
 KW_ENTRY(k_build_ack_kw, k_build_ack, ref_build_ack)
 KW_ENTRY(k_next_ack_kw, k_next_ack, ref_next_ack)
 KW_ENTRY(k_poll_transmit_kw, k_poll_transmit, ref_poll_transmit)
+KW_ENTRY(k_respond_kw, k_respond, ref_respond)
 KW_ENTRY(k_rx_dispatch_kw, k_rx_dispatch, ref_dispatch)
 
 static PyMethodDef methods[] = {
@@ -1290,7 +1401,10 @@ static PyMethodDef methods[] = {
     {"build_ack", (PyCFunction)(void (*)(void))k_build_ack_kw, METH_FASTCALL | METH_KEYWORDS,
      "build_ack(ctx, src, now, ack_psn, flags, ev, ses, data, probe=None, sack_base=None)"},
     {"configure_transmit", (PyCFunction)(void (*)(void))k_configure_transmit, METH_FASTCALL,
-     "configure_transmit((next_ack, poll_transmit), AckScheduler, PdsEndpoint, freed)"},
+     "configure_transmit((next_ack, poll_transmit, respond), AckScheduler, PdsEndpoint, "
+     "freed)"},
+    {"respond", (PyCFunction)(void (*)(void))k_respond_kw, METH_FASTCALL | METH_KEYWORDS,
+     "respond(ep, now, token, response, data=b''): PdsEndpoint.respond"},
     {"next_ack", (PyCFunction)(void (*)(void))k_next_ack_kw, METH_FASTCALL | METH_KEYWORDS,
      "next_ack(sched, now, src): AckScheduler.next_ack"},
     {"poll_transmit", (PyCFunction)(void (*)(void))k_poll_transmit_kw,
@@ -1319,6 +1433,11 @@ PyMODINIT_FUNC PyInit__target_core(void) {
         intern_str(&s_tgt_by_key, "tgt_by_key") ||
         intern_str(&s_by_id, "by_id"))
         return NULL;
+    if (intern_str(&s_ctx, "ctx") || intern_str(&s_tokens_attr, "_tokens") ||
+        intern_str(&s_finalize, "finalize") || intern_str(&s_on_respond, "on_respond") ||
+        intern_str(&s_released_hold, "_released_hold") || intern_str(&s_deferred, "deferred") ||
+        intern_str(&s_pdc, "pdc"))
+        return NULL;
     if (intern_str(&s_popleft, "popleft") || intern_str(&s_not_done, "not_done") ||
         intern_str(&s_next_ack, "next_ack") || intern_str(&s_freed, "freed") ||
         intern_str(&s_in_ack_ring, "in_ack_ring") || intern_str(&s_acks, "acks") ||
@@ -1340,8 +1459,9 @@ PyMODINIT_FUNC PyInit__target_core(void) {
     if (kw_on_data == NULL || kw_ccx_on_data == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&moddef);
-    static const char *const names[] = {"rx_request", "rx_dispatch", "next_ack", "poll_transmit"};
-    if (m == NULL || add_instance_methods(m, names, 4) < 0) {
+    static const char *const names[] = {"rx_request", "rx_dispatch", "next_ack", "poll_transmit",
+                                        "respond"};
+    if (m == NULL || add_instance_methods(m, names, 5) < 0) {
         Py_XDECREF(m);
         return NULL;
     }

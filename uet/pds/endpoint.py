@@ -704,7 +704,8 @@ class PdsEndpoint:
 #: the Python form of what the C core replaces (``uet.native._target_core``'s
 #: ``rx_dispatch``): the reference its tests hold it to, and what it calls for SYN, every
 #: mismatch (NACKed here) and a secured frame
-REFERENCE = {"_rx_request": PdsEndpoint._rx_request, "poll_transmit": PdsEndpoint.poll_transmit}
+REFERENCE = {"_rx_request": PdsEndpoint._rx_request, "poll_transmit": PdsEndpoint.poll_transmit,
+             "respond": PdsEndpoint.respond}
 
 
 def _use_c_core() -> str:
@@ -723,10 +724,12 @@ def _use_c_core() -> str:
         "endpoint_class": PdsEndpoint})
     PdsEndpoint._rx_request = core.rx_dispatch_method  # type: ignore[method-assign]
     # the control poll: the end point's rings and a target PDC's coalesced and owed ACKs
-    core.configure_transmit((ack.SCHEDULER_REFERENCE["next_ack"], REFERENCE["poll_transmit"]),
+    core.configure_transmit((ack.SCHEDULER_REFERENCE["next_ack"], REFERENCE["poll_transmit"],
+                             REFERENCE["respond"]),
                             ack.AckScheduler, PdsEndpoint, target.TargetPdc.FREED)
     ack.AckScheduler.next_ack = core.next_ack_method  # type: ignore[method-assign]
     PdsEndpoint.poll_transmit = core.poll_transmit_method  # type: ignore[method-assign]
+    PdsEndpoint.respond = core.respond_method  # type: ignore[method-assign]
     return "native"
 
 
