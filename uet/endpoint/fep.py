@@ -594,7 +594,7 @@ class FabricEndpoint:
         """Move events between PDS and SES until both are quiet."""
         pds, ses = self.pds, self.ses
         ses.now = now
-        next_event, poll_ses, next_done = pds.next_event, ses.poll_message, ses.next_event
+        next_event = pds.next_event
         # the queues behind them: an empty one is not polled (this runs after every frame)
         pds_events, ses_out, ses_done = pds.events, ses.outq, ses.events
         while True:
@@ -602,49 +602,65 @@ class FabricEndpoint:
             ev = next_event() if pds_events else None
             while ev is not None:
                 moved = True
-                t = type(ev)
                 # (no PacketAcked: nothing for the SES to do, so the PDS makes none)
-                if t is RequestDelivered:
+                if type(ev) is RequestDelivered:
                     self.deliver(now, ev)
-                elif t is ResponseReceived:
-                    ses.initiator.on_response(ev.msg_ref, ev.ses, ev.payload, now=now)
-                elif t is MessageFailed:
-                    ses.initiator.on_failed(ev.msg_ref, ev.reason, now=now)
-                elif t is PdcOpened:
-                    self.counters[f"pdc_opened.{ev.role}"] += 1
-                elif t is PeerNegotiated:
-                    # what the peer's NEGOTIATION says beats the address book
-                    self.counters["peer_negotiated"] += 1
-                    if ev.fep_cap:
-                        ses.initiator.set_peer_cap(ev.peer_ip, ev.fep_cap)
-                elif t is PdcClosed:
-                    self.counters[f"pdc_closed.{ev.role}"] += 1
-                    if ev.error:
-                        self.counters[f"pdc_closed_in_error.{ev.role}"] += 1
-                    if ev.role == "target":  # its messages in progress can never finish
-                        ses.target.connection_closed(now, ev.pdc_id)
-                ev = next_event()
-            pkt = poll_ses() if ses_out else None
-            tss = self.tss
-            while pkt is not None:
-                moved = True
-                sdi = tss.domain_for_job(pkt.job_id) if tss is not None else None
-                if type(pkt) is OutMessage:  # a whole message: its packets made as sent
-                    pds.submit(now, SendMessage(pkt.dst, pkt.mode, pkt.job_id, pkt.tc, pkt.ext,
-                                                pkt.count, pkt.nbytes, pkt.max_payload,
-                                                pkt.next_part, sdi))
                 else:
-                    pds.submit(now, SendRequest(pkt.dst, pkt.mode, pkt.job_id, pkt.tc,
-                                                pkt.ses, pkt.ext, pkt.payload, pkt.msg_ref,
-                                                pkt.eom, sdi))
-                pkt = poll_ses()
-            done = next_done() if ses_done else None
-            while done is not None:
+                    self._pump_event(now, ev)
+                ev = next_event()
+            if ses_out and self._pump_ses(now):
                 moved = True
-                self._completed(now, done)
-                done = next_done()
+            if ses_done and self._pump_done(now):
+                moved = True
             if not moved:
                 return
+
+    def _pump_event(self, now: int, ev: Any) -> None:
+        """A PDS event other than a delivered request (the pump's)."""
+        ses = self.ses
+        t = type(ev)
+        if t is ResponseReceived:
+            ses.initiator.on_response(ev.msg_ref, ev.ses, ev.payload, now=now)
+        elif t is MessageFailed:
+            ses.initiator.on_failed(ev.msg_ref, ev.reason, now=now)
+        elif t is PdcOpened:
+            self.counters[f"pdc_opened.{ev.role}"] += 1
+        elif t is PeerNegotiated:
+            # what the peer's NEGOTIATION says beats the address book
+            self.counters["peer_negotiated"] += 1
+            if ev.fep_cap:
+                ses.initiator.set_peer_cap(ev.peer_ip, ev.fep_cap)
+        elif t is PdcClosed:
+            self.counters[f"pdc_closed.{ev.role}"] += 1
+            if ev.error:
+                self.counters[f"pdc_closed_in_error.{ev.role}"] += 1
+            if ev.role == "target":  # its messages in progress can never finish
+                ses.target.connection_closed(now, ev.pdc_id)
+
+    def _pump_ses(self, now: int) -> bool:
+        """The SES's outgoing packets and messages to the PDS (the pump's); True if any."""
+        pds, ses, tss = self.pds, self.ses, self.tss
+        moved = False
+        while (pkt := ses.poll_message()) is not None:
+            moved = True
+            sdi = tss.domain_for_job(pkt.job_id) if tss is not None else None
+            if type(pkt) is OutMessage:  # a whole message: its packets made as sent
+                pds.submit(now, SendMessage(pkt.dst, pkt.mode, pkt.job_id, pkt.tc, pkt.ext,
+                                            pkt.count, pkt.nbytes, pkt.max_payload,
+                                            pkt.next_part, sdi))
+            else:
+                pds.submit(now, SendRequest(pkt.dst, pkt.mode, pkt.job_id, pkt.tc,
+                                            pkt.ses, pkt.ext, pkt.payload, pkt.msg_ref,
+                                            pkt.eom, sdi))
+        return moved
+
+    def _pump_done(self, now: int) -> bool:
+        """The SES's completions (the pump's); True if any."""
+        moved = False
+        while (done := self.ses.next_event()) is not None:
+            moved = True
+            self._completed(now, done)
+        return moved
 
     def deliver(self, now: int, ev: RequestDelivered) -> None:
         """Hand one delivered request to the SES and its answer back to the PDS (the pump
@@ -867,7 +883,7 @@ def _host_log(ctx: Any) -> Callable[..., None] | None:
 REFERENCE = {"receive": FabricEndpoint.receive, "pop_control": FabricEndpoint.pop_control,
              "pop_data": FabricEndpoint.pop_data,
              "next_deadline": FabricEndpoint.next_deadline,
-             "deliver": FabricEndpoint.deliver}
+             "deliver": FabricEndpoint.deliver, "pump": FabricEndpoint.pump}
 #: the same for the audit (its ``see`` for a standard-header request)
 AUDIT_REFERENCE = {"see": DeliveryAudit.see}
 
@@ -892,10 +908,12 @@ def _use_c_core() -> str:
     FabricEndpoint.pop_control = core.pop_control_method  # type: ignore[method-assign]
     FabricEndpoint.pop_data = core.pop_data_method  # type: ignore[method-assign]
     FabricEndpoint.next_deadline = core.next_deadline_method  # type: ignore[method-assign]
-    core.configure_delivery((REFERENCE["deliver"], AUDIT_REFERENCE["see"]), DeliveryAudit,
+    core.configure_delivery((REFERENCE["deliver"], AUDIT_REFERENCE["see"], REFERENCE["pump"]),
+                            DeliveryAudit,
                             SesStandard, RequestDelivered, TargetReply,
                             {"som": _SOM, "read": _READ, "bitmap_max": _AUDIT_BITMAP_MAX})
     FabricEndpoint.deliver = core.deliver_method  # type: ignore[method-assign]
+    FabricEndpoint.pump = core.pump_method  # type: ignore[method-assign]
     DeliveryAudit.see = core.see_method  # type: ignore[method-assign]
     return "native"
 

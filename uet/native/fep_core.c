@@ -49,6 +49,8 @@ static int cleartext(PyObject *fep) {
     return clear;
 }
 
+static PyObject *k_pump(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
+
 /* receive(fep, now, data) */
 static PyObject *k_receive(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     if (!configured || nargs != 3 || !Py_IS_TYPE(args[0], fep_type) ||
@@ -122,7 +124,7 @@ static PyObject *k_receive(PyObject *mod, PyObject *const *args, Py_ssize_t narg
     Py_DECREF(r);
     {
         PyObject *a[2] = {fep, now};
-        if ((r = PyObject_VectorcallMethod(s_pump, a, 2, NULL)) == NULL)
+        if ((r = k_pump(mod, a, 2)) == NULL) /* FabricEndpoint.pump */
             goto fail;
         Py_DECREF(r);
     }
@@ -688,12 +690,124 @@ done:
     return r;
 }
 
+/* ------------------------------------------------------------------ the pump
+ * FabricEndpoint.pump: the PDS's events to the SES (a delivered request through deliver
+ * above, every other event through _pump_event), the SES's packets and completions through
+ * _pump_ses / _pump_done, until nothing moves; PdsEndpoint.next_event inline for the exact
+ * class. */
+static PyObject *ref_pump, *s_now, *s_events, *s_outq, *s_next_event, *s_pump_event,
+    *s_pump_ses, *s_pump_done, *s_popleft, *s_append;
+
+/* pds.next_event(): a new reference, None when empty */
+static PyObject *next_event(PyObject *pds, PyObject *events) {
+    if (!Py_IS_TYPE(pds, pds_type))
+        return PyObject_CallMethodNoArgs(pds, s_next_event);
+    int any = PyObject_IsTrue(events);
+    if (any <= 0)
+        return any < 0 ? NULL : Py_NewRef(Py_None);
+    PyObject *ev = PyObject_CallMethodNoArgs(events, s_popleft);
+    if (ev == NULL || !Py_IS_TYPE(ev, L_DELIVERED.type))
+        return ev;
+    PyObject *token = SLOT(ev, L_DELIVERED, D_TOKEN);
+    int t = token ? PyObject_IsTrue(token) : 0;
+    if (t > 0) { /* its answer is settled at the next poll if nobody gives one */
+        PyObject *seen = PyObject_GetAttr(pds, s_seen), *r = NULL;
+        if (seen != NULL)
+            r = PyObject_CallMethodOneArg(seen, s_append, token);
+        Py_XDECREF(seen);
+        if (r == NULL) {
+            Py_DECREF(ev);
+            return NULL;
+        }
+        Py_DECREF(r);
+    } else if (t < 0) {
+        Py_DECREF(ev);
+        return NULL;
+    }
+    return ev;
+}
+
+/* fep.<name>(now) is truthy: 1, 0, -1 */
+static int call_truth(PyObject *fep, PyObject *name, PyObject *now) {
+    PyObject *a[2] = {fep, now};
+    PyObject *r = PyObject_VectorcallMethod(name, a, 2, NULL);
+    int t = r ? PyObject_IsTrue(r) : -1;
+    Py_XDECREF(r);
+    return t;
+}
+
+static PyObject *k_deliver(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
+
+/* pump(fep, now) */
+static PyObject *k_pump(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (!delivery_configured) {
+        PyErr_SetString(PyExc_RuntimeError, "fep core: delivery not configured");
+        return NULL;
+    }
+    if (nargs != 2 || !Py_IS_TYPE(args[0], fep_type))
+        return PyObject_Vectorcall(ref_pump, args, nargs, NULL);
+    PyObject *fep = args[0], *now = args[1];
+    PyObject *pds = NULL, *ses = NULL, *pev = NULL, *out = NULL, *done = NULL, *r = NULL;
+    if ((pds = PyObject_GetAttr(fep, s_pds)) == NULL || (ses = PyObject_GetAttr(fep, s_ses)) == NULL ||
+        PyObject_SetAttr(ses, s_now, now) < 0 || (pev = PyObject_GetAttr(pds, s_events)) == NULL ||
+        (out = PyObject_GetAttr(ses, s_outq)) == NULL || (done = PyObject_GetAttr(ses, s_events)) == NULL)
+        goto fail;
+    for (;;) {
+        int moved = 0, any = PyObject_IsTrue(pev);
+        if (any < 0)
+            goto fail;
+        while (any) {
+            PyObject *ev = next_event(pds, pev), *x;
+            if (ev == NULL)
+                goto fail;
+            if (ev == Py_None) {
+                Py_DECREF(ev);
+                break;
+            }
+            moved = 1;
+            if (Py_IS_TYPE(ev, L_DELIVERED.type)) {
+                PyObject *a[3] = {fep, now, ev};
+                x = k_deliver(mod, a, 3);
+            } else {
+                PyObject *a[3] = {fep, now, ev};
+                x = PyObject_VectorcallMethod(s_pump_event, a, 3, NULL);
+            }
+            Py_DECREF(ev);
+            if (x == NULL)
+                goto fail;
+            Py_DECREF(x);
+        }
+        int t = PyObject_IsTrue(out);
+        if (t > 0)
+            t = call_truth(fep, s_pump_ses, now);
+        if (t < 0)
+            goto fail;
+        moved |= t;
+        t = PyObject_IsTrue(done);
+        if (t > 0)
+            t = call_truth(fep, s_pump_done, now);
+        if (t < 0)
+            goto fail;
+        moved |= t;
+        if (!moved)
+            break;
+    }
+    r = Py_NewRef(Py_None);
+fail:
+    Py_XDECREF(pds);
+    Py_XDECREF(ses);
+    Py_XDECREF(pev);
+    Py_XDECREF(out);
+    Py_XDECREF(done);
+    return r;
+}
+
 /* configure_delivery((deliver, see), DeliveryAudit, SesStandard, RequestDelivered,
  *                    TargetReply, constants) */
 static PyObject *k_configure_delivery(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 6 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != 2 ||
+    if (nargs != 6 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != 3 ||
         !PyDict_Check(args[5])) {
-        PyErr_SetString(PyExc_TypeError, "configure_delivery((deliver, see), DeliveryAudit, "
+        PyErr_SetString(PyExc_TypeError, "configure_delivery((deliver, see, pump), DeliveryAudit, "
                                          "SesStandard, RequestDelivered, TargetReply, constants)");
         return NULL;
     }
@@ -716,6 +830,7 @@ static PyObject *k_configure_delivery(PyObject *mod, PyObject *const *args, Py_s
         return NULL;
     Py_XSETREF(ref_deliver, Py_NewRef(PyTuple_GET_ITEM(args[0], 0)));
     Py_XSETREF(ref_see, Py_NewRef(PyTuple_GET_ITEM(args[0], 1)));
+    Py_XSETREF(ref_pump, Py_NewRef(PyTuple_GET_ITEM(args[0], 2)));
     som_flag = v[0];
     read_opcode = v[1];
     bitmap_max = v[2];
@@ -726,6 +841,7 @@ static PyObject *k_configure_delivery(PyObject *mod, PyObject *const *args, Py_s
 KW_ENTRY(k_receive_kw, k_receive, ref_receive)
 KW_ENTRY(k_deliver_kw, k_deliver, ref_deliver)
 KW_ENTRY(k_see_kw, k_see, ref_see)
+KW_ENTRY(k_pump_kw, k_pump, ref_pump)
 KW_ENTRY(k_pop_control_kw, k_pop_control, ref_pop_control)
 KW_ENTRY(k_pop_data_kw, k_pop_data, ref_pop_data)
 KW_ENTRY(k_next_deadline_kw, k_next_deadline, ref_next_deadline)
@@ -743,10 +859,12 @@ static PyMethodDef methods[] = {
     {"next_deadline", (PyCFunction)(void (*)(void))k_next_deadline_kw, METH_FASTCALL | METH_KEYWORDS,
      "next_deadline(fep): FabricEndpoint.next_deadline"},
     {"configure_delivery", (PyCFunction)(void (*)(void))k_configure_delivery, METH_FASTCALL,
-     "configure_delivery((deliver, see), DeliveryAudit, SesStandard, RequestDelivered, "
+     "configure_delivery((deliver, see, pump), DeliveryAudit, SesStandard, RequestDelivered, "
      "TargetReply, constants)"},
     {"deliver", (PyCFunction)(void (*)(void))k_deliver_kw, METH_FASTCALL | METH_KEYWORDS,
      "deliver(fep, now, ev): FabricEndpoint.deliver"},
+    {"pump", (PyCFunction)(void (*)(void))k_pump_kw, METH_FASTCALL | METH_KEYWORDS,
+     "pump(fep, now): FabricEndpoint.pump"},
     {"see", (PyCFunction)(void (*)(void))k_see_kw, METH_FASTCALL | METH_KEYWORDS,
      "see(audit, src, ses, nbytes, conn=0): DeliveryAudit.see"},
     {NULL, NULL, 0, NULL}};
@@ -773,14 +891,19 @@ PyMODINIT_FUNC PyInit__fep_core(void) {
         intern_str(&str_udp, "udp") || intern_str(&s_audit, "audit") ||
         intern_str(&s_target, "target") || intern_str(&s_handle, "handle") ||
         intern_str(&s_reject, "reject") || intern_str(&s_respond, "respond") ||
-        intern_str(&s_defer, "_defer") || intern_str(&s_see, "see"))
+        intern_str(&s_defer, "_defer") || intern_str(&s_see, "see") ||
+        intern_str(&s_now, "now") || intern_str(&s_events, "events") ||
+        intern_str(&s_outq, "outq") || intern_str(&s_next_event, "next_event") ||
+        intern_str(&s_pump_event, "_pump_event") || intern_str(&s_pump_ses, "_pump_ses") ||
+        intern_str(&s_pump_done, "_pump_done") || intern_str(&s_popleft, "popleft") ||
+        intern_str(&s_append, "append"))
         return NULL;
     if ((zero = PyLong_FromLong(0)) == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&moddef);
     static const char *const names[] = {"receive", "pop_control", "pop_data", "next_deadline",
-                                        "deliver", "see"};
-    if (m == NULL || add_instance_methods(m, names, 6) < 0) {
+                                        "deliver", "see", "pump"};
+    if (m == NULL || add_instance_methods(m, names, 7) < 0) {
         Py_XDECREF(m);
         return NULL;
     }

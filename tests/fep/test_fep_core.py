@@ -1,6 +1,7 @@
-"""The FEP core's ``DeliveryAudit.see`` (C) against its Python form, op by op.
+"""The FEP core's ``DeliveryAudit.see`` and ``FabricEndpoint.pump`` (C) against their
+Python forms.
 
-Two audits take the same seeded stream of delivered packets, one through the class's
+The audit, op by op: two audits take the same seeded stream of delivered packets, one through the class's
 method (the C form when the core is built) and one through ``AUDIT_REFERENCE["see"]``;
 after every packet the answers and every slot of both audits must be equal. The streams mix
 what an end point sees: packets in and out of order, copies, late copies of finished
@@ -8,7 +9,8 @@ messages, READs (their slice counts, not their bytes), unaligned offsets and off
 the end (the set), messages too long for a bitmap, several sources and connections, medium
 headers (not audited), per-flow accounting on or off, and tables small enough that
 ``max_messages`` and ``history`` evict. The end-to-end comparison (deliver, the audit and
-the SES target in a whole fabric) is tests/pds/test_c_cores.py.
+the SES target in a whole fabric, the pump) is tests/pds/test_c_cores.py; here the pump
+also leaves a request it could not answer to the next poll.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import pytest
 
 from uet.endpoint import fep
 from uet.endpoint.fep import AUDIT_REFERENCE, DeliveryAudit
-from uet.wire.constants import SesFlag, SesOpcode
+from uet.pds.events import RequestDelivered
+from uet.wire.constants import DeliveryMode, SesFlag, SesOpcode
 from uet.wire.records import SesMedium, SesStandard
 
 NATIVE = fep.IMPLEMENTATION == "native"
@@ -105,3 +108,25 @@ def test_audit_core_takes_keywords_and_odd_arguments_as_the_python():
     assert _state(c) == _state(py)
     with pytest.raises(TypeError):
         c.see("a")
+
+
+def _pump_a_request_without_ses() -> tuple:
+    from fep_wire import pair
+
+    _, b = pair("hpc")
+    ev = RequestDelivered(7, "10.0.0.1", 0, DeliveryMode.RUD, 0, None, None, b"", False, None)
+    b.pds.events.append(ev)
+    b.pump(0)
+    return list(b.pds._seen), b.counters["rx_request_without_ses"]
+
+
+def test_the_pump_leaves_an_unanswered_request_to_the_poll_in_both_forms():
+    """A delivered request the SES cannot take (no SES header) gets no answer from the
+    pump: its token waits in the PDS's seen list, so the next poll settles it (the
+    default response), whichever form the pump runs in."""
+    from uet.endpoint import cores
+
+    c = _pump_a_request_without_ses()
+    with cores.python_forms():
+        py = _pump_a_request_without_ses()
+    assert c == py == ([7], 1)
