@@ -32,6 +32,7 @@ cp -r "$ROOT/tests/fabric" "$TMP/tests/fabric"
 cp -r "$ROOT/tests/wire" "$TMP/tests/wire"
 cp -r "$ROOT/tests/pds" "$TMP/tests/pds"  # the end point's C cores against their Python forms
 cp -r "$ROOT/tests/ses" "$TMP/tests/ses"
+cp -r "$ROOT/tests/fep" "$TMP/tests/fep"  # the FEP core's audit and pump
 mkdir -p "$TMP/tests/experiments"  # EvLoad's C tap (EvTally, in codec_core.c)
 cp "$ROOT/tests/experiments/__init__.py" "$ROOT/tests/experiments/test_ev_tally.py" \
     "$TMP/tests/experiments/"
@@ -107,7 +108,8 @@ ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:strict_string_checks=1 LD_PRELOAD="
     tests/fabric/test_fabric_core.py tests/fabric/test_pfc.py tests/fabric/test_impairments.py \
     tests/fabric/test_ecn_trim.py tests/wire/test_codec_core.py tests/wire/test_fast_paths.py \
     tests/experiments/test_ev_tally.py tests/pds/test_recovery_core.py \
-    tests/pds/test_c_cores.py tests/ses/test_ses_core.py "$@"
+    tests/pds/test_c_cores.py tests/pds/test_ack_core.py tests/ses/test_ses_core.py \
+    tests/fep/test_fep_core.py "$@"
 
 echo "== leak check of the C allocations (trackers and their registry slots and output buffers,"
 echo "   the combined operations, reorder buffers)"

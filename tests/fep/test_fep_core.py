@@ -1,8 +1,9 @@
 """The FEP core's ``DeliveryAudit.see`` and ``FabricEndpoint.pump`` (C) against their
 Python forms.
 
-The audit, op by op: two audits take the same seeded stream of delivered packets, one through the class's
-method (the C form when the core is built) and one through ``AUDIT_REFERENCE["see"]``;
+The audit, op by op: two audits take the same seeded stream of delivered packets, one
+through the class's method (the C form when the core is built) and one through
+``AUDIT_REFERENCE["see"]``;
 after every packet the answers and every slot of both audits must be equal. The streams mix
 what an end point sees: packets in and out of order, copies, late copies of finished
 messages, READs (their slice counts, not their bytes), unaligned offsets and offsets past

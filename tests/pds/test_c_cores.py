@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 import trio
-from pds_harness import US, Net, pair, request, ses_std
-from test_exactly_once import MODES, run_scenario
+from pds_harness import A_IP, B_IP, US, Host, Net, pair, request, ses_std
+from test_exactly_once import MODES, _endpoint, run_scenario
 
 from uet.cms.api import CmsConfig
 from uet.endpoint import cores
@@ -123,6 +123,58 @@ def test_target_pdc_state_after_every_request(loss):
     # the states vary where a wrong C field would show
     assert {s[2] for s in c} == {True, False} and any(s[3] is not None for s in c)
     assert len({s[10] for s in c}) > 2
+
+
+def _initiator_states(seed: int) -> list:
+    """Initiator PDC states after every frame the initiating end point receives, between
+    ends with different receive windows (the ACK_CC's MPR moves the sender's peer range)
+    and a target that asks idle PDCs to close (REQ in its ACKs)."""
+    states = []
+    inner = PdsEndpoint.receive
+    eps = []
+
+    def watched(ep, now, frame):
+        inner(ep, now, frame)
+        if ep is eps[0]:
+            for pdc in ep.pdcs("initiator"):
+                states.append((now, pdc.pdc_id, pdc.state.name, pdc.peer_range,
+                               pdc.last_progress, pdc.next_psn, pdc.rec.max_cack,
+                               len(pdc.rec.outstanding), pdc.close_requested,
+                               pdc.rec.rto.base, pdc.blocked_at))
+
+    PdsEndpoint.receive = watched  # before the end points (the invariant checks wrap it)
+    try:
+        cms = CmsConfig(ev_selector="oblivious", algorithm="nscc", base_rtt_ps=10 * US,
+                        mtu_payload=2048)
+        base = {"rto_ps": 300 * US, "min_rto_ps": 50 * US, "close_idle_ps": 400 * US,
+                "msl_ps": 500 * US}
+        a = _endpoint(PdsConfig(mp_range=128, **base), A_IP, seed, cms)
+        b = _endpoint(PdsConfig(mp_range=1024, target_idle_ps=40 * US,
+                                close_req_time_ps=500 * US, **base), B_IP, seed + 1, cms)
+        eps.append(a)
+        net = Net([Host(a), Host(b)], seed=seed, loss=0.1, jitter=3 * US)
+        rng = random.Random(seed)
+        for i in range(12):  # bursts with idle gaps longer than the target's idle time
+            net.run(until=i * 120 * US)
+            for k in range(rng.randint(1, 40)):
+                a.submit(net.now, request(payload=bytes(rng.randint(1, 2000)),
+                                          msg_ref=(i, k), ses=ses_std(msg_id=i * 64 + k)))
+        net.run()
+    finally:
+        PdsEndpoint.receive = inner
+    return states
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_initiator_pdc_state_after_every_ack(seed):
+    c = _initiator_states(seed)
+    with cores.python_forms():
+        py = _initiator_states(seed)
+    assert len(c) == len(py) > 100
+    for i, (x, y) in enumerate(zip(c, py, strict=True)):
+        assert x == y, f"frame {i}: {x} != {y}"
+    assert {s[3] for s in c} == {1024}  # the MPR moved the peer range from its own 128
+    assert any(s[8] for s in c)  # the target asked to close
 
 
 def _odd_syns() -> dict:

@@ -606,7 +606,249 @@ static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t na
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------ ACKs
+ * InitiatorPdc.rx_ack for an ACK_CC of an ESTABLISHED cleartext PDC from its peer, naming
+ * a packet (no probe answer), neither trimmed nor carrying an SES response, and
+ * PdsEndpoint._rx_ack, which finds that PDC; the loss recovery (on_ack, rtt_sample,
+ * detect_after_ack), the congestion control (on_ack with its AckFeedback, made here), the
+ * REQ bits and _after_progress stay calls in the Python's order. Every other ACK is the
+ * Python reference's, called before anything has changed. */
+enum { K_FLAGS, K_ACK_PSN_OFFSET, K_CACK_PSN, K_SPDCID, K_DPDCID, K_MPR, K_N };
+static const char *ACK_NAMES[K_N] = {"flags", "ack_psn_offset", "cack_psn", "spdcid", "dpdcid",
+                                     "mpr"};
+enum { FB_EV, FB_ECN, FB_BYTES, FB_PACKETS, FB_RTT, FB_INFLIGHT, FB_ACK_CC, FB_RETX, FB_N };
+static const char *FB_NAMES[FB_N] = {"ev", "ecn_echo", "newly_acked_bytes",
+                                     "newly_acked_packets", "rtt_sample", "in_flight_bytes",
+                                     "ack_cc", "retx"};
+enum { D_DSCP_TRIMMED, D_DSCP_TRIMMED_LASTHOP, D_N };
+static const char *TRIM_NAMES[D_N] = {"dscp_trimmed", "dscp_trimmed_lasthop"};
+static Layout L_ACK, L_FB, L_TRIM;
+static PyObject *ref_rx_ack, *ref_rx_ack_dispatch, *st_closed, *endpoint_class;
+static int64_t ack_p, ack_retx, ack_m, ack_req_mask;
+static int ack_configured;
+static PyObject *s_ack_rx, *s_on_ack, *s_rtt_sample, *s_detect_after_ack, *s_clear_requested,
+    *s_close_request, *s_after_progress, *s_mgr, *s_by_id, *kw_fb, *kw_from_cp;
+
+static PyObject *rx_ack_ref(PyObject *const *args, Py_ssize_t nargs) {
+    return PyObject_Vectorcall(ref_rx_ack, args, nargs, NULL);
+}
+
+/* rx_ack(pdc, now, frame, ack) */
+static PyObject *k_rx_ack(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (!ack_configured) {
+        PyErr_SetString(PyExc_RuntimeError, "sender core: ACKs not configured");
+        return NULL;
+    }
+    if (nargs != 4 || !Py_IS_TYPE(args[0], L_PDC.type) || !is_int(args[1]) ||
+        !Py_IS_TYPE(args[2], L_FRAME.type) || !Py_IS_TYPE(args[3], L_ACK.type))
+        return rx_ack_ref(args, nargs);
+    PyObject *pdc = args[0], *now_obj = args[1], *frame = args[2], *ack = args[3];
+    for (int i = 0; i < I_N; i++)
+        if (SLOT(pdc, L_PDC, i) == NULL)
+            return rx_ack_ref(args, nargs);
+    for (int i = 0; i < K_N; i++)
+        if (SLOT(ack, L_ACK, i) == NULL)
+            return rx_ack_ref(args, nargs);
+    if (SLOT(frame, L_FRAME, F_SES) == NULL || SLOT(frame, L_FRAME, F_SRC_IP) == NULL ||
+        SLOT(frame, L_FRAME, F_EV) == NULL)
+        return rx_ack_ref(args, nargs);
+    PyObject *rec = SLOT(pdc, L_PDC, I_REC), *ctx = SLOT(pdc, L_PDC, I_CTX);
+    PyObject *cfg = SLOT(pdc, L_PDC, I_CFG);
+    if (SLOT(pdc, L_PDC, I_STATE) != st_established || SLOT(pdc, L_PDC, I_SDI) != Py_None ||
+        !Py_IS_TYPE(rec, L_REC.type) || !Py_IS_TYPE(ctx, L_CTX.type) ||
+        !Py_IS_TYPE(cfg, L_TRIM.type) || SLOT(frame, L_FRAME, F_SES) != Py_None)
+        return rx_ack_ref(args, nargs);
+    int same = PyObject_RichCompareBool(SLOT(frame, L_FRAME, F_SRC_IP),
+                                        SLOT(pdc, L_PDC, I_PEER_IP), Py_EQ);
+    if (same <= 0)
+        return same < 0 ? NULL : rx_ack_ref(args, nargs);
+    same = PyObject_RichCompareBool(SLOT(ack, L_ACK, K_SPDCID), SLOT(pdc, L_PDC, I_DPDCID), Py_EQ);
+    if (same <= 0)
+        return same < 0 ? NULL : rx_ack_ref(args, nargs);
+    int64_t now, cack, flags, apo, next_psn, dscp, t1, t2, max_cack, infl, peer_range;
+    if ((now = PyLong_AsLongLong(now_obj)) == -1 && PyErr_Occurred())
+        return NULL;
+    if (get_i64(ack, &L_ACK, K_CACK_PSN, &cack) < 0 || get_i64(ack, &L_ACK, K_FLAGS, &flags) < 0 ||
+        get_i64(ack, &L_ACK, K_ACK_PSN_OFFSET, &apo) < 0 ||
+        get_i64(pdc, &L_PDC, I_NEXT_PSN, &next_psn) < 0 ||
+        get_i64(frame, &L_FRAME, F_DSCP, &dscp) < 0 ||
+        get_i64(cfg, &L_TRIM, D_DSCP_TRIMMED, &t1) < 0 ||
+        get_i64(cfg, &L_TRIM, D_DSCP_TRIMMED_LASTHOP, &t2) < 0 ||
+        get_i64(rec, &L_REC, R_MAX_CACK, &max_cack) < 0 ||
+        get_i64(pdc, &L_PDC, I_PEER_RANGE, &peer_range) < 0 || cc_inflight(rec, &infl) < 0 ||
+        SLOT(ack, L_ACK, K_MPR) == NULL)
+        return PyErr_Occurred() ? NULL : rx_ack_ref(args, nargs);
+    int64_t d = (cack - next_psn + 1) & M32;
+    if ((d && d < HALF) || flags & ack_p || dscp == t1 || dscp == t2)
+        return rx_ack_ref(args, nargs); /* beyond next_psn, a probe answer, trimmed */
+    /* ---- from here on as InitiatorPdc.rx_ack does */
+    PyObject *counters = SLOT(ctx, L_CTX, X_COUNTERS), *r = NULL, *newly = NULL, *ap = NULL,
+             *rtt = NULL, *fb = NULL;
+    if (count(counters, s_ack_rx) < 0)
+        return NULL;
+    int fresh = ((cack - max_cack) & M32) < HALF, retx = (flags & ack_retx) != 0;
+    if ((newly = PyList_New(2)) == NULL || (ap = PyLong_FromLongLong((cack + apo) & M32)) == NULL)
+        goto done;
+    PyList_SET_ITEM(newly, 0, PyLong_FromLong(0));
+    PyList_SET_ITEM(newly, 1, PyLong_FromLong(0));
+    {
+        PyObject *a[7] = {rec, now_obj, ack, ap, retx ? Py_True : Py_False, newly, Py_False};
+        if ((rtt = PyObject_VectorcallMethod(s_on_ack, a, 7, NULL)) == NULL)
+            goto done;
+    }
+    int64_t mpr;
+    if (get_i64(ack, &L_ACK, K_MPR, &mpr) < 0)
+        goto done;
+    if (fresh && mpr && put_i64(pdc, &L_PDC, I_PEER_RANGE, mpr * 128) < 0)
+        goto done;
+    if (SLOT(pdc, L_PDC, I_STATE) == st_closed) { /* the CLOSE was acknowledged */
+        r = Py_NewRef(Py_None);
+        goto done;
+    }
+    PyObject *nb = PyList_GET_ITEM(newly, 0), *np = PyList_GET_ITEM(newly, 1);
+    int progressed = PyObject_IsTrue(np);
+    if (progressed < 0 ||
+        (progressed && put(pdc, &L_PDC, I_LAST_PROGRESS, Py_NewRef(now_obj)) < 0))
+        goto done;
+    if (rtt != Py_None) {
+        PyObject *a[3] = {rec, now_obj, rtt};
+        if (call_drop(s_rtt_sample, a, 3, NULL) < 0)
+            goto done;
+    }
+    if (cc_inflight(rec, &infl) < 0)
+        goto done;
+    {
+        PyObject *v[FB_N] = {Py_NewRef(SLOT(frame, L_FRAME, F_EV)),
+                             Py_NewRef(flags & ack_m ? Py_True : Py_False), Py_NewRef(nb),
+                             Py_NewRef(np), Py_NewRef(rtt), PyLong_FromLongLong(infl),
+                             Py_NewRef(ack), Py_NewRef(retx ? Py_True : Py_False)};
+        if (v[FB_INFLIGHT] == NULL) {
+            for (int i = 0; i < FB_N; i++)
+                Py_XDECREF(v[i]);
+            goto done;
+        }
+        if ((fb = new_filled(&L_FB, v)) == NULL)
+            goto done;
+        PyObject *a[3] = {SLOT(pdc, L_PDC, I_CC), now_obj, fb};
+        if (call_drop(s_on_ack, a, 3, kw_fb) < 0)
+            goto done;
+    }
+    {
+        PyObject *npsn = SLOT(pdc, L_PDC, I_NEXT_PSN);
+        PyObject *a[5] = {rec, now_obj, ack, np, npsn};
+        if (npsn == NULL || call_drop(s_detect_after_ack, a, 5, NULL) < 0)
+            goto done;
+    }
+    int64_t req = (flags & ack_req_mask) >> 1;
+    if (req == 1) {
+        PyObject *a[3] = {pdc, now_obj, Py_False};
+        if (call_drop(s_clear_requested, a, 3, kw_from_cp) < 0)
+            goto done;
+    } else if (req == 2) {
+        PyObject *a[2] = {pdc, now_obj};
+        if (call_drop(s_close_request, a, 2, NULL) < 0)
+            goto done;
+    }
+    {
+        PyObject *a[2] = {pdc, now_obj};
+        if (call_drop(s_after_progress, a, 2, NULL) < 0)
+            goto done;
+    }
+    r = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(newly);
+    Py_XDECREF(ap);
+    Py_XDECREF(rtt);
+    Py_XDECREF(fb);
+    return r;
+}
+
+/* rx_ack_dispatch(ep, now, frame, ack): PdsEndpoint._rx_ack, the initiator PDC the ACK names
+ * (cleartext: frame_sdi None must equal the PDC's sdi) */
+static PyObject *k_rx_ack_dispatch(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (!ack_configured || endpoint_class == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "sender core: the ACK dispatch not configured");
+        return NULL;
+    }
+    if (nargs != 4 || (PyObject *)Py_TYPE(args[0]) != endpoint_class ||
+        !Py_IS_TYPE(args[2], L_FRAME.type) || !Py_IS_TYPE(args[3], L_ACK.type) ||
+        SLOT(args[2], L_FRAME, F_TSS) != Py_None || SLOT(args[3], L_ACK, K_DPDCID) == NULL)
+        return PyObject_Vectorcall(ref_rx_ack_dispatch, args, nargs, NULL);
+    PyObject *mgr = PyObject_GetAttr(args[0], s_mgr);
+    PyObject *by_id = mgr ? PyObject_GetAttr(mgr, s_by_id) : NULL;
+    Py_XDECREF(mgr);
+    if (by_id == NULL)
+        return NULL;
+    PyObject *pdc = PyDict_Check(by_id)
+                        ? PyDict_GetItemWithError(by_id, SLOT(args[3], L_ACK, K_DPDCID)) : NULL;
+    Py_XINCREF(pdc);
+    Py_DECREF(by_id);
+    if (pdc == NULL || !Py_IS_TYPE(pdc, L_PDC.type) || SLOT(pdc, L_PDC, I_SDI) != Py_None) {
+        Py_XDECREF(pdc);
+        return PyErr_Occurred() ? NULL : PyObject_Vectorcall(ref_rx_ack_dispatch, args, nargs, NULL);
+    }
+    PyObject *a[4] = {pdc, args[1], args[2], args[3]};
+    PyObject *r = k_rx_ack(mod, a, 4);
+    Py_DECREF(pdc);
+    return r;
+}
+
+/* configure_ack(rx_ack, PdsAckCc, AckFeedback, constants) (after configure) */
+static PyObject *k_configure_ack(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || !PyCallable_Check(args[0]) || !PyDict_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "configure_ack(rx_ack, PdsAckCc, AckFeedback, constants)");
+        return NULL;
+    }
+    if (!configured) {
+        PyErr_SetString(PyExc_RuntimeError, "configure_ack: configure first");
+        return NULL;
+    }
+    ack_configured = 0;
+    static const char *names[] = {"closed", "ack_p", "ack_retx", "ack_m", "ack_req_mask"};
+    PyObject *v[5];
+    for (int i = 0; i < 5; i++)
+        if ((v[i] = PyDict_GetItemString(args[3], names[i])) == NULL) {
+            PyErr_Format(PyExc_ValueError, "configure_ack: no constant '%s'", names[i]);
+            return NULL;
+        }
+    int64_t iv[4];
+    for (int i = 0; i < 4; i++)
+        if ((iv[i] = PyLong_AsLongLong(v[1 + i])) == -1 && PyErr_Occurred())
+            return NULL;
+    if (layout(&L_ACK, args[1], ACK_NAMES, K_N) < 0 ||
+        layout(&L_FB, args[2], FB_NAMES, FB_N) < 0 ||
+        layout(&L_TRIM, (PyObject *)L_CFG.type, TRIM_NAMES, D_N) < 0)
+        return NULL;
+    Py_XSETREF(ref_rx_ack, Py_NewRef(args[0]));
+    Py_XSETREF(st_closed, Py_NewRef(v[0]));
+    ack_p = iv[0];
+    ack_retx = iv[1];
+    ack_m = iv[2];
+    ack_req_mask = iv[3];
+    ack_configured = 1;
+    Py_RETURN_NONE;
+}
+
+/* configure_ack_dispatch(_rx_ack, PdsEndpoint) (after configure_ack) */
+static PyObject *k_configure_ack_dispatch(PyObject *mod, PyObject *const *args,
+                                          Py_ssize_t nargs) {
+    if (nargs != 2 || !PyCallable_Check(args[0]) || !PyType_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "configure_ack_dispatch(_rx_ack, PdsEndpoint)");
+        return NULL;
+    }
+    if (!ack_configured) {
+        PyErr_SetString(PyExc_RuntimeError, "configure_ack_dispatch: configure_ack first");
+        return NULL;
+    }
+    Py_XSETREF(ref_rx_ack_dispatch, Py_NewRef(args[0]));
+    Py_XSETREF(endpoint_class, Py_NewRef(args[1]));
+    Py_RETURN_NONE;
+}
+
 KW_ENTRY(k_poll_data_kw, k_poll_data, ref_poll_data)
+KW_ENTRY(k_rx_ack_kw, k_rx_ack, ref_rx_ack)
+KW_ENTRY(k_rx_ack_dispatch_kw, k_rx_ack_dispatch, ref_rx_ack_dispatch)
 
 static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))k_configure, METH_FASTCALL,
@@ -615,10 +857,19 @@ static PyMethodDef methods[] = {
      "OutMessage, Segmenter, SesStandard, PacketRef)"},
     {"poll_data", (PyCFunction)(void (*)(void))k_poll_data_kw, METH_FASTCALL | METH_KEYWORDS,
      "poll_data(pdc, now) -> Frame | None: InitiatorPdc.poll_data"},
+    {"configure_ack", (PyCFunction)(void (*)(void))k_configure_ack, METH_FASTCALL,
+     "configure_ack(rx_ack, PdsAckCc, AckFeedback, constants)"},
+    {"configure_ack_dispatch", (PyCFunction)(void (*)(void))k_configure_ack_dispatch,
+     METH_FASTCALL, "configure_ack_dispatch(_rx_ack, PdsEndpoint)"},
+    {"rx_ack", (PyCFunction)(void (*)(void))k_rx_ack_kw, METH_FASTCALL | METH_KEYWORDS,
+     "rx_ack(pdc, now, frame, ack): InitiatorPdc.rx_ack"},
+    {"rx_ack_dispatch", (PyCFunction)(void (*)(void))k_rx_ack_dispatch_kw,
+     METH_FASTCALL | METH_KEYWORDS, "rx_ack_dispatch(ep, now, frame, ack): PdsEndpoint._rx_ack"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_sender_core",
-                                    "An initiator PDC's new data packets in C", -1, methods};
+                                    "An initiator PDC's new data packets and its ACKs in C",
+                                    -1, methods};
 
 PyMODINIT_FUNC PyInit__sender_core(void) {
     if (intern_str(&s_can_send, "can_send") || intern_str(&s_choose_ev, "choose_ev") ||
@@ -630,7 +881,15 @@ PyMODINIT_FUNC PyInit__sender_core(void) {
         intern_str(&s_blocked_by_cc, "_blocked_by_cc") ||
         intern_str(&s_blocked_window, "blocked.window") ||
         intern_str(&s_blocked_memory, "blocked.memory") ||
-        intern_str(&s_tx_packets, "tx_packets") || intern_str(&s_tx_bytes, "tx_bytes"))
+        intern_str(&s_tx_packets, "tx_packets") || intern_str(&s_tx_bytes, "tx_bytes") ||
+        intern_str(&s_ack_rx, "ack_rx") || intern_str(&s_on_ack, "on_ack") ||
+        intern_str(&s_rtt_sample, "rtt_sample") ||
+        intern_str(&s_detect_after_ack, "detect_after_ack") ||
+        intern_str(&s_clear_requested, "clear_requested") ||
+        intern_str(&s_close_request, "close_request") ||
+        intern_str(&s_after_progress, "_after_progress") || intern_str(&s_mgr, "mgr") ||
+        intern_str(&s_by_id, "by_id") || (kw_fb = Py_BuildValue("(s)", "fb")) == NULL ||
+        (kw_from_cp = Py_BuildValue("(s)", "from_cp")) == NULL)
         return NULL;
     kw_can_send = Py_BuildValue("(ss)", "nbytes", "in_flight");
     kw_window_full = Py_BuildValue("(ss)", "nbytes", "in_flight");
@@ -638,8 +897,8 @@ PyMODINIT_FUNC PyInit__sender_core(void) {
     if (kw_can_send == NULL || kw_window_full == NULL || kw_on_send == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&moddef);
-    static const char *const names[] = {"poll_data"};
-    if (m == NULL || add_instance_methods(m, names, 1) < 0) {
+    static const char *const names[] = {"poll_data", "rx_ack", "rx_ack_dispatch"};
+    if (m == NULL || add_instance_methods(m, names, 3) < 0) {
         Py_XDECREF(m);
         return NULL;
     }

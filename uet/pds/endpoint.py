@@ -705,7 +705,7 @@ class PdsEndpoint:
 #: ``rx_dispatch``): the reference its tests hold it to, and what it calls for SYN, every
 #: mismatch (NACKed here) and a secured frame
 REFERENCE = {"_rx_request": PdsEndpoint._rx_request, "poll_transmit": PdsEndpoint.poll_transmit,
-             "respond": PdsEndpoint.respond}
+             "respond": PdsEndpoint.respond, "_rx_ack": PdsEndpoint._rx_ack}
 
 
 def _use_c_core() -> str:
@@ -713,7 +713,7 @@ def _use_c_core() -> str:
     ``rx_request``; not under ``UET_PURE_PYTHON=1``, nor when the extension was not built);
     returns ``"native"`` or ``"python"``."""
     from uet.native._common import load_core
-    from uet.pds import ack, target
+    from uet.pds import ack, initiator, target
 
     core = load_core("_target_core")
     if core is None or target.IMPLEMENTATION != "native":
@@ -730,6 +730,10 @@ def _use_c_core() -> str:
     ack.AckScheduler.next_ack = core.next_ack_method  # type: ignore[method-assign]
     PdsEndpoint.poll_transmit = core.poll_transmit_method  # type: ignore[method-assign]
     PdsEndpoint.respond = core.respond_method  # type: ignore[method-assign]
+    sender = load_core("_sender_core")
+    if sender is not None and initiator.IMPLEMENTATION == "native":  # an ACK to its PDC
+        sender.configure_ack_dispatch(REFERENCE["_rx_ack"], PdsEndpoint)
+        PdsEndpoint._rx_ack = sender.rx_ack_dispatch_method  # type: ignore[method-assign]
     return "native"
 
 

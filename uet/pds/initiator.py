@@ -842,11 +842,11 @@ class InitiatorPdc(PdcBase):
 #: the Python form of what the C core replaces (``uet.native._sender_core``): the reference
 #: its tests hold it to, and what it calls for every case but a new packet of an
 #: established cleartext PDC without credit
-REFERENCE = {"poll_data": InitiatorPdc.poll_data}
+REFERENCE = {"poll_data": InitiatorPdc.poll_data, "rx_ack": InitiatorPdc.rx_ack}
 
 
 def _use_c_core() -> str:
-    """Put the C form of ``poll_data`` in InitiatorPdc's class (not under
+    """Put the C forms of ``poll_data`` and ``rx_ack`` in InitiatorPdc's class (not under
     ``UET_PURE_PYTHON=1``, nor when the extension was not built); returns ``"native"`` or
     ``"python"``."""
     from uet.native._common import load_core
@@ -855,7 +855,11 @@ def _use_c_core() -> str:
     if core is None:
         return "python"
     configure(core)
+    core.configure_ack(REFERENCE["rx_ack"], PdsAckCc, AckFeedback,
+                       {"closed": ST_CLOSED, "ack_p": ACK_P, "ack_retx": ACK_RETX,
+                        "ack_m": ACK_M, "ack_req_mask": ACK_REQ_MASK})
     InitiatorPdc.poll_data = core.poll_data_method  # type: ignore[method-assign]
+    InitiatorPdc.rx_ack = core.rx_ack_method  # type: ignore[method-assign]
     return "native"
 
 
