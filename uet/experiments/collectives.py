@@ -29,11 +29,13 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import replace
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from uet.errors import LocalError
 from uet.experiments.workload import Collective, Flow, Piece, Workload
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def split_chunks(size: int, n: int) -> tuple[tuple[int, int], ...]:
@@ -244,6 +246,8 @@ def replay(workload: Workload, rng: random.Random | None = None
 
 def rank_input(rank: int, nbytes: int, seed: int = 0) -> np.ndarray:
     """Deterministic input buffer of one rank (uint8)."""
+    import numpy as np  # here: a run without collective buffers does not import it
+
     return np.random.default_rng([seed, rank]).integers(0, 256, nbytes, dtype=np.uint8)
 
 
@@ -258,6 +262,8 @@ class ByteState:
     """
 
     def __init__(self, collective: Collective, seed: int = 0) -> None:
+        import numpy as np
+
         self.coll = collective
         n, size = len(collective.ranks), collective.buffer_bytes
         self.buf = [rank_input(r, size, seed).copy() for r in range(n)]
@@ -286,6 +292,8 @@ class ByteState:
             self._apply(flow, data)
 
     def _apply(self, flow: Flow, data: bytes) -> None:
+        import numpy as np
+
         dst = self.buf[self.coll.rank_of(flow.dst)]
         arr = np.frombuffer(data, dtype=np.uint8)
         pos = 0
@@ -299,4 +307,6 @@ class ByteState:
                 view[:] = part
 
     def mismatches(self) -> list[int]:
+        import numpy as np
+
         return [r for r, b in enumerate(self.buf) if not np.array_equal(b, self.expected)]

@@ -34,9 +34,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    class _Numpy:
+        """numpy, imported on first use: only floating-point atomics need it, and importing
+        it cost every ``uet run`` ~70 ms."""
+
+        def __getattr__(self, name: str) -> Any:
+            import numpy
+
+            globals()["np"] = numpy  # later uses go straight to the module
+            return getattr(numpy, name)
+
+    np = _Numpy()
 
 from uet.ses import ieee
 from uet.wire.constants import AtomicDatatype as Dt
@@ -51,7 +64,12 @@ class DtInfo:
     size: int
     kind: str  # 'int' | 'uint' | 'float' | 'bf16' | 'complex'
     component: int  # bytes per component (byte-order unit)
-    np_type: Any = None  # numpy scalar type for floats / complex
+    np_name: str | None = None  # numpy scalar type for floats / complex
+
+    @property
+    def np_type(self) -> Any:
+        """The numpy scalar type (numpy is imported when first needed)."""
+        return None if self.np_name is None else getattr(np, self.np_name)
 
 
 DATATYPES: dict[int, DtInfo] = {
@@ -60,12 +78,12 @@ DATATYPES: dict[int, DtInfo] = {
     Dt.INT32: DtInfo(4, "int", 4), Dt.UINT32: DtInfo(4, "uint", 4),
     Dt.INT64: DtInfo(8, "int", 8), Dt.UINT64: DtInfo(8, "uint", 8),
     Dt.INT128: DtInfo(16, "int", 16), Dt.UINT128: DtInfo(16, "uint", 16),
-    Dt.FLOAT: DtInfo(4, "float", 4, np.float32),
-    Dt.DOUBLE: DtInfo(8, "float", 8, np.float64),
-    Dt.FP16: DtInfo(2, "float", 2, np.float16),
-    Dt.BF16: DtInfo(2, "bf16", 2, np.float32),
-    Dt.FLOAT_COMPLEX: DtInfo(8, "complex", 4, np.complex64),
-    Dt.DOUBLE_COMPLEX: DtInfo(16, "complex", 8, np.complex128),
+    Dt.FLOAT: DtInfo(4, "float", 4, "float32"),
+    Dt.DOUBLE: DtInfo(8, "float", 8, "float64"),
+    Dt.FP16: DtInfo(2, "float", 2, "float16"),
+    Dt.BF16: DtInfo(2, "bf16", 2, "float32"),
+    Dt.FLOAT_COMPLEX: DtInfo(8, "complex", 4, "complex64"),
+    Dt.DOUBLE_COMPLEX: DtInfo(16, "complex", 8, "complex128"),
     Dt.LONG_DOUBLE: DtInfo(16, "quad", 16),
     Dt.LONG_DOUBLE_COMPLEX: DtInfo(32, "quad_complex", 16),
 }
@@ -159,7 +177,7 @@ def bf16_bits(x: float) -> int:
     return (b >> 16) & 0xFFFF
 
 
-def bf16_value(bits: int) -> np.float32:
+def bf16_value(bits: int) -> Any:
     return np.array([bits << 16], dtype=np.uint32).view(np.float32)[0]
 
 
