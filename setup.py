@@ -18,17 +18,23 @@ setup(
                            depends=["uet/native/event_core.h"], optional=True),
                  # the codec's two common frames (uet.wire.codec's fast path), in C
                  Extension("uet.native._codec_core", ["uet/native/codec_core.c"],
-                           depends=["uet/native/slots.h"], optional=True),
+                           depends=["uet/native/slots.h", "uet/native/records.h"],
+                           optional=True),
                  # an initiator PDC's per-ACK and per-send loss recovery (uet.pds.recovery)
                  Extension("uet.native._recovery_core", ["uet/native/recovery_core.c"],
                            depends=["uet/native/slots.h"], optional=True),
-                 # an initiator PDC's new data packets (uet.pds.initiator: poll_data, _send)
+                 # an initiator PDC's new data packets and its ACKs (uet.pds.initiator:
+                 # poll_data, _send, rx_ack)
                  Extension("uet.native._sender_core", ["uet/native/sender_core.c"],
-                           depends=["uet/native/slots.h"], optional=True),
-                 # a target PDC's new RUD requests (uet.pds.target: rx_request)
+                           depends=["uet/native/slots.h", "uet/native/records.h"],
+                           optional=True),
+                 # a target PDC's requests, ACKs and answers (uet.pds.target, uet.pds.ack,
+                 # uet.pds.endpoint: rx_request, build_ack, poll_transmit, respond, ...)
                  Extension("uet.native._target_core", ["uet/native/target_core.c"],
-                           depends=["uet/native/slots.h"], optional=True),
-                 # a fabric end point's frame interface (uet.endpoint.fep: receive, pop_*)
+                           depends=["uet/native/slots.h", "uet/native/records.h"],
+                           optional=True),
+                 # a fabric end point's frame interface, pump and delivery (uet.endpoint.fep:
+                 # receive, pop_*, pump, deliver, DeliveryAudit.see)
                  Extension("uet.native._fep_core", ["uet/native/fep_core.c"],
                            depends=["uet/native/slots.h"], optional=True),
                  # the SES target's WRITE packets (uet.ses.target: Target.handle)

@@ -22,17 +22,11 @@
  */
 
 #include "slots.h"
+#include "records.h"
 #include <stddef.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------ record layouts */
-
-enum { F_PDS, F_SES, F_EXT, F_PAYLOAD, F_SRC_MAC, F_DST_MAC, F_SRC_IP, F_DST_IP, F_EV,
-       F_DSCP, F_ECN, F_TTL, F_IP_ID, F_UDP_DPORT, F_UDP_CHECKSUM, F_ENCAP, F_IP_PROTO,
-       F_TSS, F_TRAILER, F_N };
-static const char *FRAME_FIELDS[F_N] = {
-    "pds", "ses", "ext", "payload", "src_mac", "dst_mac", "src_ip", "dst_ip", "ev", "dscp",
-    "ecn", "ttl", "ip_id", "udp_dport", "udp_checksum", "encap", "ip_proto", "tss", "trailer"};
 
 enum { R_TYPE, R_NEXT_HDR, R_FLAGS, R_CLEAR_PSN_OFFSET, R_PSN, R_SPDCID, R_DPDCID,
        R_USE_RSV_PDC, R_PSN_OFFSET, R_CCC_ID, R_CREDIT_TARGET, R_N };
@@ -47,15 +41,6 @@ static const char *SES_FIELDS[S_N] = {
     "opcode", "version", "flags", "message_id", "ri_generation", "job_id", "pid_on_fep",
     "resource_index", "buffer_offset", "initiator", "memory_key", "header_data",
     "payload_length", "message_offset", "request_length"};
-
-enum { A_TYPE, A_NEXT_HDR, A_FLAGS, A_ACK_PSN_OFFSET, A_CACK_PSN, A_SPDCID, A_DPDCID,
-       A_CC_TYPE, A_CC_FLAGS, A_MPR, A_SACK_PSN_OFFSET, A_SACK_BITMAP, A_SERVICE_TIME,
-       A_RESTORE_CWND, A_RCV_CWND_PEND, A_RCVD_BYTES, A_CREDIT, A_OOO_COUNT, A_CC_STATE_RAW,
-       A_CCX_STATE, A_N };
-static const char *ACK_FIELDS[A_N] = {
-    "type", "next_hdr", "flags", "ack_psn_offset", "cack_psn", "spdcid", "dpdcid", "cc_type",
-    "cc_flags", "mpr", "sack_psn_offset", "sack_bitmap", "service_time", "restore_cwnd",
-    "rcv_cwnd_pend", "rcvd_bytes", "credit", "ooo_count", "cc_state_raw", "ccx_state"};
 
 static Layout L_FRAME, L_REQ, L_SES, L_ACK;
 static PyObject *ip_pack, *mac_pack, *ip_text, *mac_text, *empty_bytes, *udp_str;
@@ -619,7 +604,7 @@ static PyObject *configure(PyObject *self, PyObject *args, PyObject *kwds) {
         return NULL;
     ext_ops = mask;
     if (layout(&L_FRAME, fr, FRAME_FIELDS, F_N) < 0 || layout(&L_REQ, rq, REQ_FIELDS, R_N) < 0 ||
-        layout(&L_SES, se, SES_FIELDS, S_N) < 0 || layout(&L_ACK, ak, ACK_FIELDS, A_N) < 0)
+        layout(&L_SES, se, SES_FIELDS, S_N) < 0 || layout(&L_ACK, ak, ACK_CC_FIELDS, A_N) < 0)
         return NULL;
     Py_INCREF(ipp);
     Py_XSETREF(ip_pack, ipp);

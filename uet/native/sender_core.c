@@ -14,6 +14,7 @@
  * through both and compares every frame and counter.
  */
 #include "slots.h"
+#include "records.h"
 
 enum { I_STATE, I_CTX, I_PDC_ID, I_PEER_IP, I_SDI, I_CFG, I_DPDCID, I_NEXT_PSN, I_PEER_RANGE,
        I_QUEUE, I_REC, I_CC, I_CREDIT, I_FIXED_EV, I_PTYPE, I_LAST_PROGRESS, I_BLOCKED_AT,
@@ -77,13 +78,6 @@ enum { H_TYPE, H_NEXT_HDR, H_FLAGS, H_CPO, H_PSN, H_SPDCID, H_DPDCID, H_USE_RSV,
 static const char *HDR_NAMES[H_N] = {"type", "next_hdr", "flags", "clear_psn_offset", "psn",
                                      "spdcid", "dpdcid", "use_rsv_pdc", "psn_offset",
                                      "ccc_id", "credit_target"};
-enum { F_PDS, F_SES, F_EXT, F_PAYLOAD, F_SRC_MAC, F_DST_MAC, F_SRC_IP, F_DST_IP, F_EV, F_DSCP,
-       F_ECN, F_TTL, F_IP_ID, F_UDP_DPORT, F_UDP_CHECKSUM, F_ENCAP, F_IP_PROTO, F_TSS,
-       F_TRAILER, F_N };
-static const char *FRAME_NAMES[F_N] = {
-    "pds", "ses", "ext", "payload", "src_mac", "dst_mac", "src_ip", "dst_ip", "ev", "dscp",
-    "ecn", "ttl", "ip_id", "udp_dport", "udp_checksum", "encap", "ip_proto", "tss",
-    "trailer"};
 
 static Layout L_PDC, L_REC, L_PKT, L_CTX, L_MEM, L_CFG, L_MSG, L_REQ, L_HDR, L_FRAME, L_OUT,
     L_SEG, L_SES, L_REF;
@@ -582,7 +576,7 @@ static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t na
         layout(&L_MSG, args[6], MSG_NAMES, M_N) < 0 ||
         layout(&L_REQ, args[7], REQ_NAMES, Q_N) < 0 ||
         layout(&L_HDR, args[8], HDR_NAMES, H_N) < 0 ||
-        layout(&L_FRAME, args[9], FRAME_NAMES, F_N) < 0 ||
+        layout(&L_FRAME, args[9], FRAME_FIELDS, F_N) < 0 ||
         layout(&L_OUT, args[12], OUT_NAMES, O_N) < 0 ||
         layout(&L_SEG, args[13], SEG_NAMES, Z_N) < 0 ||
         layout(&L_SES, args[14], SES_NAMES, SS_N) < 0 ||

@@ -21,6 +21,7 @@
  * frame and counter; test_ack_core.py holds build_ack to the Python on a PDC's states.
  */
 #include "slots.h"
+#include "records.h"
 
 enum { T_STATE, T_CTX, T_PDC_ID, T_MODE, T_SDI, T_CFG, T_TRACKER, T_ROB, T_RECEIVER,
        T_CREDIT_MODE, T_PENDING, T_CLEAR_PSN, T_ACKS, T_IN_ACK_RING, T_LAST_RX, T_MAX_EOM,
@@ -43,9 +44,6 @@ static const char *MEM_NAMES[MEM_N] = {"used", "limit"};
 enum { G_DSCP_TRIMMED, G_DSCP_TRIMMED_LASTHOP, G_N };
 static const char *CFG_NAMES[G_N] = {"dscp_trimmed", "dscp_trimmed_lasthop"};
 
-enum { F_PDS, F_SES, F_EXT, F_PAYLOAD, F_SRC_IP, F_EV, F_DSCP, F_ECN, F_TSS, F_DST_IP, F_N };
-static const char *FRAME_NAMES[F_N] = {"pds", "ses", "ext", "payload", "src_ip", "ev",
-                                       "dscp", "ecn", "tss", "dst_ip"};
 
 enum { H_FLAGS, H_CPO, H_PSN, H_CREDIT_TARGET, H_TYPE, H_NEXT_HDR, H_SPDCID, H_DPDCID,
        H_PSN_OFFSET, H_N };
@@ -628,7 +626,7 @@ static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t na
         layout(&L_CTX, args[1], CTX_NAMES, X_N) < 0 ||
         layout(&L_MEM, args[2], MEM_NAMES, MEM_N) < 0 ||
         layout(&L_CFG, args[3], CFG_NAMES, G_N) < 0 ||
-        layout(&L_FRAME, args[4], FRAME_NAMES, F_N) < 0 ||
+        layout(&L_FRAME, args[4], FRAME_FIELDS, F_N) < 0 ||
         layout(&L_HDR, args[5], HDR_NAMES, H_N) < 0 ||
         layout(&L_SCHED, args[6], SCHED_NAMES, S_N) < 0 ||
         layout(&L_CO, args[7], CO_NAMES, C_N) < 0 ||
@@ -712,22 +710,7 @@ enum { BX_CFG, BX_COUNTERS, BX_LOCAL_IP, BX_N };
 static const char *ACTX_NAMES[BX_N] = {"cfg", "counters", "local_ip"};
 enum { BG_ACK_TYPE, BG_DSCP_CONTROL, BG_N };
 static const char *ACFG_NAMES[BG_N] = {"ack_type", "dscp_control"};
-enum { Q_TYPE, Q_NEXT_HDR, Q_FLAGS, Q_ACK_PSN_OFFSET, Q_CACK_PSN, Q_SPDCID, Q_DPDCID,
-       Q_CC_TYPE, Q_CC_FLAGS, Q_MPR, Q_SACK_PSN_OFFSET, Q_SACK_BITMAP, Q_SERVICE_TIME,
-       Q_RESTORE_CWND, Q_RCV_CWND_PEND, Q_RCVD_BYTES, Q_CREDIT, Q_OOO_COUNT, Q_CC_STATE_RAW,
-       Q_CCX_STATE, Q_N };
-static const char *ACKCC_NAMES[Q_N] = {
-    "type", "next_hdr", "flags", "ack_psn_offset", "cack_psn", "spdcid", "dpdcid", "cc_type",
-    "cc_flags", "mpr", "sack_psn_offset", "sack_bitmap", "service_time", "restore_cwnd",
-    "rcv_cwnd_pend", "rcvd_bytes", "credit", "ooo_count", "cc_state_raw", "ccx_state"};
-enum { NF_PDS, NF_SES, NF_EXT, NF_PAYLOAD, NF_SRC_MAC, NF_DST_MAC, NF_SRC_IP, NF_DST_IP, NF_EV,
-       NF_DSCP, NF_ECN, NF_TTL, NF_IP_ID, NF_UDP_DPORT, NF_UDP_CHECKSUM, NF_ENCAP, NF_IP_PROTO,
-       NF_TSS, NF_TRAILER, NF_N };
-static const char *NFRAME_NAMES[NF_N] = {
-    "pds", "ses", "ext", "payload", "src_mac", "dst_mac", "src_ip", "dst_ip", "ev", "dscp",
-    "ecn", "ttl", "ip_id", "udp_dport", "udp_checksum", "encap", "ip_proto", "tss",
-    "trailer"};
-static Layout L_SRC, L_ACTX, L_ACFG, L_ACKCC, L_NFRAME;
+static Layout L_SRC, L_ACTX, L_ACFG, L_ACKCC;
 static PyObject *ref_build_ack, *ack_cc_type, *ack_defaults, *nframe_defaults, *str_ack_cc,
     *nscc_cc_type, *s_fill_ack_cc, *s_ack_tx, *kw_ack, *py_zero, *py_one;
 static int64_t req_close, req_clear;
@@ -842,16 +825,16 @@ static PyObject *k_build_ack(PyObject *mod, PyObject *const *args, Py_ssize_t na
     }
     PyObject *hdr = new_record(&L_ACKCC, ack_defaults), *frame = NULL;
     if (hdr == NULL ||
-        put(hdr, &L_ACKCC, Q_TYPE, Py_NewRef(ack_cc_type)) < 0 ||
-        put(hdr, &L_ACKCC, Q_NEXT_HDR, Py_NewRef(py_zero)) < 0 ||
-        put_i64(hdr, &L_ACKCC, Q_FLAGS, flags) < 0 ||
-        put_i64(hdr, &L_ACKCC, Q_ACK_PSN_OFFSET, off) < 0 ||
-        put_i64(hdr, &L_ACKCC, Q_CACK_PSN, cack) < 0 ||
-        put(hdr, &L_ACKCC, Q_SPDCID, Py_NewRef(SLOT(src, L_SRC, B_PDC_ID))) < 0 ||
-        put(hdr, &L_ACKCC, Q_DPDCID, Py_NewRef(SLOT(src, L_SRC, B_PEER_PDCID))) < 0 ||
-        put(hdr, &L_ACKCC, Q_MPR, Py_NewRef(SLOT(src, L_SRC, B_MPR))) < 0 ||
-        put(hdr, &L_ACKCC, Q_SACK_PSN_OFFSET, Py_NewRef(py_one)) < 0 ||
-        put(hdr, &L_ACKCC, Q_SACK_BITMAP, PyLong_FromUnsignedLongLong(bm)) < 0)
+        put(hdr, &L_ACKCC, A_TYPE, Py_NewRef(ack_cc_type)) < 0 ||
+        put(hdr, &L_ACKCC, A_NEXT_HDR, Py_NewRef(py_zero)) < 0 ||
+        put_i64(hdr, &L_ACKCC, A_FLAGS, flags) < 0 ||
+        put_i64(hdr, &L_ACKCC, A_ACK_PSN_OFFSET, off) < 0 ||
+        put_i64(hdr, &L_ACKCC, A_CACK_PSN, cack) < 0 ||
+        put(hdr, &L_ACKCC, A_SPDCID, Py_NewRef(SLOT(src, L_SRC, B_PDC_ID))) < 0 ||
+        put(hdr, &L_ACKCC, A_DPDCID, Py_NewRef(SLOT(src, L_SRC, B_PEER_PDCID))) < 0 ||
+        put(hdr, &L_ACKCC, A_MPR, Py_NewRef(SLOT(src, L_SRC, B_MPR))) < 0 ||
+        put(hdr, &L_ACKCC, A_SACK_PSN_OFFSET, Py_NewRef(py_one)) < 0 ||
+        put(hdr, &L_ACKCC, A_SACK_BITMAP, PyLong_FromUnsignedLongLong(bm)) < 0)
         goto fail;
     /* the receiver's congestion state (NsccReceiver.fill_ack_cc, or the call) */
     if (receiver_configured && Py_IS_TYPE(recv, L_RECV.type)) {
@@ -860,12 +843,12 @@ static PyObject *k_build_ack(PyObject *mod, PyObject *const *args, Py_ssize_t na
                 unset(recv, &L_RECV, i);
                 goto fail;
             }
-        if (put(hdr, &L_ACKCC, Q_CC_TYPE, Py_NewRef(nscc_cc_type)) < 0 ||
-            put(hdr, &L_ACKCC, Q_RCVD_BYTES, Py_NewRef(SLOT(recv, L_RECV, R_RCVD_BYTES))) < 0 ||
-            put(hdr, &L_ACKCC, Q_OOO_COUNT, Py_NewRef(SLOT(recv, L_RECV, R_OOO_COUNT))) < 0 ||
-            put(hdr, &L_ACKCC, Q_RCV_CWND_PEND, Py_NewRef(SLOT(recv, L_RECV, R_PENALTY))) < 0 ||
-            put(hdr, &L_ACKCC, Q_RESTORE_CWND, Py_NewRef(SLOT(recv, L_RECV, R_RESTORE))) < 0 ||
-            put(hdr, &L_ACKCC, Q_SERVICE_TIME, Py_NewRef(py_zero)) < 0 ||
+        if (put(hdr, &L_ACKCC, A_CC_TYPE, Py_NewRef(nscc_cc_type)) < 0 ||
+            put(hdr, &L_ACKCC, A_RCVD_BYTES, Py_NewRef(SLOT(recv, L_RECV, R_RCVD_BYTES))) < 0 ||
+            put(hdr, &L_ACKCC, A_OOO_COUNT, Py_NewRef(SLOT(recv, L_RECV, R_OOO_COUNT))) < 0 ||
+            put(hdr, &L_ACKCC, A_RCV_CWND_PEND, Py_NewRef(SLOT(recv, L_RECV, R_PENALTY))) < 0 ||
+            put(hdr, &L_ACKCC, A_RESTORE_CWND, Py_NewRef(SLOT(recv, L_RECV, R_RESTORE))) < 0 ||
+            put(hdr, &L_ACKCC, A_SERVICE_TIME, Py_NewRef(py_zero)) < 0 ||
             put_bool(recv, &L_RECV, R_RESTORE, 0) < 0)
             goto fail;
     } else {
@@ -876,14 +859,14 @@ static PyObject *k_build_ack(PyObject *mod, PyObject *const *args, Py_ssize_t na
     if (put_bool(src, &L_SRC, B_CACK_HELD, cack != tcack) < 0 ||
         count(SLOT(ctx, L_ACTX, BX_COUNTERS), s_ack_tx) < 0)
         goto fail;
-    if ((frame = new_record(&L_NFRAME, nframe_defaults)) == NULL)
+    if ((frame = new_record(&L_FRAME, nframe_defaults)) == NULL)
         goto fail;
-    put(frame, &L_NFRAME, NF_PDS, hdr); /* the frame takes hdr */
-    put(frame, &L_NFRAME, NF_PAYLOAD, Py_NewRef(data));
-    put(frame, &L_NFRAME, NF_SRC_IP, Py_NewRef(SLOT(ctx, L_ACTX, BX_LOCAL_IP)));
-    put(frame, &L_NFRAME, NF_DST_IP, Py_NewRef(SLOT(src, L_SRC, B_PEER_IP)));
-    put(frame, &L_NFRAME, NF_EV, Py_NewRef(ev));
-    put(frame, &L_NFRAME, NF_DSCP, Py_NewRef(SLOT(cfg, L_ACFG, BG_DSCP_CONTROL)));
+    put(frame, &L_FRAME, F_PDS, hdr); /* the frame takes hdr */
+    put(frame, &L_FRAME, F_PAYLOAD, Py_NewRef(data));
+    put(frame, &L_FRAME, F_SRC_IP, Py_NewRef(SLOT(ctx, L_ACTX, BX_LOCAL_IP)));
+    put(frame, &L_FRAME, F_DST_IP, Py_NewRef(SLOT(src, L_SRC, B_PEER_IP)));
+    put(frame, &L_FRAME, F_EV, Py_NewRef(ev));
+    put(frame, &L_FRAME, F_DSCP, Py_NewRef(SLOT(cfg, L_ACFG, BG_DSCP_CONTROL)));
     return frame;
 fail:
     Py_XDECREF(hdr);
@@ -1351,11 +1334,14 @@ static PyObject *k_configure_ack(PyObject *mod, PyObject *const *args, Py_ssize_
     if (layout(&L_SRC, args[1], SRC_NAMES, B_N) < 0 ||
         layout(&L_ACTX, args[2], ACTX_NAMES, BX_N) < 0 ||
         layout(&L_ACFG, args[3], ACFG_NAMES, BG_N) < 0 ||
-        layout(&L_ACKCC, args[4], ACKCC_NAMES, Q_N) < 0 ||
-        layout(&L_NFRAME, args[5], NFRAME_NAMES, NF_N) < 0)
+        layout(&L_ACKCC, args[4], ACK_CC_FIELDS, A_N) < 0)
         return NULL;
-    if (!PyTuple_Check(v[3]) || PyTuple_GET_SIZE(v[3]) != Q_N || !PyTuple_Check(v[4]) ||
-        PyTuple_GET_SIZE(v[4]) != NF_N) {
+    if ((PyObject *)L_FRAME.type != args[5]) {
+        PyErr_SetString(PyExc_TypeError, "configure_ack: not configure's Frame");
+        return NULL;
+    }
+    if (!PyTuple_Check(v[3]) || PyTuple_GET_SIZE(v[3]) != A_N || !PyTuple_Check(v[4]) ||
+        PyTuple_GET_SIZE(v[4]) != F_N) {
         PyErr_SetString(PyExc_ValueError, "configure_ack: defaults of every field expected");
         return NULL;
     }
