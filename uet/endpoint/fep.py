@@ -227,6 +227,11 @@ class FabricEndpoint:
     ``FrameEndpoint``: ``receive``, ``pop_control``, ``pop_data``, ``next_deadline``,
     ``handle_timer``)."""
 
+    # what the FEP core (uet/native/fep_core.c) reads per frame, at fixed offsets; every
+    # other attribute lives in the instance dict
+    __slots__ = ("tss", "counters", "pds", "ses", "mac", "peer_macs", "gateway_mac",
+                 "_frame_encap", "_later", "audit", "__dict__", "__weakref__")
+
     def __init__(self, *, ip: str, mac: str = "02:00:00:00:00:01",
                  profile: Profile | str = "ai-base",
                  pds: PdsConfig | None = None, cms: CmsConfig | None = None,

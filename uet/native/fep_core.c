@@ -29,9 +29,34 @@ static PyObject *s_tss, *s_counters, *s_pds, *s_pump, *s_local_ip, *s_rx, *s_typ
 
 static PyObject *getattr_or(PyObject *o, PyObject *name) { return PyObject_GetAttr(o, name); }
 
+/* the slots of FabricEndpoint and PdsEndpoint read per frame (configure) */
+enum { FE_TSS, FE_COUNTERS, FE_PDS, FE_SES, FE_MAC, FE_PEER_MACS, FE_GATEWAY_MAC,
+       FE_FRAME_ENCAP, FE_LATER, FE_AUDIT, FE_N };
+static const char *FEP_NAMES[FE_N] = {"tss", "counters", "pds", "ses", "mac", "peer_macs",
+                                      "gateway_mac", "_frame_encap", "_later", "audit"};
+enum { PE_LOCAL_IP, PE_RX, PE_CTX, PE_EVENTS, PE_SEEN, PE_CTRL, PE_ACK_RING, PE_N };
+static const char *PEP_NAMES[PE_N] = {"local_ip", "_rx", "ctx", "events", "_seen", "ctrl",
+                                      "ack_ring"};
+static Layout L_FEP, L_PEP;
+
+/* o.<names[i]> (a new reference): at its offset for the exact class, else looked up */
+static PyObject *slot_attr(PyObject *o, const Layout *l, int i) {
+    if (Py_IS_TYPE(o, l->type)) {
+        PyObject *v = SLOT(o, *l, i);
+        if (v == NULL) {
+            unset(o, l, i);
+            return NULL;
+        }
+        return Py_NewRef(v);
+    }
+    return PyObject_GetAttrString(o, l->names[i]);
+}
+#define FEP(o, i) slot_attr((o), &L_FEP, (i))
+#define PEP(o, i) slot_attr((o), &L_PEP, (i))
+
 /* counters[name] += 1 on an end point */
 static int fep_count(PyObject *fep, PyObject *name) {
-    PyObject *c = getattr_or(fep, s_counters);
+    PyObject *c = FEP(fep, FE_COUNTERS);
     if (c == NULL)
         return -1;
     int rc = count(c, name);
@@ -41,7 +66,7 @@ static int fep_count(PyObject *fep, PyObject *name) {
 
 /* is the end point cleartext (tss None)? 1 yes, 0 no, -1 error */
 static int cleartext(PyObject *fep) {
-    PyObject *t = getattr_or(fep, s_tss);
+    PyObject *t = FEP(fep, FE_TSS);
     if (t == NULL)
         return -1;
     int clear = t == Py_None;
@@ -85,10 +110,10 @@ static PyObject *k_receive(PyObject *mod, PyObject *const *args, Py_ssize_t narg
         return PyObject_Vectorcall(ref_receive, args, nargs, NULL);
     }
     /* FabricEndpoint._receive */
-    if (fep_count(fep, s_rx_frames) < 0 || (pds = getattr_or(fep, s_pds)) == NULL)
+    if (fep_count(fep, s_rx_frames) < 0 || (pds = FEP(fep, FE_PDS)) == NULL)
         goto fail;
     /* PdsEndpoint.receive: the handler of the PDS type, when the frame is for us */
-    PyObject *dst = getattr_or(frame, s_dst_ip), *local = getattr_or(pds, s_local_ip);
+    PyObject *dst = getattr_or(frame, s_dst_ip), *local = PEP(pds, PE_LOCAL_IP);
     int mine = (dst && local) ? PyObject_RichCompareBool(dst, local, Py_EQ) : -1;
     Py_XDECREF(dst);
     Py_XDECREF(local);
@@ -96,7 +121,7 @@ static PyObject *k_receive(PyObject *mod, PyObject *const *args, Py_ssize_t narg
         goto fail;
     PyObject *handler = NULL;
     if (mine) {
-        PyObject *table = getattr_or(pds, s_rx), *type;
+        PyObject *table = PEP(pds, PE_RX), *type;
         hdr = getattr_or(frame, s_pds);
         type = hdr ? getattr_or(hdr, s_type) : NULL;
         if (table == NULL || type == NULL) {
@@ -150,8 +175,8 @@ static PyObject *encode(PyObject *fep, PyObject *now, PyObject *frame) {
         PyObject *a[3] = {fep, now, frame};
         return PyObject_VectorcallMethod(s_encode, a, 3, NULL);
     }
-    PyObject *mac = getattr_or(fep, s_mac), *macs = getattr_or(fep, s_peer_macs);
-    PyObject *gw = getattr_or(fep, s_gateway_mac), *dst = getattr_or(frame, s_dst_ip);
+    PyObject *mac = FEP(fep, FE_MAC), *macs = FEP(fep, FE_PEER_MACS);
+    PyObject *gw = FEP(fep, FE_GATEWAY_MAC), *dst = getattr_or(frame, s_dst_ip);
     PyObject *dmac = NULL, *out = NULL;
     if (mac == NULL || macs == NULL || gw == NULL || dst == NULL)
         goto done;
@@ -183,7 +208,7 @@ done:
 
 /* FabricEndpoint._pop */
 static PyObject *pop(PyObject *fep, PyObject *now, int control, PyObject *counter) {
-    PyObject *pds = getattr_or(fep, s_pds);
+    PyObject *pds = FEP(fep, FE_PDS);
     if (pds == NULL)
         return NULL;
     for (;;) {
@@ -212,7 +237,7 @@ static int plain_udp(PyObject *fep) {
     int clear = cleartext(fep);
     if (clear <= 0)
         return clear;
-    PyObject *e = getattr_or(fep, s_frame_encap);
+    PyObject *e = FEP(fep, FE_FRAME_ENCAP);
     if (e == NULL)
         return -1;
     int udp = PyObject_RichCompareBool(e, str_udp, Py_EQ);
@@ -234,9 +259,9 @@ static PyObject *k_pop_data(PyObject *mod, PyObject *const *args, Py_ssize_t nar
 
 /* PdsEndpoint.control_pending */
 static int control_pending(PyObject *pds) {
-    PyObject *names[3] = {s_ctrl, s_ack_ring, s_seen};
+    static const int names[3] = {PE_CTRL, PE_ACK_RING, PE_SEEN};
     for (int i = 0; i < 3; i++) {
-        PyObject *v = getattr_or(pds, names[i]);
+        PyObject *v = PEP(pds, names[i]);
         if (v == NULL)
             return -1;
         int t = PyObject_IsTrue(v);
@@ -254,7 +279,7 @@ static PyObject *k_pop_control(PyObject *mod, PyObject *const *args, Py_ssize_t 
                           : (PyErr_SetString(PyExc_RuntimeError, "fep core not configured"),
                              NULL);
     /* most calls find no control work: answer that first, as the Python does */
-    PyObject *pds = getattr_or(args[0], s_pds);
+    PyObject *pds = FEP(args[0], FE_PDS);
     int pending = pds ? control_pending(pds) : -1;
     Py_XDECREF(pds);
     if (pending <= 0)
@@ -267,7 +292,7 @@ static PyObject *k_pop_control(PyObject *mod, PyObject *const *args, Py_ssize_t 
 
 /* PdsEndpoint.next_deadline: the earliest armed timer (stale heap entries dropped) */
 static PyObject *pds_deadline(PyObject *pds) {
-    PyObject *ctx = getattr_or(pds, s_ctx);
+    PyObject *ctx = PEP(pds, PE_CTX);
     PyObject *heap = ctx ? getattr_or(ctx, s_heap) : NULL;
     Py_XDECREF(ctx);
     if (heap == NULL)
@@ -327,10 +352,10 @@ static PyObject *k_next_deadline(PyObject *mod, PyObject *const *args, Py_ssize_
                           : (PyErr_SetString(PyExc_RuntimeError, "fep core not configured"),
                              NULL);
     PyObject *fep = args[0];
-    PyObject *pds = getattr_or(fep, s_pds), *ses = NULL, *later = NULL, *d = NULL, *s = NULL,
+    PyObject *pds = FEP(fep, FE_PDS), *ses = NULL, *later = NULL, *d = NULL, *s = NULL,
              *out = NULL;
-    if (pds == NULL || (ses = getattr_or(fep, s_ses)) == NULL ||
-        (later = getattr_or(fep, s_later)) == NULL)
+    if (pds == NULL || (ses = FEP(fep, FE_SES)) == NULL ||
+        (later = FEP(fep, FE_LATER)) == NULL)
         goto done;
     if (!PyList_CheckExact(later) || !Py_IS_TYPE(pds, pds_type)) {
         out = PyObject_Vectorcall(ref_next_deadline, args, nargs, NULL);
@@ -387,6 +412,9 @@ static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t na
     Py_XSETREF(c_encode, Py_NewRef(c[1]));
     Py_XSETREF(py_encode, Py_NewRef(c[2]));
     Py_XSETREF(heappop, Py_NewRef(c[3]));
+    if (layout(&L_PEP, args[2], PEP_NAMES, PE_N) < 0 ||
+        layout(&L_FEP, args[3], FEP_NAMES, FE_N) < 0)
+        return NULL;
     Py_XSETREF(pds_type, (PyTypeObject *)Py_NewRef(args[2]));
     Py_XSETREF(fep_type, (PyTypeObject *)Py_NewRef(args[3]));
     configured = 1;
@@ -612,7 +640,7 @@ static PyObject *k_deliver(PyObject *mod, PyObject *const *args, Py_ssize_t narg
     if (clear <= 0)
         return clear < 0 ? NULL : PyObject_Vectorcall(ref_deliver, args, nargs, NULL);
     PyObject *sesep = NULL, *target = NULL, *reply = NULL, *pds = NULL, *r = NULL;
-    if ((sesep = PyObject_GetAttr(fep, s_ses)) == NULL ||
+    if ((sesep = FEP(fep, FE_SES)) == NULL ||
         (target = PyObject_GetAttr(sesep, s_target)) == NULL)
         goto done;
     {
@@ -635,7 +663,7 @@ static PyObject *k_deliver(PyObject *mod, PyObject *const *args, Py_ssize_t narg
     }
     if (nack == Py_None) {
         /* a refused packet counts as never delivered: its retransmission is no duplicate */
-        PyObject *audit = PyObject_GetAttr(fep, s_audit), *res;
+        PyObject *audit = FEP(fep, FE_AUDIT), *res;
         Py_ssize_t n = PyObject_Length(SLOT(ev, L_DELIVERED, D_PAYLOAD));
         PyObject *nb = n < 0 ? NULL : PyLong_FromSsize_t(n);
         if (audit == NULL || nb == NULL) {
@@ -659,7 +687,7 @@ static PyObject *k_deliver(PyObject *mod, PyObject *const *args, Py_ssize_t narg
         r = want < 0 ? NULL : Py_NewRef(Py_None);
         goto done;
     }
-    if ((pds = PyObject_GetAttr(fep, s_pds)) == NULL)
+    if ((pds = FEP(fep, FE_PDS)) == NULL)
         goto done;
     if (nack != Py_None) {
         PyObject *a[4] = {pds, now, token, nack};
@@ -711,7 +739,7 @@ static PyObject *next_event(PyObject *pds, PyObject *events) {
     PyObject *token = SLOT(ev, L_DELIVERED, D_TOKEN);
     int t = token ? PyObject_IsTrue(token) : 0;
     if (t > 0) { /* its answer is settled at the next poll if nobody gives one */
-        PyObject *seen = PyObject_GetAttr(pds, s_seen), *r = NULL;
+        PyObject *seen = PEP(pds, PE_SEEN), *r = NULL;
         if (seen != NULL)
             r = PyObject_CallMethodOneArg(seen, s_append, token);
         Py_XDECREF(seen);
@@ -748,8 +776,8 @@ static PyObject *k_pump(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) 
         return PyObject_Vectorcall(ref_pump, args, nargs, NULL);
     PyObject *fep = args[0], *now = args[1];
     PyObject *pds = NULL, *ses = NULL, *pev = NULL, *out = NULL, *done = NULL, *r = NULL;
-    if ((pds = PyObject_GetAttr(fep, s_pds)) == NULL || (ses = PyObject_GetAttr(fep, s_ses)) == NULL ||
-        PyObject_SetAttr(ses, s_now, now) < 0 || (pev = PyObject_GetAttr(pds, s_events)) == NULL ||
+    if ((pds = FEP(fep, FE_PDS)) == NULL || (ses = FEP(fep, FE_SES)) == NULL ||
+        PyObject_SetAttr(ses, s_now, now) < 0 || (pev = PEP(pds, PE_EVENTS)) == NULL ||
         (out = PyObject_GetAttr(ses, s_outq)) == NULL || (done = PyObject_GetAttr(ses, s_events)) == NULL)
         goto fail;
     for (;;) {

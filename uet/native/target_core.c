@@ -474,6 +474,24 @@ static int dispatch_configured;
 /* rx_dispatch(ep, now, frame, pds): a request of a PDC already established, named by its
  * DPDCID, from the PDC's peer, cleartext, in the PDC's mode: TargetPdc.rx_request (the C
  * form above); SYN, every mismatch (answered with a NACK) and other types: the Python */
+/* the slots of PdsEndpoint read here (configure_dispatch) */
+enum { PE_MGR, PE_SEEN, PE_CTRL, PE_ACK_RING, PE_RING, PE_TOKENS, PE_N };
+static const char *PEP_NAMES[PE_N] = {"mgr", "_seen", "ctrl", "ack_ring", "ring", "_tokens"};
+static Layout L_PEP;
+
+/* ep.<name> (a new reference): at its offset for the exact class, else looked up */
+static PyObject *pep(PyObject *ep, int i) {
+    if (Py_IS_TYPE(ep, L_PEP.type)) {
+        PyObject *v = SLOT(ep, L_PEP, i);
+        if (v == NULL) {
+            unset(ep, &L_PEP, i);
+            return NULL;
+        }
+        return Py_NewRef(v);
+    }
+    return PyObject_GetAttrString(ep, PEP_NAMES[i]);
+}
+
 /* PdsEndpoint._rx_request of a SYN request: the established cleartext target PDC its
  * (source, destination, SPDCID) key names, in its mode, takes it (rx_request); no PDC, a
  * lingering or other one (a new incarnation, NACKs) is the Python's */
@@ -483,7 +501,7 @@ static PyObject *syn_dispatch(PyObject *mod, PyObject *const *args, PyObject *mo
     PyObject *spdcid = SLOT(pds, L_HDR, H_SPDCID);
     if (src == NULL || dst == NULL || spdcid == NULL)
         return PyObject_Vectorcall(ref_dispatch, args, 4, NULL);
-    PyObject *mgr = PyObject_GetAttr(ep, s_mgr);
+    PyObject *mgr = pep(ep, PE_MGR);
     PyObject *by_key = mgr ? PyObject_GetAttr(mgr, s_tgt_by_key) : NULL;
     Py_XDECREF(mgr);
     if (by_key == NULL)
@@ -531,7 +549,7 @@ static PyObject *k_rx_dispatch(PyObject *mod, PyObject *const *args, Py_ssize_t 
         return PyObject_Vectorcall(ref_dispatch, args, nargs, NULL);
     if (flags & syn_flag) /* by (source, destination, SPDCID): an open PDC, or the Python */
         return syn_dispatch(mod, args, mode);
-    PyObject *mgr = PyObject_GetAttr(ep, s_mgr);
+    PyObject *mgr = pep(ep, PE_MGR);
     PyObject *by_id = mgr ? PyObject_GetAttr(mgr, s_by_id) : NULL;
     Py_XDECREF(mgr);
     if (by_id == NULL)
@@ -587,6 +605,8 @@ static PyObject *k_configure_dispatch(PyObject *mod, PyObject *const *args, Py_s
         }
     long long a = PyLong_AsLongLong(v[4]), b = PyLong_AsLongLong(v[5]);
     if (PyErr_Occurred())
+        return NULL;
+    if (layout(&L_PEP, v[6], PEP_NAMES, PE_N) < 0)
         return NULL;
     Py_XSETREF(ref_dispatch, Py_NewRef(args[0]));
     Py_XSETREF(request_next_hdrs, Py_NewRef(v[0]));
@@ -1073,7 +1093,7 @@ static PyObject *k_poll_transmit(PyObject *mod, PyObject *const *args, Py_ssize_
         return PyObject_Vectorcall(ref_poll_transmit, args, nargs, NULL);
     PyObject *ep = args[0], *now = args[1], *q = NULL, *r = NULL;
     int control = PyObject_IsTrue(args[2]);
-    if (control < 0 || (q = PyObject_GetAttr(ep, s_seen_q)) == NULL)
+    if (control < 0 || (q = pep(ep, PE_SEEN)) == NULL)
         return NULL;
     int seen = PyObject_IsTrue(q);
     if (seen && (seen < 0 || finalize_seen(ep, now, q) < 0)) {
@@ -1082,7 +1102,7 @@ static PyObject *k_poll_transmit(PyObject *mod, PyObject *const *args, Py_ssize_
     }
     Py_CLEAR(q);
     if (control) {
-        if ((q = PyObject_GetAttr(ep, s_ctrl)) == NULL)
+        if ((q = pep(ep, PE_CTRL)) == NULL)
             return NULL;
         int any = PyObject_IsTrue(q);
         if (any) {
@@ -1091,7 +1111,7 @@ static PyObject *k_poll_transmit(PyObject *mod, PyObject *const *args, Py_ssize_
             return r;
         }
         Py_DECREF(q);
-        if ((q = PyObject_GetAttr(ep, s_ack_ring)) == NULL)
+        if ((q = pep(ep, PE_ACK_RING)) == NULL)
             return NULL;
         for (;;) {
             int more = PyObject_IsTrue(q);
@@ -1132,7 +1152,7 @@ static PyObject *k_poll_transmit(PyObject *mod, PyObject *const *args, Py_ssize_
         Py_DECREF(q);
         return r;
     }
-    if ((q = PyObject_GetAttr(ep, s_ring)) == NULL)
+    if ((q = pep(ep, PE_RING)) == NULL)
         return NULL;
     Py_ssize_t n = PyObject_Length(q);
     r = n < 0 ? NULL : Py_NewRef(Py_None);
@@ -1237,7 +1257,7 @@ static PyObject *k_respond(PyObject *mod, PyObject *const *args, Py_ssize_t narg
 
 /* PdsEndpoint._finalize_seen(ep, now) for an exact PdsEndpoint: 0, -1 */
 static int finalize_seen(PyObject *ep, PyObject *now, PyObject *seen) {
-    PyObject *tokens = PyObject_GetAttr(ep, s_tokens_attr);
+    PyObject *tokens = pep(ep, PE_TOKENS);
     if (tokens == NULL)
         return -1;
     int rc = 0;

@@ -123,6 +123,11 @@ def _start_psn(cfg: PdsConfig, rng: random.Random) -> int:
 class PdsEndpoint:
     """The PDS of one end point: PDC manager, initiator and target PDCs, RUDI and UUD."""
 
+    # what the C cores (fep_core.c, target_core.c) read per frame, at fixed offsets; every
+    # other attribute (and the invariant checks' wrappers) lives in the instance dict
+    __slots__ = ("local_ip", "_rx", "ctx", "mgr", "events", "ctrl", "ack_ring", "ring",
+                 "_seen", "_tokens", "__dict__", "__weakref__")
+
     def __init__(self, config: PdsConfig, local_ip: str, rng: random.Random, *,
                  sender_cc: Callable[[DeliveryMode], SenderCongestion] | None = None,
                  receiver_cc: Callable[[int], ReceiverCongestion] | None = None,
