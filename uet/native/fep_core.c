@@ -21,10 +21,8 @@ static PyObject *c_decode, *c_encode, *py_encode, *heappop, *str_udp;
 static PyTypeObject *pds_type; /* PdsEndpoint: its next_deadline is done here */
 static PyTypeObject *fep_type;  /* FabricEndpoint itself: a subclass may override any step */
 static int configured;
-static PyObject *s_tss, *s_counters, *s_pds, *s_pump, *s_local_ip, *s_rx, *s_type,
-    *s_dst_ip, *s_receive, *s_rx_frames, *s_tx_data, *s_tx_control, *s_poll_transmit,
-    *s_mac, *s_peer_macs, *s_gateway_mac, *s_frame_encap, *s_src_mac, *s_dst_mac, *s_encode,
-    *s_ctrl, *s_ack_ring, *s_seen, *s_ctx, *s_heap, *s_armed, *s_ses, *s_deadline, *s_later,
+static PyObject *s_tss, *s_pds, *s_type,
+    *s_dst_ip, *s_receive, *s_rx_frames, *s_tx_data, *s_tx_control, *s_poll_transmit, *s_src_mac, *s_dst_mac, *s_encode, *s_heap, *s_armed, *s_deadline,
     *s_get;
 
 static PyObject *getattr_or(PyObject *o, PyObject *name) { return PyObject_GetAttr(o, name); }
@@ -39,18 +37,6 @@ static const char *PEP_NAMES[PE_N] = {"local_ip", "_rx", "ctx", "events", "_seen
                                       "ack_ring"};
 static Layout L_FEP, L_PEP;
 
-/* o.<names[i]> (a new reference): at its offset for the exact class, else looked up */
-static PyObject *slot_attr(PyObject *o, const Layout *l, int i) {
-    if (Py_IS_TYPE(o, l->type)) {
-        PyObject *v = SLOT(o, *l, i);
-        if (v == NULL) {
-            unset(o, l, i);
-            return NULL;
-        }
-        return Py_NewRef(v);
-    }
-    return PyObject_GetAttrString(o, l->names[i]);
-}
 #define FEP(o, i) slot_attr((o), &L_FEP, (i))
 #define PEP(o, i) slot_attr((o), &L_PEP, (i))
 
@@ -445,7 +431,7 @@ static Layout L_AUDIT, L_SESSTD, L_DELIVERED, L_REPLY;
 static PyObject *ref_see, *ref_deliver, *zero;
 static int64_t som_flag, read_opcode, bitmap_max;
 static int delivery_configured;
-static PyObject *s_audit, *s_target, *s_handle, *s_reject, *s_respond, *s_defer, *s_see;
+static PyObject *s_target, *s_handle, *s_reject, *s_respond, *s_defer, *s_see;
 
 /* a duplicate: duplicates += 1, and one to its flow's flow_dups */
 static PyObject *audit_dup(PyObject *self, PyObject *flows, PyObject *src, PyObject *mid) {
@@ -739,15 +725,20 @@ static PyObject *next_event(PyObject *pds, PyObject *events) {
     PyObject *token = SLOT(ev, L_DELIVERED, D_TOKEN);
     int t = token ? PyObject_IsTrue(token) : 0;
     if (t > 0) { /* its answer is settled at the next poll if nobody gives one */
-        PyObject *seen = PEP(pds, PE_SEEN), *r = NULL;
-        if (seen != NULL)
-            r = PyObject_CallMethodOneArg(seen, s_append, token);
+        PyObject *seen = PEP(pds, PE_SEEN);
+        int rc = -1;
+        if (seen != NULL && PyList_CheckExact(seen)) {
+            rc = PyList_Append(seen, token);
+        } else if (seen != NULL) {
+            PyObject *r = PyObject_CallMethodOneArg(seen, s_append, token);
+            rc = r ? 0 : -1;
+            Py_XDECREF(r);
+        }
         Py_XDECREF(seen);
-        if (r == NULL) {
+        if (rc < 0) {
             Py_DECREF(ev);
             return NULL;
         }
-        Py_DECREF(r);
     } else if (t < 0) {
         Py_DECREF(ev);
         return NULL;
@@ -830,7 +821,7 @@ fail:
     return r;
 }
 
-/* configure_delivery((deliver, see), DeliveryAudit, SesStandard, RequestDelivered,
+/* configure_delivery((deliver, see, pump), DeliveryAudit, SesStandard, RequestDelivered,
  *                    TargetReply, constants) */
 static PyObject *k_configure_delivery(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 6 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != 3 ||
@@ -901,23 +892,15 @@ static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_fep_core",
                                     "A fabric end point's frame interface in C", -1, methods};
 
 PyMODINIT_FUNC PyInit__fep_core(void) {
-    if (intern_str(&s_tss, "tss") || intern_str(&s_counters, "counters") ||
-        intern_str(&s_pds, "pds") || intern_str(&s_pump, "pump") ||
-        intern_str(&s_local_ip, "local_ip") || intern_str(&s_rx, "_rx") ||
-        intern_str(&s_type, "type") || intern_str(&s_dst_ip, "dst_ip") ||
+    if (intern_str(&s_tss, "tss") || intern_str(&s_pds, "pds") || intern_str(&s_type, "type") || intern_str(&s_dst_ip, "dst_ip") ||
         intern_str(&s_receive, "receive") || intern_str(&s_rx_frames, "rx_frames") ||
         intern_str(&s_tx_data, "tx_data") || intern_str(&s_tx_control, "tx_control") ||
-        intern_str(&s_poll_transmit, "poll_transmit") || intern_str(&s_mac, "mac") ||
-        intern_str(&s_peer_macs, "peer_macs") || intern_str(&s_gateway_mac, "gateway_mac") ||
-        intern_str(&s_frame_encap, "_frame_encap") || intern_str(&s_src_mac, "src_mac") ||
+        intern_str(&s_poll_transmit, "poll_transmit") || intern_str(&s_src_mac, "src_mac") ||
         intern_str(&s_dst_mac, "dst_mac") || intern_str(&s_encode, "_encode") ||
-        intern_str(&s_ctrl, "ctrl") || intern_str(&s_ack_ring, "ack_ring") ||
-        intern_str(&s_seen, "_seen") || intern_str(&s_ctx, "ctx") ||
         intern_str(&s_heap, "heap") || intern_str(&s_armed, "_armed") ||
-        intern_str(&s_ses, "ses") || intern_str(&s_deadline, "deadline") ||
-        intern_str(&s_later, "_later") || intern_str(&s_get, "get") ||
-        intern_str(&str_udp, "udp") || intern_str(&s_audit, "audit") ||
-        intern_str(&s_target, "target") || intern_str(&s_handle, "handle") ||
+        intern_str(&s_deadline, "deadline") ||
+        intern_str(&s_get, "get") ||
+        intern_str(&str_udp, "udp") || intern_str(&s_target, "target") || intern_str(&s_handle, "handle") ||
         intern_str(&s_reject, "reject") || intern_str(&s_respond, "respond") ||
         intern_str(&s_defer, "_defer") || intern_str(&s_see, "see") ||
         intern_str(&s_now, "now") || intern_str(&s_events, "events") ||

@@ -616,12 +616,13 @@ static const char *FB_NAMES[FB_N] = {"ev", "ecn_echo", "newly_acked_bytes",
                                      "ack_cc", "retx"};
 enum { D_DSCP_TRIMMED, D_DSCP_TRIMMED_LASTHOP, D_N };
 static const char *TRIM_NAMES[D_N] = {"dscp_trimmed", "dscp_trimmed_lasthop"};
-static Layout L_ACK, L_FB, L_TRIM;
+static Layout L_ACK, L_FB, L_TRIM, L_EP;
+static const char *EP_NAMES[1] = {"mgr"};
 static PyObject *ref_rx_ack, *ref_rx_ack_dispatch, *st_closed, *endpoint_class;
 static int64_t ack_p, ack_retx, ack_m, ack_req_mask;
 static int ack_configured;
 static PyObject *s_ack_rx, *s_on_ack, *s_rtt_sample, *s_detect_after_ack, *s_clear_requested,
-    *s_close_request, *s_after_progress, *s_mgr, *s_by_id, *kw_fb, *kw_from_cp;
+    *s_close_request, *s_after_progress, *s_by_id, *kw_fb, *kw_from_cp;
 
 static PyObject *rx_ack_ref(PyObject *const *args, Py_ssize_t nargs) {
     return PyObject_Vectorcall(ref_rx_ack, args, nargs, NULL);
@@ -659,6 +660,8 @@ static PyObject *k_rx_ack(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
     same = PyObject_RichCompareBool(SLOT(ack, L_ACK, K_SPDCID), SLOT(pdc, L_PDC, I_DPDCID), Py_EQ);
     if (same <= 0)
         return same < 0 ? NULL : rx_ack_ref(args, nargs);
+    /* every slot read below before anything changes (peer_range and infl only to find a
+     * bad slot now rather than after the counters moved) */
     int64_t now, cack, flags, apo, next_psn, dscp, t1, t2, max_cack, infl, peer_range;
     if ((now = PyLong_AsLongLong(now_obj)) == -1 && PyErr_Occurred())
         return NULL;
@@ -768,7 +771,7 @@ static PyObject *k_rx_ack_dispatch(PyObject *mod, PyObject *const *args, Py_ssiz
         !Py_IS_TYPE(args[2], L_FRAME.type) || !Py_IS_TYPE(args[3], L_ACK.type) ||
         SLOT(args[2], L_FRAME, F_TSS) != Py_None || SLOT(args[3], L_ACK, K_DPDCID) == NULL)
         return PyObject_Vectorcall(ref_rx_ack_dispatch, args, nargs, NULL);
-    PyObject *mgr = PyObject_GetAttr(args[0], s_mgr);
+    PyObject *mgr = slot_attr(args[0], &L_EP, 0); /* PdsEndpoint.mgr */
     PyObject *by_id = mgr ? PyObject_GetAttr(mgr, s_by_id) : NULL;
     Py_XDECREF(mgr);
     if (by_id == NULL)
@@ -835,6 +838,8 @@ static PyObject *k_configure_ack_dispatch(PyObject *mod, PyObject *const *args,
         PyErr_SetString(PyExc_RuntimeError, "configure_ack_dispatch: configure_ack first");
         return NULL;
     }
+    if (layout(&L_EP, args[1], EP_NAMES, 1) < 0)
+        return NULL;
     Py_XSETREF(ref_rx_ack_dispatch, Py_NewRef(args[0]));
     Py_XSETREF(endpoint_class, Py_NewRef(args[1]));
     Py_RETURN_NONE;
@@ -881,7 +886,7 @@ PyMODINIT_FUNC PyInit__sender_core(void) {
         intern_str(&s_detect_after_ack, "detect_after_ack") ||
         intern_str(&s_clear_requested, "clear_requested") ||
         intern_str(&s_close_request, "close_request") ||
-        intern_str(&s_after_progress, "_after_progress") || intern_str(&s_mgr, "mgr") ||
+        intern_str(&s_after_progress, "_after_progress") ||
         intern_str(&s_by_id, "by_id") || (kw_fb = Py_BuildValue("(s)", "fb")) == NULL ||
         (kw_from_cp = Py_BuildValue("(s)", "from_cp")) == NULL)
         return NULL;

@@ -182,6 +182,20 @@ static inline PyObject *new_filled(const Layout *l, PyObject **v) {
     return o;
 }
 
+/* o.<l->names[i]> (a new reference): at its offset when o is exactly the layout's class,
+ * else looked up by name (a subclass may override the attribute) */
+static inline PyObject *slot_attr(PyObject *o, const Layout *l, int i) {
+    if (l->type != NULL && Py_IS_TYPE(o, l->type)) {
+        PyObject *v = SLOT(o, *l, i);
+        if (v == NULL) {
+            unset(o, l, i);
+            return NULL;
+        }
+        return Py_NewRef(v);
+    }
+    return PyObject_GetAttrString(o, l->names[i]);
+}
+
 /* a new object of a slots dataclass, every field at its default (defaults: a tuple in
  * the layout's order, the dataclass fields' defaults) */
 static inline PyObject *new_record(const Layout *l, PyObject *defaults) {

@@ -468,29 +468,19 @@ fail:
 static PyObject *ref_dispatch, *request_next_hdrs, *role_target, *mode_rud, *mode_rod,
     *endpoint_class; /* PdsEndpoint itself: a subclass may override _named_target */
 static int64_t rod_req, rod_cc_req;
-static PyObject *s_mgr, *s_tgt_by_key, *s_by_id;
+static PyObject *s_tgt_by_key, *s_by_id;
 static int dispatch_configured;
 
 /* rx_dispatch(ep, now, frame, pds): a request of a PDC already established, named by its
  * DPDCID, from the PDC's peer, cleartext, in the PDC's mode: TargetPdc.rx_request (the C
  * form above); SYN, every mismatch (answered with a NACK) and other types: the Python */
 /* the slots of PdsEndpoint read here (configure_dispatch) */
-enum { PE_MGR, PE_SEEN, PE_CTRL, PE_ACK_RING, PE_RING, PE_TOKENS, PE_N };
-static const char *PEP_NAMES[PE_N] = {"mgr", "_seen", "ctrl", "ack_ring", "ring", "_tokens"};
+enum { PE_MGR, PE_SEEN, PE_CTRL, PE_ACK_RING, PE_RING, PE_TOKENS, PE_CTX, PE_N };
+static const char *PEP_NAMES[PE_N] = {"mgr", "_seen", "ctrl", "ack_ring", "ring", "_tokens",
+                                      "ctx"};
 static Layout L_PEP;
 
-/* ep.<name> (a new reference): at its offset for the exact class, else looked up */
-static PyObject *pep(PyObject *ep, int i) {
-    if (Py_IS_TYPE(ep, L_PEP.type)) {
-        PyObject *v = SLOT(ep, L_PEP, i);
-        if (v == NULL) {
-            unset(ep, &L_PEP, i);
-            return NULL;
-        }
-        return Py_NewRef(v);
-    }
-    return PyObject_GetAttrString(ep, PEP_NAMES[i]);
-}
+#define pep(ep, i) slot_attr((ep), &L_PEP, (i))
 
 /* PdsEndpoint._rx_request of a SYN request: the established cleartext target PDC its
  * (source, destination, SPDCID) key names, in its mode, takes it (rx_request); no PDC, a
@@ -904,8 +894,7 @@ static const char *SCHX_NAMES[SX_N] = {"explicit"};
 static Layout L_SCHX;
 static PyObject *ref_next_ack, *ref_poll_transmit, *pds_endpoint_class, *st_t_freed,
     *empty_bytes;
-static PyObject *s_popleft, *s_not_done, *s_next_ack, *s_freed, *s_in_ack_ring, *s_acks,
-    *s_ctrl, *s_ack_ring, *s_ring, *s_seen_q, *s_finalize_seen, *s_poll_data,
+static PyObject *s_popleft, *s_not_done, *s_next_ack, *s_freed, *s_in_ack_ring, *s_acks, *s_finalize_seen, *s_poll_data,
     *s_has_data_work, *s_in_ring, *s_explicit, *s_co, *s_now, *s_owed;
 static int transmit_configured;
 static int finalize_seen(PyObject *ep, PyObject *now, PyObject *seen);
@@ -1200,7 +1189,7 @@ static PyObject *k_poll_transmit(PyObject *mod, PyObject *const *args, Py_ssize_
  * PdsEndpoint.respond with no semantic response (the SES's usual answer: the PDS sends the
  * default one) for a target PDC's token, and _finalize_seen (the poll that settles every
  * delivered request nobody answered). */
-static PyObject *ref_respond, *s_deferred, *s_pdc, *s_ctx, *s_tokens_attr, *s_finalize, *s_on_respond,
+static PyObject *ref_respond, *s_deferred, *s_pdc, *s_finalize,
     *s_released_hold;
 
 /* TargetPdc.on_respond(now, entry, None, data) of an exact TargetPdc: 1 (True), 0, -1 */
@@ -1233,7 +1222,7 @@ static PyObject *k_respond(PyObject *mod, PyObject *const *args, Py_ssize_t narg
     if ((nargs != 4 && nargs != 5) || (PyObject *)Py_TYPE(args[0]) != pds_endpoint_class ||
         args[3] != Py_None)
         return PyObject_Vectorcall(ref_respond, args, nargs, NULL);
-    PyObject *ctx = PyObject_GetAttr(args[0], s_ctx);
+    PyObject *ctx = pep(args[0], PE_CTX);
     if (ctx == NULL)
         return NULL;
     PyObject *tokens = Py_IS_TYPE(ctx, L_CTX.type) ? SLOT(ctx, L_CTX, X_TOKENS) : NULL;
@@ -1435,20 +1424,15 @@ PyMODINIT_FUNC PyInit__target_core(void) {
         intern_str(&s_rx_not_new, "_rx_not_new") || intern_str(&s_flags, "flags") ||
         intern_str(&s_append, "append") || intern_str(&s_rx_packets, "rx_packets") ||
         intern_str(&s_rx_bytes, "rx_bytes") ||
-        intern_str(&s_ack_ar_coalesced, "ack_ar_coalesced") || intern_str(&s_mgr, "mgr") ||
-        intern_str(&s_tgt_by_key, "tgt_by_key") ||
+        intern_str(&s_ack_ar_coalesced, "ack_ar_coalesced") || intern_str(&s_tgt_by_key, "tgt_by_key") ||
         intern_str(&s_by_id, "by_id"))
         return NULL;
-    if (intern_str(&s_ctx, "ctx") || intern_str(&s_tokens_attr, "_tokens") ||
-        intern_str(&s_finalize, "finalize") || intern_str(&s_on_respond, "on_respond") ||
-        intern_str(&s_released_hold, "_released_hold") || intern_str(&s_deferred, "deferred") ||
+    if (intern_str(&s_finalize, "finalize") || intern_str(&s_released_hold, "_released_hold") || intern_str(&s_deferred, "deferred") ||
         intern_str(&s_pdc, "pdc"))
         return NULL;
     if (intern_str(&s_popleft, "popleft") || intern_str(&s_not_done, "not_done") ||
         intern_str(&s_next_ack, "next_ack") || intern_str(&s_freed, "freed") ||
         intern_str(&s_in_ack_ring, "in_ack_ring") || intern_str(&s_acks, "acks") ||
-        intern_str(&s_ctrl, "ctrl") || intern_str(&s_ack_ring, "ack_ring") ||
-        intern_str(&s_ring, "ring") || intern_str(&s_seen_q, "_seen") ||
         intern_str(&s_finalize_seen, "_finalize_seen") || intern_str(&s_poll_data, "poll_data") ||
         intern_str(&s_has_data_work, "has_data_work") || intern_str(&s_in_ring, "in_ring") ||
         intern_str(&s_explicit, "explicit") || intern_str(&s_co, "co") ||
