@@ -41,6 +41,36 @@ async def test_wait_until_stall_raises() -> None:
         assert fab.now == 5 * US
 
 
+async def test_wait_until_checks_on_every_change_only_while_someone_waits() -> None:
+    """NICs call the fabric back only while a task waits on a condition; the condition is
+    checked after every frame, so the waiter wakes at the frame that makes it true."""
+    async with Fabric({"kind": "fat_tree", "k": 4}, seed=3,
+                      endpoint_factory=traffic()) as fab:
+        nics = fab.net.nics
+        assert all(n.on_change is None for n in nics)
+        seen: list[tuple[int, int]] = []
+        watched: list[bool] = []
+
+        def arrived(count: int) -> bool:
+            watched.append(all(nic.on_change is not None for nic in nics))
+            return fab.endpoint(13).stats["rx_data"] >= count
+
+        async def watch(count: int) -> None:
+            assert await fab.wait_until(lambda: arrived(count))
+            seen.append((count, fab.endpoint(13).stats["rx_data"]))
+
+        async with trio.open_nursery() as n:
+            n.start_soon(watch, 10)
+            n.start_soon(watch, 40)
+            msg = await fab.send(0, 13, 256 * 1024)
+        assert msg.done
+        assert seen == [(10, 10), (40, 40)]  # woken at the very frame, not later
+        assert len(watched) > 40 and all(watched)
+        assert all(nic.on_change is None for nic in nics)
+        await fab.sleep(5 * US)  # plain sleeps need no callbacks
+        assert all(nic.on_change is None for nic in nics)
+
+
 async def test_message_completes_with_real_frames() -> None:
     async with Fabric({"kind": "fat_tree", "k": 4}, seed=3,
                       endpoint_factory=traffic()) as fab:
