@@ -84,6 +84,10 @@ def test_audit_core_matches_the_python_op_by_op(seed):
             flows = a.count_flows()
             for m in range(0, 400, 3):
                 flows["10.0.0.1", m] = m * 10
+            # counts that are not small ints: the sum leaves int64, is a float, or an
+            # int subclass (the core adds in C only for plain ints that stay in range)
+            a.flow_bytes.update({30: 2**63 - 2, 60: -(2**63), 90: 2**70, 120: 0.5,
+                                 150: True})
     ref = AUDIT_REFERENCE["see"]
     dups = 0
     for i, (src, ses, nbytes, conn) in enumerate(_stream(rng, 900, mtu)):
@@ -95,6 +99,8 @@ def test_audit_core_matches_the_python_op_by_op(seed):
     assert dups > 10 and c.seen > 500  # the stream reaches the duplicate paths
     if seed % 2:
         assert c.flow_bytes and c.flow_dups
+        assert [type(c.flow_bytes[k]) for k in (30, 60, 90, 120, 150)] == [
+            type(py.flow_bytes[k]) for k in (30, 60, 90, 120, 150)]
 
 
 @pytest.mark.skipif(not NATIVE, reason="the FEP core is off: nothing to compare")

@@ -908,7 +908,7 @@ def _use_c_core() -> str:
     core.configure((REFERENCE["receive"], REFERENCE["pop_control"], REFERENCE["pop_data"],
                     REFERENCE["next_deadline"]),
                    (codec._c_decode, codec._c_encode, encode_frame, heapq.heappop),
-                   PdsEndpoint, FabricEndpoint)
+                   PdsEndpoint, FabricEndpoint, Frame)
     FabricEndpoint.receive = core.receive_method  # type: ignore[method-assign]
     FabricEndpoint.pop_control = core.pop_control_method  # type: ignore[method-assign]
     FabricEndpoint.pop_data = core.pop_data_method  # type: ignore[method-assign]

@@ -6,8 +6,9 @@
  * PDS/SES pump; take the next frame of a class from the PDS and encode it; find the
  * earliest timer. In Python each frame went through four or five small methods; here it
  * is one C call that makes the same calls into the PDS, the SES and the codec, in the same
- * order. The end point and its PDS keep their attributes in instance dictionaries, read
- * with interned names. The common case only: a FabricEndpoint itself (a subclass may
+ * order. It reads the end point's, its PDS's and the frame's attributes at their slots'
+ * offsets (configure gives the classes; slot_attr looks them up on any other class). The
+ * common case only: a FabricEndpoint itself (a subclass may
  * override any step: it gets the Python), cleartext (no TSS), over UDP; a
  * frame the C decoder does not take, a frame that carries a TSS header, native-IP
  * encapsulation or anything unexpected goes to the Python reference before anything
@@ -15,17 +16,21 @@
  * the captures byte for byte.
  */
 #include "slots.h"
+#include "records.h"
 
 static PyObject *ref_receive, *ref_pop_control, *ref_pop_data, *ref_next_deadline;
 static PyObject *c_decode, *c_encode, *py_encode, *heappop, *str_udp;
 static PyTypeObject *pds_type; /* PdsEndpoint: its next_deadline is done here */
 static PyTypeObject *fep_type;  /* FabricEndpoint itself: a subclass may override any step */
 static int configured;
-static PyObject *s_tss, *s_pds, *s_type,
-    *s_dst_ip, *s_receive, *s_rx_frames, *s_tx_data, *s_tx_control, *s_poll_transmit, *s_src_mac, *s_dst_mac, *s_encode, *s_heap, *s_armed, *s_deadline,
+static PyObject *s_type, *s_receive, *s_rx_frames, *s_tx_data, *s_tx_control, *s_poll_transmit, *s_src_mac, *s_dst_mac, *s_encode, *s_heap, *s_armed, *s_deadline,
     *s_get;
 
 static PyObject *getattr_or(PyObject *o, PyObject *name) { return PyObject_GetAttr(o, name); }
+
+/* a decoded frame's fields (uet.wire.records.Frame): at their offsets (configure) */
+static Layout L_FRAME;
+#define FRAME(o, i) slot_attr((o), &L_FRAME, (i))
 
 /* the slots of FabricEndpoint and PdsEndpoint read per frame (configure) */
 enum { FE_TSS, FE_COUNTERS, FE_PDS, FE_SES, FE_MAC, FE_PEER_MACS, FE_GATEWAY_MAC,
@@ -79,14 +84,15 @@ static PyObject *k_receive(PyObject *mod, PyObject *const *args, Py_ssize_t narg
     int clear = cleartext(fep);
     if (clear <= 0)
         return clear < 0 ? NULL : PyObject_Vectorcall(ref_receive, args, nargs, NULL);
-    PyObject *frame = PyObject_CallFunctionObjArgs(c_decode, data, Py_None, NULL);
+    PyObject *da[2] = {data, Py_None};
+    PyObject *frame = PyObject_Vectorcall(c_decode, da, 2, NULL);
     if (frame == NULL || frame == Py_None) {
         /* not the C decoder's (or an error it found): the reference decodes and reports */
         PyErr_Clear();
         Py_XDECREF(frame);
         return PyObject_Vectorcall(ref_receive, args, nargs, NULL);
     }
-    PyObject *ftss = getattr_or(frame, s_tss), *pds = NULL, *hdr = NULL, *r;
+    PyObject *ftss = FRAME(frame, F_TSS), *pds = NULL, *hdr = NULL, *r;
     if (ftss == NULL)
         goto fail;
     int plain = ftss == Py_None;
@@ -99,7 +105,7 @@ static PyObject *k_receive(PyObject *mod, PyObject *const *args, Py_ssize_t narg
     if (fep_count(fep, s_rx_frames) < 0 || (pds = FEP(fep, FE_PDS)) == NULL)
         goto fail;
     /* PdsEndpoint.receive: the handler of the PDS type, when the frame is for us */
-    PyObject *dst = getattr_or(frame, s_dst_ip), *local = PEP(pds, PE_LOCAL_IP);
+    PyObject *dst = FRAME(frame, F_DST_IP), *local = PEP(pds, PE_LOCAL_IP);
     int mine = (dst && local) ? PyObject_RichCompareBool(dst, local, Py_EQ) : -1;
     Py_XDECREF(dst);
     Py_XDECREF(local);
@@ -108,7 +114,7 @@ static PyObject *k_receive(PyObject *mod, PyObject *const *args, Py_ssize_t narg
     PyObject *handler = NULL;
     if (mine) {
         PyObject *table = PEP(pds, PE_RX), *type;
-        hdr = getattr_or(frame, s_pds);
+        hdr = FRAME(frame, F_PDS);
         type = hdr ? getattr_or(hdr, s_type) : NULL;
         if (table == NULL || type == NULL) {
             Py_XDECREF(table);
@@ -152,7 +158,7 @@ fail:
 
 /* FabricEndpoint._encode of a cleartext frame over UDP: the bytes (new reference) */
 static PyObject *encode(PyObject *fep, PyObject *now, PyObject *frame) {
-    PyObject *ftss = getattr_or(frame, s_tss);
+    PyObject *ftss = FRAME(frame, F_TSS);
     if (ftss == NULL)
         return NULL;
     int plain = ftss == Py_None;
@@ -162,7 +168,7 @@ static PyObject *encode(PyObject *fep, PyObject *now, PyObject *frame) {
         return PyObject_VectorcallMethod(s_encode, a, 3, NULL);
     }
     PyObject *mac = FEP(fep, FE_MAC), *macs = FEP(fep, FE_PEER_MACS);
-    PyObject *gw = FEP(fep, FE_GATEWAY_MAC), *dst = getattr_or(frame, s_dst_ip);
+    PyObject *gw = FEP(fep, FE_GATEWAY_MAC), *dst = FRAME(frame, F_DST_IP);
     PyObject *dmac = NULL, *out = NULL;
     if (mac == NULL || macs == NULL || gw == NULL || dst == NULL)
         goto done;
@@ -370,16 +376,16 @@ done:
     return out;
 }
 
-/* configure(references, codec, PdsEndpoint, FabricEndpoint): references: receive,
+/* configure(references, codec, PdsEndpoint, FabricEndpoint, Frame): references: receive,
  * pop_control, pop_data, next_deadline (the Python forms); codec: (C decode, C encode,
  * encode_frame, heappop) */
 static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *r[4], *c[4];
-    if (nargs != 4 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != 4 ||
+    if (nargs != 5 || !PyTuple_Check(args[0]) || PyTuple_GET_SIZE(args[0]) != 4 ||
         !PyTuple_Check(args[1]) || PyTuple_GET_SIZE(args[1]) != 4 || !PyType_Check(args[2]) ||
-        !PyType_Check(args[3])) {
+        !PyType_Check(args[3]) || !PyType_Check(args[4])) {
         PyErr_SetString(PyExc_TypeError, "configure(references: 4-tuple, codec: 4-tuple, "
-                                         "PdsEndpoint, FabricEndpoint)");
+                                         "PdsEndpoint, FabricEndpoint, Frame)");
         return NULL;
     }
     for (int i = 0; i < 4; i++) {
@@ -399,7 +405,8 @@ static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t na
     Py_XSETREF(py_encode, Py_NewRef(c[2]));
     Py_XSETREF(heappop, Py_NewRef(c[3]));
     if (layout(&L_PEP, args[2], PEP_NAMES, PE_N) < 0 ||
-        layout(&L_FEP, args[3], FEP_NAMES, FE_N) < 0)
+        layout(&L_FEP, args[3], FEP_NAMES, FE_N) < 0 ||
+        layout(&L_FRAME, args[4], FRAME_FIELDS, F_N) < 0)
         return NULL;
     Py_XSETREF(pds_type, (PyTypeObject *)Py_NewRef(args[2]));
     Py_XSETREF(fep_type, (PyTypeObject *)Py_NewRef(args[3]));
@@ -412,9 +419,9 @@ static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t na
  * and DeliveryAudit.see (the independent exactly-once check), for a cleartext end point
  * and a standard-header request; everything else is the Python's (configure_delivery). */
 
-enum { A_MAX_MESSAGES, A_HISTORY, A_MTU, A_MESSAGES, A_FINISHED, A_DUPLICATES, A_SEEN,
-       A_FLOW_OF, A_FLOW_BYTES, A_FLOW_DUPS, A_N };
-static const char *AUDIT_NAMES[A_N] = {"max_messages", "history", "mtu_payload", "messages",
+enum { AU_MAX_MESSAGES, AU_HISTORY, AU_MTU, AU_MESSAGES, AU_FINISHED, AU_DUPLICATES, AU_SEEN,
+       AU_FLOW_OF, AU_FLOW_BYTES, AU_FLOW_DUPS, AU_N };
+static const char *AUDIT_NAMES[AU_N] = {"max_messages", "history", "mtu_payload", "messages",
                                        "finished", "duplicates", "seen", "flow_of",
                                        "flow_bytes", "flow_dups"};
 enum { SS_FLAGS, SS_OFFSET, SS_OPCODE, SS_REQUEST_LENGTH, SS_INITIATOR, SS_JOB_ID,
@@ -435,7 +442,7 @@ static PyObject *s_target, *s_handle, *s_reject, *s_respond, *s_defer, *s_see;
 
 /* a duplicate: duplicates += 1, and one to its flow's flow_dups */
 static PyObject *audit_dup(PyObject *self, PyObject *flows, PyObject *src, PyObject *mid) {
-    if (add_i64(self, &L_AUDIT, A_DUPLICATES, 1) < 0)
+    if (add_i64(self, &L_AUDIT, AU_DUPLICATES, 1) < 0)
         return NULL;
     if (flows != Py_None) {
         PyObject *k = PyTuple_Pack(2, src, mid);
@@ -443,7 +450,7 @@ static PyObject *audit_dup(PyObject *self, PyObject *flows, PyObject *src, PyObj
         Py_XDECREF(k);
         if (fid == NULL && PyErr_Occurred())
             return NULL;
-        if (fid != NULL && count_n(SLOT(self, L_AUDIT, A_FLOW_DUPS), fid, 1) < 0)
+        if (fid != NULL && count_n(SLOT(self, L_AUDIT, AU_FLOW_DUPS), fid, 1) < 0)
             return NULL;
     }
     Py_RETURN_FALSE;
@@ -472,16 +479,16 @@ static PyObject *k_see(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
         return PyObject_Vectorcall(ref_see, args, nargs, NULL);
     PyObject *self = args[0], *src = args[1], *ses = args[2];
     PyObject *conn = nargs == 5 ? args[4] : zero;
-    PyObject *flows = SLOT(self, L_AUDIT, A_FLOW_OF), *messages = SLOT(self, L_AUDIT, A_MESSAGES);
-    PyObject *finished = SLOT(self, L_AUDIT, A_FINISHED);
+    PyObject *flows = SLOT(self, L_AUDIT, AU_FLOW_OF), *messages = SLOT(self, L_AUDIT, AU_MESSAGES);
+    PyObject *finished = SLOT(self, L_AUDIT, AU_FINISHED);
     int64_t nbytes, mtu, maxm, hist, flags, moff, op, rlen, dummy;
     if ((nbytes = PyLong_AsLongLong(args[3])) == -1 && PyErr_Occurred())
         return NULL;
-    if (get_i64(self, &L_AUDIT, A_MTU, &mtu) < 0 ||
-        get_i64(self, &L_AUDIT, A_MAX_MESSAGES, &maxm) < 0 ||
-        get_i64(self, &L_AUDIT, A_HISTORY, &hist) < 0 ||
-        get_i64(self, &L_AUDIT, A_SEEN, &dummy) < 0 ||
-        get_i64(self, &L_AUDIT, A_DUPLICATES, &dummy) < 0 ||
+    if (get_i64(self, &L_AUDIT, AU_MTU, &mtu) < 0 ||
+        get_i64(self, &L_AUDIT, AU_MAX_MESSAGES, &maxm) < 0 ||
+        get_i64(self, &L_AUDIT, AU_HISTORY, &hist) < 0 ||
+        get_i64(self, &L_AUDIT, AU_SEEN, &dummy) < 0 ||
+        get_i64(self, &L_AUDIT, AU_DUPLICATES, &dummy) < 0 ||
         get_i64(ses, &L_SESSTD, SS_FLAGS, &flags) < 0 ||
         get_i64(ses, &L_SESSTD, SS_OFFSET, &moff) < 0 ||
         get_i64(ses, &L_SESSTD, SS_OPCODE, &op) < 0 ||
@@ -494,7 +501,7 @@ static PyObject *k_see(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
         !PyDict_CheckExact(finished) || (flows != Py_None && !PyDict_CheckExact(flows)))
         return PyObject_Vectorcall(ref_see, args, nargs, NULL);
     PyObject *mid = SLOT(ses, L_SESSTD, SS_MESSAGE_ID);
-    if (add_i64(self, &L_AUDIT, A_SEEN, 1) < 0)
+    if (add_i64(self, &L_AUDIT, AU_SEEN, 1) < 0)
         return NULL;
     int64_t offset = flags & som_flag ? 0 : moff, size = nbytes;
     if (op == read_opcode) {
@@ -574,7 +581,7 @@ static PyObject *k_see(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
         Py_XDECREF(k);
         if (fid == NULL && PyErr_Occurred())
             goto done;
-        if (fid != NULL && count_n(SLOT(self, L_AUDIT, A_FLOW_BYTES), fid, size) < 0)
+        if (fid != NULL && count_n(SLOT(self, L_AUDIT, AU_FLOW_BYTES), fid, size) < 0)
             goto done;
     }
     int64_t got;
@@ -842,7 +849,7 @@ static PyObject *k_configure_delivery(PyObject *mod, PyObject *const *args, Py_s
         if ((v[i] = PyLong_AsLongLong(o)) == -1 && PyErr_Occurred())
             return NULL;
     }
-    if (layout(&L_AUDIT, args[1], AUDIT_NAMES, A_N) < 0 ||
+    if (layout(&L_AUDIT, args[1], AUDIT_NAMES, AU_N) < 0 ||
         layout(&L_SESSTD, args[2], SESSTD_NAMES, SS_N) < 0 ||
         layout(&L_DELIVERED, args[3], DELIVERED_NAMES, D_N) < 0 ||
         layout(&L_REPLY, args[4], REPLY_NAMES, Y_N) < 0)
@@ -892,7 +899,7 @@ static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_fep_core",
                                     "A fabric end point's frame interface in C", -1, methods};
 
 PyMODINIT_FUNC PyInit__fep_core(void) {
-    if (intern_str(&s_tss, "tss") || intern_str(&s_pds, "pds") || intern_str(&s_type, "type") || intern_str(&s_dst_ip, "dst_ip") ||
+    if (intern_str(&s_type, "type") ||
         intern_str(&s_receive, "receive") || intern_str(&s_rx_frames, "rx_frames") ||
         intern_str(&s_tx_data, "tx_data") || intern_str(&s_tx_control, "tx_control") ||
         intern_str(&s_poll_transmit, "poll_transmit") || intern_str(&s_src_mac, "src_mac") ||

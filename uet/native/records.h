@@ -1,6 +1,6 @@
 /* The wire records the C code reads or builds in full (uet.wire.records: Frame, PdsAckCc),
  * their fields in dataclass order, for the cores that include this file (the codec, the
- * sender and target cores); each keeps its own Layout of them, which configure() fills from
+ * sender, target and FEP cores); each keeps its own Layout of them, which configure() fills from
  * the classes (layout() fails on a name that is not a slot of the class). */
 #ifndef UET_RECORDS_H
 #define UET_RECORDS_H

@@ -151,8 +151,15 @@ static inline int count_n(PyObject *counters, PyObject *name, int64_t n) {
         }
     }
     PyObject *sum;
+    int overflow = 1;
+    long long x = 0, total;
+    if (v != NULL && PyLong_CheckExact(v)) /* the usual int: add in C, one new int */
+        x = PyLong_AsLongLongAndOverflow(v, &overflow);
     if (v == NULL) {
         sum = PyLong_FromLongLong(n);
+    } else if (!overflow && !__builtin_add_overflow(x, (long long)n, &total)) {
+        sum = PyLong_FromLongLong(total);
+        Py_DECREF(v);
     } else {
         PyObject *d = PyLong_FromLongLong(n);
         sum = d ? PyNumber_Add(v, d) : NULL;
