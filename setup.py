@@ -1,7 +1,8 @@
 """Build hook: compiles the cffi extension ``uet.native._uet_native``, the C event core and
 fabric path ``uet.native._event_core``, the codec's common frames
 ``uet.native._codec_core`` and the end point's per-packet cores ``uet.native._recovery_core``,
-``_sender_core``, ``_target_core``, ``_fep_core`` and ``_ses_core`` (see docs/native.md).
+``_sender_core``, ``_target_core``, ``_fep_core``, ``_ses_core`` and ``_cms_core`` (see
+docs/native.md).
 
 All metadata lives in pyproject.toml; this file only adds the extensions.
 """
@@ -39,5 +40,9 @@ setup(
                            depends=["uet/native/slots.h"], optional=True),
                  # the SES target's WRITE packets (uet.ses.target: Target.handle)
                  Extension("uet.native._ses_core", ["uet/native/ses_core.c"],
-                           depends=["uet/native/slots.h"], optional=True)],
+                           depends=["uet/native/slots.h"], optional=True),
+                 # the sender's congestion control per ACK (uet.cms.sender, uet.cms.nscc)
+                 Extension("uet.native._cms_core", ["uet/native/cms_core.c"],
+                           depends=["uet/native/slots.h", "uet/native/records.h"],
+                           optional=True)],
 )

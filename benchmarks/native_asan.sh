@@ -23,7 +23,7 @@ rm -f "$TMP"/uet/native/_uet_native*.so "$TMP"/uet/native/_uet_native.c
 rm -f "$TMP"/uet/native/_event_core*.so "$TMP"/uet/native/_codec_core*.so \
     "$TMP"/uet/native/_recovery_core*.so "$TMP"/uet/native/_sender_core*.so \
     "$TMP"/uet/native/_target_core*.so "$TMP"/uet/native/_fep_core*.so \
-    "$TMP"/uet/native/_ses_core*.so
+    "$TMP"/uet/native/_ses_core*.so "$TMP"/uet/native/_cms_core*.so
 mkdir -p "$TMP/tests"
 cp "$ROOT/tests/conftest.py" "$TMP/tests/"
 touch "$TMP/tests/__init__.py"
@@ -33,6 +33,7 @@ cp -r "$ROOT/tests/wire" "$TMP/tests/wire"
 cp -r "$ROOT/tests/pds" "$TMP/tests/pds"  # the end point's C cores against their Python forms
 cp -r "$ROOT/tests/ses" "$TMP/tests/ses"
 cp -r "$ROOT/tests/fep" "$TMP/tests/fep"  # the FEP core's audit and pump
+cp -r "$ROOT/tests/cms" "$TMP/tests/cms"  # the CMS core's NSCC and sender gates
 mkdir -p "$TMP/tests/experiments"  # EvLoad's C tap (EvTally, in codec_core.c)
 cp "$ROOT/tests/experiments/__init__.py" "$ROOT/tests/experiments/test_ev_tally.py" \
     "$TMP/tests/experiments/"
@@ -67,7 +68,7 @@ if ! "$CC" -shared -fPIC -O1 $SAN -I"$INC" "$TMP/uet/native/codec_core.c" \
     echo "== FAIL: build of the codec core"
     exit 1
 fi
-for core in recovery_core sender_core target_core fep_core ses_core; do  # the end point's (slots.h)
+for core in recovery_core sender_core target_core fep_core ses_core cms_core; do  # the end point's (slots.h)
     # shellcheck disable=SC2086
     if ! "$CC" -shared -fPIC -O1 $SAN -I"$INC" "$TMP/uet/native/$core.c" \
         -o "$TMP/uet/native/_$core$EXT" >"$TMP/build-$core.log" 2>&1; then
@@ -77,7 +78,7 @@ for core in recovery_core sender_core target_core fep_core ses_core; do  # the e
     fi
 done
 for so in _event_core _codec_core _recovery_core _sender_core _target_core _fep_core \
-    _ses_core; do
+    _ses_core _cms_core; do
     if ! nm -D "$TMP/uet/native/$so$EXT" | grep -q __asan; then
         echo "== FAIL: $so is not instrumented"
         exit 1
@@ -109,7 +110,7 @@ ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:strict_string_checks=1 LD_PRELOAD="
     tests/fabric/test_ecn_trim.py tests/wire/test_codec_core.py tests/wire/test_fast_paths.py \
     tests/experiments/test_ev_tally.py tests/pds/test_recovery_core.py \
     tests/pds/test_c_cores.py tests/pds/test_ack_core.py tests/ses/test_ses_core.py \
-    tests/fep/test_fep_core.py "$@"
+    tests/fep/test_fep_core.py tests/cms/test_cms_core.py tests/cms/test_cms_nscc.py "$@"
 
 echo "== leak check of the C allocations (trackers and their registry slots and output buffers,"
 echo "   the combined operations, reorder buffers)"

@@ -212,11 +212,16 @@ def test_acked_bytes_come_from_the_receivers_rcvd_bytes():
     (htsim newly_recvd_bytes), not what the PDS could name: arrivals beyond the 64-packet
     SACK bitmap count with the ACK that reported them, and are not counted again when the
     PDS names them later. Stale counts give nothing; the 24-bit counter wraps."""
-    cc = nscc()
     fed = []
-    react = cc._react
-    cc._react = lambda now, skip, delay, newly: (fed.append(newly), react(now, skip, delay,
-                                                                          newly))
+
+    class Fed(Nscc):  # a subclass: the Python form of on_ack runs, and shows what it feeds
+        __slots__ = ()
+
+        def _react(self, now, skip, delay, newly):
+            fed.append(newly)
+            super()._react(now, skip, delay, newly)
+
+    cc = Fed(nscc().p)
     cc.on_ack(1 * US, MSS, False, BASE, 0, ack_cc(rcvd=10 * MSS))  # PDS named 1 of 10
     cc.on_ack(2 * US, 9 * MSS, False, BASE, 0, ack_cc(rcvd=10 * MSS))  # the rest named now
     cc.on_ack(3 * US, 0, False, BASE, 0, ack_cc(rcvd=4 * MSS))  # overtaken ACK: stale

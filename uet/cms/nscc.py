@@ -111,6 +111,13 @@ class Nscc:
     (the receiver's credit already paces the last hop).
     """
 
+    # slots: the C form of on_ack (uet.cms.sender's core) reads and writes them in place
+    __slots__ = ("p", "receiver_credit", "base_rtt", "bdp", "max_wnd", "cwnd", "avg_delay",
+                 "inc_bytes", "received_bytes", "achieved_bytes", "bytes_ignored",
+                 "bytes_to_ignore", "trigger_qa", "qa_endtime", "fi_count", "increasing",
+                 "last_dec_time", "last_adjust_time", "in_flight", "ooo_count",
+                 "cwnd_before_penalty", "rcvd_raw", "rcvd_total", "credited", "stats")
+
     def __init__(self, params: NsccParams, *, receiver_credit: bool = False) -> None:
         self.p = params
         self.receiver_credit = receiver_credit

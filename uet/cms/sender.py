@@ -39,6 +39,11 @@ _ACK_CCX = PdsType.ACK_CCX
 class CmsSender:
     """EV selection + optional NSCC window + optional RCCC credit for one PDC."""
 
+    # slots: the C forms of the per-packet methods (REFERENCE) read them in place
+    __slots__ = ("config", "selector", "nscc", "credit", "credit_based", "rccc",
+                 "window_bytes", "ccx", "base_rtt", "last_request_at", "refused_for_credit",
+                 "credit_wait_since", "now")
+
     def __init__(
         self,
         config: CmsConfig,
@@ -244,3 +249,39 @@ class CmsSender:
         else:
             w = self.window_bytes
         return w if self.ccx is None else min(w, self.ccx.cwnd)
+
+
+#: the Python forms of the methods the C core replaces (``uet.native._cms_core``): the
+#: reference its tests hold it to, and what it calls for every case it does not take
+REFERENCE = {"on_ack": CmsSender.on_ack, "can_send": CmsSender.can_send,
+             "window_full": CmsSender.window_full, "on_send": CmsSender.on_send}
+#: the same for Nscc (its on_ack, which CmsSender.on_ack's C form also runs directly)
+NSCC_REFERENCE = {"on_ack": Nscc.on_ack}
+
+
+def _use_c_core() -> str:
+    """Put the C forms of CmsSender's per-packet methods and of ``Nscc.on_ack`` in their
+    classes (not under ``UET_PURE_PYTHON=1``, nor when the extension was not built);
+    returns ``"native"`` or ``"python"``."""
+    from uet.native._common import load_core
+
+    core = load_core("_cms_core")
+    if core is None:
+        return "python"
+    from uet.cms.nscc import NsccParams
+    from uet.wire.records import PdsAckCc
+
+    core.configure(Nscc, NsccParams, CmsSender, AckFeedback, PdsAckCc,
+                   (NSCC_REFERENCE["on_ack"], REFERENCE["on_ack"], REFERENCE["can_send"],
+                    REFERENCE["window_full"], REFERENCE["on_send"]),
+                   {"nscc": int(CcType.NSCC), "good": _GOOD, "ecn": _ECN})
+    Nscc.on_ack = core.nscc_on_ack_method  # type: ignore[method-assign]
+    CmsSender.on_ack = core.on_ack_method  # type: ignore[method-assign]
+    CmsSender.can_send = core.can_send_method  # type: ignore[method-assign]
+    CmsSender.window_full = core.window_full_method  # type: ignore[method-assign]
+    CmsSender.on_send = core.on_send_method  # type: ignore[method-assign]
+    return "native"
+
+
+#: which form the sender's per-packet congestion control runs in: "native" (C) or "python"
+IMPLEMENTATION = _use_c_core()

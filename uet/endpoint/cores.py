@@ -2,7 +2,7 @@
 
 Each C core (``uet.native._recovery_core``, ``_sender_core``, ``_target_core`` for the
 PDS, ``_fep_core`` for the end point's frame interface, ``_ses_core`` for the SES target's
-WRITE packets; docs/native.md)
+WRITE packets, ``_cms_core`` for the sender's congestion control per ACK; docs/native.md)
 takes over a few methods of one class at import, unless ``UET_PURE_PYTHON=1`` or the
 extension was not built. The module that owns the class keeps the Python form of those
 methods in its ``REFERENCE`` dict: the C core calls it for every case it does not handle,
@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from uet.cms import nscc, sender
 from uet.endpoint import fep
 from uet.pds import ack, initiator, recovery, target
 from uet.pds import endpoint as pds_endpoint
@@ -33,6 +34,8 @@ _CORES: list[tuple[Any, dict[str, Any], Any]] = [
     (fep.FabricEndpoint, fep.REFERENCE, fep),
     (fep.DeliveryAudit, fep.AUDIT_REFERENCE, fep),
     (ses_target.Target, ses_target.REFERENCE, ses_target),
+    (sender.CmsSender, sender.REFERENCE, sender),
+    (nscc.Nscc, sender.NSCC_REFERENCE, sender),  # Nscc.on_ack (the CMS core's)
 ]
 
 
