@@ -378,7 +378,31 @@ static int fill_ints(PyObject **vals, const unsigned long long *v, int n) {
     return 0;
 }
 
+/* A direct-mapped memo in front of the text caches (4 or 6 address bytes -> their text):
+ * the mapping is a pure function of the bytes, so an entry stays right whatever happens to
+ * the dicts; it saves a bytes object, its hash and a dict lookup per address per frame.
+ * Entries hold references to the (immutable) strings; configure() empties it. */
+#define MEMO_BITS 12
+typedef struct {
+    uint64_t key; /* the bytes, and their count in the top byte; 0: empty */
+    PyObject *text;
+} MemoEntry;
+static MemoEntry text_memo[1 << MEMO_BITS];
+
+static void memo_clear(void) {
+    for (int i = 0; i < (1 << MEMO_BITS); i++) {
+        Py_CLEAR(text_memo[i].text);
+        text_memo[i].key = 0;
+    }
+}
+
 static PyObject *text_of(PyObject *cache, const uint8_t *b, Py_ssize_t n) {
+    uint64_t key = (uint64_t)n << 56;
+    for (Py_ssize_t i = 0; i < n && n <= 7; i++)
+        key |= (uint64_t)b[i] << (8 * i);
+    MemoEntry *e = n <= 7 ? &text_memo[(key * 0x9E3779B97F4A7C15ULL) >> (64 - MEMO_BITS)] : NULL;
+    if (e != NULL && e->key == key && e->text != NULL)
+        return Py_NewRef(e->text);
     PyObject *k = PyBytes_FromStringAndSize((const char *)b, n);
     if (k == NULL)
         return NULL;
@@ -386,8 +410,11 @@ static PyObject *text_of(PyObject *cache, const uint8_t *b, Py_ssize_t n) {
     Py_DECREF(k);
     if (v == NULL || !PyUnicode_CheckExact(v))
         return NULL;
-    Py_INCREF(v);
-    return v;
+    if (e != NULL) {
+        Py_XSETREF(e->text, Py_NewRef(v));
+        e->key = key;
+    }
+    return Py_NewRef(v);
 }
 
 static PyObject *decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -611,6 +638,7 @@ static PyObject *configure(PyObject *self, PyObject *args, PyObject *kwds) {
     Py_INCREF(macp);
     Py_XSETREF(mac_pack, macp);
     Py_INCREF(ipt);
+    memo_clear(); /* new caches: the memo starts empty (its entries would still be right) */
     Py_XSETREF(ip_text, ipt);
     Py_INCREF(mact);
     Py_XSETREF(mac_text, mact);
