@@ -622,7 +622,7 @@ static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t na
         PyErr_SetString(PyExc_ValueError, "configure: constants nscc, good and ecn");
         return NULL;
     }
-    long long v = PyLong_AsLongLong(nscc);
+    long long v = as_i64(nscc);
     if (v == -1 && PyErr_Occurred())
         return NULL;
     for (int i = 0; i < 5; i++)

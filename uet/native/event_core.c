@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "event_core.h"
+#include "pyint.h"
 
 static inline int before(const Event *a, const Event *b) {
     return a->t < b->t || (a->t == b->t && a->seq < b->seq);
@@ -86,7 +87,7 @@ static void heap_pop(EventLoop *self, Event *out) {
 }
 
 static int as_time(PyObject *o, int64_t *out) {
-    long long v = PyLong_AsLongLong(o);
+    long long v = as_i64(o);
     if (v == -1 && PyErr_Occurred()) {
         if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
             PyErr_Clear();

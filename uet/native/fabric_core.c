@@ -36,6 +36,7 @@
 #include <structmember.h>
 
 #include "event_core.h"
+#include "pyint.h"
 
 #define NTC 8
 enum { PORT_GENERIC = 0, PORT_SWITCH = 1, PORT_NIC = 2 };
@@ -138,7 +139,7 @@ static int loop_now(PyObject *loop, int64_t *out) {
     PyObject *v = PyObject_GetAttr(loop, s_now);
     if (v == NULL)
         return -1;
-    long long t = PyLong_AsLongLong(v);
+    long long t = as_i64(v);
     Py_DECREF(v);
     if (t == -1 && PyErr_Occurred())
         return -1;
@@ -477,7 +478,7 @@ static PyObject *PortCore_wake(PortCore *self, PyObject *Py_UNUSED(arg)) {
 }
 
 static PyObject *PortCore_start(PortCore *self, PyObject *arg) {
-    long long now = PyLong_AsLongLong(arg);
+    long long now = as_i64(arg);
     if (now == -1 && PyErr_Occurred())
         return NULL;
     if (port_start(self, now) < 0)
@@ -600,7 +601,7 @@ static int paused_until_of(PortCore *p, int tc, int64_t *out) {
     PyObject *v = PySequence_GetItem(pu, tc);
     if (v == NULL)
         return -1;
-    long long x = PyLong_AsLongLong(v);
+    long long x = as_i64(v);
     Py_DECREF(v);
     if (x == -1 && PyErr_Occurred())
         return -1;
@@ -1092,7 +1093,7 @@ static PyObject *SP_set_limit(SwitchPortCore *s, PyObject *const *args, Py_ssize
     }
     if (tc_arg(args[0], &tc) < 0)
         return NULL;
-    long long v = PyLong_AsLongLong(args[1]);
+    long long v = as_i64(args[1]);
     if (v == -1 && PyErr_Occurred())
         return NULL;
     s->limit[tc] = v;
@@ -1107,10 +1108,10 @@ static PyObject *SP_set_ecn(SwitchPortCore *s, PyObject *const *args, Py_ssize_t
     }
     if (tc_arg(args[0], &tc) < 0)
         return NULL;
-    long long a = PyLong_AsLongLong(args[1]);
+    long long a = as_i64(args[1]);
     if (a == -1 && PyErr_Occurred())
         return NULL;
-    long long b = PyLong_AsLongLong(args[2]);
+    long long b = as_i64(args[2]);
     if (b == -1 && PyErr_Occurred())
         return NULL;
     s->kmin[tc] = a;
@@ -1152,7 +1153,7 @@ static PyObject *SP_admit(SwitchPortCore *s, PyObject *const *args, Py_ssize_t n
 }
 
 static PyObject *SP_dequeue(SwitchPortCore *s, PyObject *arg) {
-    long long now = PyLong_AsLongLong(arg);
+    long long now = as_i64(arg);
     if (now == -1 && PyErr_Occurred())
         return NULL;
     PyObject *d = swport_dequeue(s, now);
@@ -1254,7 +1255,7 @@ static int nic_deadline(NicCore *n, int64_t *d) {
         Py_DECREF(r);
         return 0;
     }
-    long long v = PyLong_AsLongLong(r);
+    long long v = as_i64(r);
     Py_DECREF(r);
     if (v == -1 && PyErr_Occurred())
         return -1;
@@ -1476,7 +1477,7 @@ static int NIC_set_timer_at(NicCore *n, PyObject *v, void *c) {
         n->has_timer = 0;
         return 0;
     }
-    long long t = PyLong_AsLongLong(v);
+    long long t = as_i64(v);
     if (t == -1 && PyErr_Occurred())
         return -1;
     n->has_timer = 1;
@@ -1508,7 +1509,7 @@ static PyObject *NIC_on_frame(NicCore *n, PyObject *data) {
 }
 
 static PyObject *NIC_dequeue(NicCore *n, PyObject *arg) {
-    long long now = PyLong_AsLongLong(arg);
+    long long now = as_i64(arg);
     if (now == -1 && PyErr_Occurred())
         return NULL;
     PyObject *d = nic_dequeue(n, now);
@@ -1626,7 +1627,7 @@ static int CH_set_ppb(ChannelCore *s, PyObject *v, void *c) {
         s->ppb = 0;
         return 0;
     }
-    long long x = PyLong_AsLongLong(v);
+    long long x = as_i64(v);
     if (x == -1 && PyErr_Occurred())
         return -1;
     s->ppb = x;

@@ -482,7 +482,7 @@ static PyObject *k_see(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *flows = SLOT(self, L_AUDIT, AU_FLOW_OF), *messages = SLOT(self, L_AUDIT, AU_MESSAGES);
     PyObject *finished = SLOT(self, L_AUDIT, AU_FINISHED);
     int64_t nbytes, mtu, maxm, hist, flags, moff, op, rlen, dummy;
-    if ((nbytes = PyLong_AsLongLong(args[3])) == -1 && PyErr_Occurred())
+    if ((nbytes = as_i64(args[3])) == -1 && PyErr_Occurred())
         return NULL;
     if (get_i64(self, &L_AUDIT, AU_MTU, &mtu) < 0 ||
         get_i64(self, &L_AUDIT, AU_MAX_MESSAGES, &maxm) < 0 ||
@@ -586,7 +586,7 @@ static PyObject *k_see(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     }
     int64_t got;
     PyObject *g = PyList_GET_ITEM(entry, 1);
-    if (!PyLong_Check(g) || ((got = PyLong_AsLongLong(g)) == -1 && PyErr_Occurred())) {
+    if (!PyLong_Check(g) || ((got = as_i64(g)) == -1 && PyErr_Occurred())) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "DeliveryAudit: a malformed message entry");
         goto done;
@@ -846,7 +846,7 @@ static PyObject *k_configure_delivery(PyObject *mod, PyObject *const *args, Py_s
             PyErr_Format(PyExc_ValueError, "configure_delivery: no constant '%s'", names[i]);
             return NULL;
         }
-        if ((v[i] = PyLong_AsLongLong(o)) == -1 && PyErr_Occurred())
+        if ((v[i] = as_i64(o)) == -1 && PyErr_Occurred())
             return NULL;
     }
     if (layout(&L_AUDIT, args[1], AUDIT_NAMES, AU_N) < 0 ||

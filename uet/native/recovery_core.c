@@ -26,19 +26,20 @@ static const char *PKT_NAMES[P_N] = {
 enum { R_OUTSTANDING, R_INFLIGHT_BYTES, R_KNOWN_ARRIVED, R_PEER_RCVD, R_PEER_RCVD_RAW,
        R_SENT_ORDER, R_SEQ, R_DETECTOR, R_RACK, R_RACK_AT, R_LAST_TX, R_LAST_EV,
        R_SACK_REACH, R_RTO, R_RTO_AT, R_MAX_CACK, R_COUNTERS, R_RELEASED, R_UNQUEUED,
-       R_ARM, R_N };
+       R_ARM, R_CFG, R_N };
 static const char *REC_NAMES[R_N] = {
     "outstanding", "inflight_bytes", "known_arrived", "peer_rcvd", "peer_rcvd_raw",
     "sent_order", "seq", "detector", "rack", "rack_at", "last_tx", "last_ev", "sack_reach",
-    "rto", "rto_at", "max_cack", "counters", "released", "unqueued", "arm"};
+    "rto", "rto_at", "max_cack", "counters", "released", "unqueued", "arm", "cfg"};
 
 enum { K_FIXED_WND, K_SEQ, K_RTT, K_MIN_RTT, K_MULTIPATH, K_SPURIOUS, K_CUR, K_PREV,
        K_BUCKET_END, K_N };
 static const char *RACK_NAMES[K_N] = {"fixed_wnd", "seq", "rtt", "min_rtt", "multipath",
                                       "spurious", "_cur", "_prev", "_bucket_end"};
 
-enum { T_BASE, T_N };
-static const char *RTO_NAMES[T_N] = {"base"};
+enum { T_BASE, T_ADAPTIVE, T_MIN_RTO, T_MAX_RTO, T_SRTT, T_RTTVAR, T_N };
+static const char *RTO_NAMES[T_N] = {"base", "adaptive", "min_rto", "max_rto", "srtt",
+                                     "rttvar"};
 
 enum { D_N_, D_N };
 static const char *DET_NAMES[D_N] = {"n"};
@@ -52,6 +53,8 @@ static const char *ACKCC_NAMES[C_N] = {"cack_psn", "sack_psn_offset", "sack_bitm
 
 static Layout L_PKT, L_REC, L_RACK, L_RTO, L_DET, L_ACK, L_ACKCC;
 static PyObject *ref_on_ack, *ref_on_sent, *ref_rack_scan;  /* the Python reference */
+static PyObject *ref_rtt_sample, *ref_detect_after_ack;
+static PyObject *s_ooo_loss_threshold, *s_rack_lost, *s_detect_sack, *s_ooo_inference;
 static PyObject *s_delivered, *s_rtt_sample, *s_rto_for, *s_popleft, *s_append,
     *s_retx_spurious;
 static int64_t bucket_rtts;
@@ -398,7 +401,7 @@ static int first_psn(PyObject *out, int64_t *psn, PyObject **val) {
     *val = NULL;
     if (!dict_first(out, &k, &v))
         return 0;
-    long long x = PyLong_AsLongLong(k);
+    long long x = as_i64(k);
     if (x == -1 && PyErr_Occurred())
         return -1;
     *psn = x;
@@ -463,13 +466,13 @@ static PyObject *k_on_ack(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
     int is_cc = Py_IS_TYPE(ack, L_ACKCC.type);
     if (retx_flag < 0 || early < 0)
         return NULL;
-    if ((c.now = PyLong_AsLongLong(args[1])) == -1 && PyErr_Occurred())
+    if ((c.now = as_i64(args[1])) == -1 && PyErr_Occurred())
         return NULL;
-    if (args[3] != Py_None && (ack_psn = PyLong_AsLongLong(args[3])) == -1 && PyErr_Occurred())
+    if (args[3] != Py_None && (ack_psn = as_i64(args[3])) == -1 && PyErr_Occurred())
         return NULL;
-    if ((c.nbytes = PyLong_AsLongLong(PyList_GET_ITEM(newly, 0))) == -1 && PyErr_Occurred())
+    if ((c.nbytes = as_i64(PyList_GET_ITEM(newly, 0))) == -1 && PyErr_Occurred())
         return NULL;
-    if ((c.npackets = PyLong_AsLongLong(PyList_GET_ITEM(newly, 1))) == -1 && PyErr_Occurred())
+    if ((c.npackets = as_i64(PyList_GET_ITEM(newly, 1))) == -1 && PyErr_Occurred())
         return NULL;
     if (get_i64(ack, is_cc ? &L_ACKCC : &L_ACK, is_cc ? C_CACK : A_CACK, &cack) < 0)
         return NULL;
@@ -656,7 +659,7 @@ static PyObject *k_on_sent(PyObject *mod, PyObject *const *args, Py_ssize_t narg
     PyObject *rec = args[0], *pkt = args[2], *ev = args[4];
     int64_t now, seq, retries, d;
     int retx = PyObject_IsTrue(args[3]);
-    if (retx < 0 || ((now = PyLong_AsLongLong(args[1])) == -1 && PyErr_Occurred()))
+    if (retx < 0 || ((now = as_i64(args[1])) == -1 && PyErr_Occurred()))
         return NULL;
     if (retx && put_bool(pkt, &L_PKT, P_EVER_RETX, 1) < 0)
         return NULL;
@@ -751,7 +754,7 @@ static PyObject *k_on_sent(PyObject *mod, PyObject *const *args, Py_ssize_t narg
         PyObject *r = PyObject_CallMethodOneArg(rto, s_rto_for, SLOT(pkt, L_PKT, P_RETRIES));
         if (r == NULL)
             return NULL;
-        long long p = PyLong_AsLongLong(r);
+        long long p = as_i64(r);
         Py_DECREF(r);
         if (p == -1 && PyErr_Occurred())
             return NULL;
@@ -773,7 +776,7 @@ static int stale(PyObject *item, int64_t *seq_out, PyObject **pkt_out) {
         PyErr_SetString(PyExc_TypeError, "sent_order: a SentPacket is expected");
         return -1;
     }
-    long long seq = PyLong_AsLongLong(PyTuple_GET_ITEM(item, 0));
+    long long seq = as_i64(PyTuple_GET_ITEM(item, 0));
     int64_t pseq;
     if ((seq == -1 && PyErr_Occurred()) || get_i64(pkt, &L_PKT, P_SEQ, &pseq) < 0)
         return -1;
@@ -813,7 +816,7 @@ static PyObject *k_rack_scan(PyObject *mod, PyObject *const *args, Py_ssize_t na
         goto fail;
     if (!s.seq)
         return lost;
-    int64_t now = PyLong_AsLongLong(args[1]);
+    int64_t now = as_i64(args[1]);
     if (now == -1 && PyErr_Occurred())
         goto fail;
     int64_t wnd = s.rtt + rack_reo_wnd(&s), reach, seq, due = 0;
@@ -910,7 +913,7 @@ static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t na
     PyObject *b = PyObject_GetAttrString(args[2], "BUCKET_RTTS");
     if (b == NULL)
         return NULL;
-    long long br = PyLong_AsLongLong(b);
+    long long br = as_i64(b);
     Py_DECREF(b);
     if (br == -1 && PyErr_Occurred())
         return NULL;
@@ -932,7 +935,164 @@ static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t na
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------ after an ACK */
+
+/* rtt_sample(rec, now, rtt): LossRecovery.rtt_sample with RtoEstimator.sample inline. The
+ * case where the RTO shrinks while packets are outstanding (the first samples; the timer
+ * moves) is the Python's, decided before anything changes. */
+static PyObject *k_rtt_sample(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (!configured || ref_rtt_sample == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "recovery core not configured");
+        return NULL;
+    }
+    if (nargs != 3 || !Py_IS_TYPE(args[0], L_REC.type) || !PyLong_CheckExact(args[2]))
+        return PyObject_Vectorcall(ref_rtt_sample, args, nargs, NULL);
+    PyObject *rec = args[0], *rto = SLOT(rec, L_REC, R_RTO);
+    PyObject *out = SLOT(rec, L_REC, R_OUTSTANDING);
+    if (rto == NULL || out == NULL || !Py_IS_TYPE(rto, L_RTO.type) || !PyDict_CheckExact(out))
+        return PyObject_Vectorcall(ref_rtt_sample, args, nargs, NULL);
+    int adaptive = truth(rto, &L_RTO, T_ADAPTIVE);
+    int64_t rtt = as_i64(args[2]), base, lo, hi, srtt, var;
+    if (adaptive < 0 || (rtt == -1 && PyErr_Occurred()))
+        return NULL;
+    if (!adaptive || rtt < 0)
+        Py_RETURN_NONE;
+    PyObject *sv = SLOT(rto, L_RTO, T_SRTT);
+    int first = sv == Py_None;
+    if (get_i64(rto, &L_RTO, T_BASE, &base) < 0 || get_i64(rto, &L_RTO, T_MIN_RTO, &lo) < 0 ||
+        get_i64(rto, &L_RTO, T_MAX_RTO, &hi) < 0 ||
+        get_i64(rto, &L_RTO, T_RTTVAR, &var) < 0 ||
+        (!first && get_i64(rto, &L_RTO, T_SRTT, &srtt) < 0))
+        return NULL;
+    /* the estimator's arithmetic: non-negative operands, so C's division is Python's // */
+    if (first) {
+        srtt = rtt;
+        var = rtt / 2;
+    } else {
+        if (srtt < 0 || var < 0 || srtt > (1LL << 58) || rtt > (1LL << 58) || var > (1LL << 58))
+            return PyObject_Vectorcall(ref_rtt_sample, args, nargs, NULL);
+        int64_t diff = srtt > rtt ? srtt - rtt : rtt - srtt;
+        var = (3 * var + diff) / 4;
+        srtt = (7 * srtt + rtt) / 8;
+    }
+    int64_t r = srtt + 4 * var, b = lo > r ? lo : r;
+    b = hi < b ? hi : b;
+    PyObject *key, *oldest = NULL;
+    int64_t now = 0, sent, retries = -1;
+    if (b < base && dict_first(out, &key, &oldest)) {
+        /* the RTO shrank: the oldest packet's deadline may move earlier (checked first) */
+        if (!Py_IS_TYPE(oldest, L_PKT.type) || !PyLong_CheckExact(args[1]))
+            return PyObject_Vectorcall(ref_rtt_sample, args, nargs, NULL);
+        if ((now = as_i64(args[1])) == -1 && PyErr_Occurred())
+            return NULL;
+        if (get_i64(oldest, &L_PKT, P_SEND_TIME, &sent) < 0 ||
+            get_i64(oldest, &L_PKT, P_RETRIES, &retries) < 0)
+            return NULL;
+        Py_INCREF(oldest);
+    } else {
+        oldest = NULL;
+    }
+    if (put_i64(rto, &L_RTO, T_SRTT, srtt) < 0 || put_i64(rto, &L_RTO, T_RTTVAR, var) < 0 ||
+        put_i64(rto, &L_RTO, T_BASE, b) < 0) {
+        Py_XDECREF(oldest);
+        return NULL;
+    }
+    if (oldest == NULL)
+        Py_RETURN_NONE;
+    int64_t wait = b; /* rto.rto_for(oldest.retries) */
+    if (retries != 0) {
+        PyObject *r = PyObject_CallMethodOneArg(rto, s_rto_for, SLOT(oldest, L_PKT, P_RETRIES));
+        long long w = r ? as_i64(r) : -1;
+        Py_XDECREF(r);
+        if (w == -1 && PyErr_Occurred()) {
+            Py_DECREF(oldest);
+            return NULL;
+        }
+        wait = w;
+    }
+    Py_DECREF(oldest);
+    int64_t d = sent + wait > now ? sent + wait : now;
+    if (arm_earlier(rec, R_RTO_AT, d) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* detect_after_ack(rec, now, ack, newly_packets, next_psn): LossRecovery.detect_after_ack:
+ * RACK's scan here, its rare outcomes (lost packets, the SACK-count detector, the
+ * out-of-order inference) as the Python's calls */
+static PyObject *k_detect_after_ack(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (!configured || ref_detect_after_ack == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "recovery core not configured");
+        return NULL;
+    }
+    if (nargs != 5 || !Py_IS_TYPE(args[0], L_REC.type))
+        return PyObject_Vectorcall(ref_detect_after_ack, args, nargs, NULL);
+    PyObject *rec = args[0], *now = args[1], *ack = args[2];
+    PyObject *rack = SLOT(rec, L_REC, R_RACK), *det = SLOT(rec, L_REC, R_DETECTOR);
+    PyObject *cfg = SLOT(rec, L_REC, R_CFG);
+    if (rack == NULL || det == NULL || cfg == NULL || !Py_IS_TYPE(det, L_DET.type) ||
+        SLOT(det, L_DET, D_N_) == NULL)
+        return PyObject_Vectorcall(ref_detect_after_ack, args, nargs, NULL);
+    int newly = PyObject_IsTrue(args[3]);
+    if (newly < 0)
+        return NULL;
+    if (rack != Py_None && newly) { /* rack_detect */
+        PyObject *a[2] = {rec, now};
+        PyObject *lost = k_rack_scan(mod, a, 2);
+        if (lost == NULL)
+            return NULL;
+        int rc = 0;
+        if (!PyList_CheckExact(lost) || PyList_GET_SIZE(lost)) {
+            PyObject *b[3] = {rec, now, lost};
+            rc = call_drop(s_rack_lost, b, 3, NULL);
+        }
+        Py_DECREF(lost);
+        if (rc < 0)
+            return NULL;
+    }
+    if (newly) { /* the SACK-count detector (read after the calls above, as in Python) */
+        det = SLOT(rec, L_REC, R_DETECTOR);
+        PyObject *n = det == NULL                    ? NULL
+                      : Py_IS_TYPE(det, L_DET.type) ? Py_XNewRef(SLOT(det, L_DET, D_N_))
+                                                    : PyObject_GetAttrString(det, "n");
+        if (n == NULL && !PyErr_Occurred())
+            unset(det, &L_DET, D_N_);
+        int on = n ? PyObject_IsTrue(n) : -1;
+        Py_XDECREF(n);
+        if (on < 0)
+            return NULL;
+        PyObject *b[2] = {rec, now};
+        if (on && call_drop(s_detect_sack, b, 2, NULL) < 0)
+            return NULL;
+    }
+    cfg = SLOT(rec, L_REC, R_CFG);
+    PyObject *thr = cfg ? PyObject_GetAttr(cfg, s_ooo_loss_threshold) : NULL;
+    int ooo = thr ? PyObject_IsTrue(thr) : -1;
+    Py_XDECREF(thr);
+    if (ooo < 0)
+        return NULL;
+    if (ooo && Py_IS_TYPE(ack, L_ACKCC.type)) {
+        PyObject *b[4] = {rec, now, ack, args[4]};
+        if (call_drop(s_ooo_inference, b, 4, NULL) < 0)
+            return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* configure_ack(rtt_sample, detect_after_ack): their Python forms (after configure) */
+static PyObject *k_configure_ack(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyCallable_Check(args[0]) || !PyCallable_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "configure_ack(rtt_sample, detect_after_ack)");
+        return NULL;
+    }
+    Py_XSETREF(ref_rtt_sample, Py_NewRef(args[0]));
+    Py_XSETREF(ref_detect_after_ack, Py_NewRef(args[1]));
+    Py_RETURN_NONE;
+}
+
 KW_ENTRY(k_on_ack_kw, k_on_ack, ref_on_ack)
+KW_ENTRY(k_rtt_sample_kw, k_rtt_sample, ref_rtt_sample)
+KW_ENTRY(k_detect_after_ack_kw, k_detect_after_ack, ref_detect_after_ack)
 KW_ENTRY(k_on_sent_kw, k_on_sent, ref_on_sent)
 KW_ENTRY(k_rack_scan_kw, k_rack_scan, ref_rack_scan)
 
@@ -946,6 +1106,13 @@ static PyMethodDef methods[] = {
      "on_sent(rec, now, pkt, retx, ev): LossRecovery.on_sent"},
     {"rack_scan", (PyCFunction)(void (*)(void))k_rack_scan_kw, METH_FASTCALL | METH_KEYWORDS,
      "rack_scan(rec, now) -> [lost packets]: LossRecovery._rack_scan"},
+    {"configure_ack", (PyCFunction)(void (*)(void))k_configure_ack, METH_FASTCALL,
+     "configure_ack(rtt_sample, detect_after_ack): their Python forms"},
+    {"rtt_sample", (PyCFunction)(void (*)(void))k_rtt_sample_kw, METH_FASTCALL | METH_KEYWORDS,
+     "rtt_sample(rec, now, rtt): LossRecovery.rtt_sample"},
+    {"detect_after_ack", (PyCFunction)(void (*)(void))k_detect_after_ack_kw,
+     METH_FASTCALL | METH_KEYWORDS,
+     "detect_after_ack(rec, now, ack, newly_packets, next_psn): LossRecovery.detect_after_ack"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_recovery_core",
@@ -955,11 +1122,15 @@ static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_recovery_core",
 PyMODINIT_FUNC PyInit__recovery_core(void) {
     if (intern_str(&s_delivered, "delivered") || intern_str(&s_rtt_sample, "rtt_sample") ||
         intern_str(&s_rto_for, "rto_for") || intern_str(&s_popleft, "popleft") ||
-        intern_str(&s_append, "append") || intern_str(&s_retx_spurious, "retx_spurious"))
+        intern_str(&s_append, "append") || intern_str(&s_retx_spurious, "retx_spurious") ||
+        intern_str(&s_ooo_loss_threshold, "ooo_loss_threshold") ||
+        intern_str(&s_rack_lost, "_rack_lost") || intern_str(&s_detect_sack, "_detect_sack") ||
+        intern_str(&s_ooo_inference, "_ooo_inference"))
         return NULL;
     PyObject *m = PyModule_Create(&moddef);
-    static const char *const names[] = {"on_ack", "on_sent", "rack_scan"};
-    if (m == NULL || add_instance_methods(m, names, 3) < 0) {
+    static const char *const names[] = {"on_ack", "on_sent", "rack_scan", "rtt_sample",
+                                        "detect_after_ack"};
+    if (m == NULL || add_instance_methods(m, names, 5) < 0) {
         Py_XDECREF(m);
         return NULL;
     }

@@ -131,7 +131,7 @@ static int first_or(PyObject *out, int64_t dflt, int64_t *psn) {
         *psn = dflt;
         return 0;
     }
-    long long x = PyLong_AsLongLong(k);
+    long long x = as_i64(k);
     if (x == -1 && PyErr_Occurred())
         return -1;
     *psn = x;
@@ -403,7 +403,7 @@ static PyObject *k_poll_data(PyObject *mod, PyObject *const *args, Py_ssize_t na
         return ref(args, nargs);
     int syn = st == st_syn; /* the PDC's first packets, before an ACK established it */
     int64_t now, psn, una, max_inf, max_cack, peer_range;
-    if ((now = PyLong_AsLongLong(now_obj)) == -1 && PyErr_Occurred())
+    if ((now = as_i64(now_obj)) == -1 && PyErr_Occurred())
         return NULL;
     if (get_i64(pdc, &L_PDC, I_NEXT_PSN, &psn) < 0 || first_or(out, psn, &una) < 0 ||
         get_i64(cfg, &L_CFG, G_MAX_INFLIGHT, &max_inf) < 0 ||
@@ -562,9 +562,9 @@ static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t na
         PyErr_SetString(PyExc_ValueError, "configure: incomplete constants");
         return NULL;
     }
-    long long txv = PyLong_AsLongLong(tx), arv = PyLong_AsLongLong(ar),
-              ccv = PyLong_AsLongLong(cc), sev = PyLong_AsLongLong(se),
-              sfv = PyLong_AsLongLong(sf);
+    long long txv = as_i64(tx), arv = as_i64(ar),
+              ccv = as_i64(cc), sev = as_i64(se),
+              sfv = as_i64(sf);
     if (PyErr_Occurred())
         return NULL;
     if (layout(&L_PDC, args[0], PDC_NAMES, I_N) < 0 ||
@@ -663,7 +663,7 @@ static PyObject *k_rx_ack(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
     /* every slot read below before anything changes (peer_range and infl only to find a
      * bad slot now rather than after the counters moved) */
     int64_t now, cack, flags, apo, next_psn, dscp, t1, t2, max_cack, infl, peer_range;
-    if ((now = PyLong_AsLongLong(now_obj)) == -1 && PyErr_Occurred())
+    if ((now = as_i64(now_obj)) == -1 && PyErr_Occurred())
         return NULL;
     if (get_i64(ack, &L_ACK, K_CACK_PSN, &cack) < 0 || get_i64(ack, &L_ACK, K_FLAGS, &flags) < 0 ||
         get_i64(ack, &L_ACK, K_ACK_PSN_OFFSET, &apo) < 0 ||
@@ -811,7 +811,7 @@ static PyObject *k_configure_ack(PyObject *mod, PyObject *const *args, Py_ssize_
         }
     int64_t iv[4];
     for (int i = 0; i < 4; i++)
-        if ((iv[i] = PyLong_AsLongLong(v[1 + i])) == -1 && PyErr_Occurred())
+        if ((iv[i] = as_i64(v[1 + i])) == -1 && PyErr_Occurred())
             return NULL;
     if (layout(&L_ACK, args[1], ACK_NAMES, K_N) < 0 ||
         layout(&L_FB, args[2], FB_NAMES, FB_N) < 0 ||

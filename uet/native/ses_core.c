@@ -66,7 +66,7 @@ static int bisect(PyObject *list, int64_t x, int right, Py_ssize_t *out) {
     Py_ssize_t lo = 0, hi = PyList_GET_SIZE(list);
     while (lo < hi) {
         Py_ssize_t mid = (lo + hi) / 2;
-        long long v = PyLong_AsLongLong(PyList_GET_ITEM(list, mid));
+        long long v = as_i64(PyList_GET_ITEM(list, mid));
         if (v == -1 && PyErr_Occurred())
             return -1;
         if (right ? x < v : v >= x)
@@ -79,7 +79,7 @@ static int bisect(PyObject *list, int64_t x, int right, Py_ssize_t *out) {
 }
 
 static int list_int(PyObject *list, Py_ssize_t i, int64_t *out) {
-    long long v = PyLong_AsLongLong(PyList_GET_ITEM(list, i));
+    long long v = as_i64(PyList_GET_ITEM(list, i));
     if (v == -1 && PyErr_Occurred())
         return -1;
     *out = v;
@@ -229,7 +229,7 @@ static PyObject *k_handle(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
         int64_t maxlen;
         if ((x = chain(profile, names, 2)) == NULL)
             goto done;
-        maxlen = PyLong_AsLongLong(x);
+        maxlen = as_i64(x);
         Py_CLEAR(x);
         if (maxlen == -1 && PyErr_Occurred())
             goto done;
@@ -263,7 +263,7 @@ static PyObject *k_handle(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
         int64_t rgen;
         int enabled = -1;
         PyObject *g = PyObject_GetAttr(res, s_generation), *en = NULL, *regions = NULL;
-        if (g != NULL && (rgen = PyLong_AsLongLong(g), !PyErr_Occurred()) &&
+        if (g != NULL && (rgen = as_i64(g), !PyErr_Occurred()) &&
             (en = PyObject_GetAttr(res, s_enabled)) != NULL)
             enabled = PyObject_IsTrue(en);
         if (enabled > 0 && rgen == gen)
@@ -290,7 +290,7 @@ static PyObject *k_handle(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
     }
     if ((x = PyObject_GetAttr(mr, s_perms)) == NULL)
         goto done;
-    perms = PyLong_AsLongLong(x);
+    perms = as_i64(x);
     Py_CLEAR(x);
     if (perms == -1 && PyErr_Occurred())
         goto done;
@@ -301,7 +301,7 @@ static PyObject *k_handle(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
     } else {
         if ((x = PyObject_GetAttr(mr, s_base_va)) == NULL)
             goto done;
-        base_va = PyLong_AsLongLong(x);
+        base_va = as_i64(x);
         Py_CLEAR(x);
         if (base_va == -1 && PyErr_Occurred())
             goto done;
@@ -402,7 +402,7 @@ static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t na
         }
     int64_t iv[6];
     for (int i = 0; i < 6; i++)
-        if ((iv[i] = PyLong_AsLongLong(v[3 + i])) == -1 && PyErr_Occurred())
+        if ((iv[i] = as_i64(v[3 + i])) == -1 && PyErr_Occurred())
             return NULL;
     if (layout(&L_IV, args[1], IV_NAMES, V_N) < 0 || layout(&L_MS, args[2], MS_NAMES, M_N) < 0 ||
         layout(&L_SES, args[3], SES_NAMES, S_N) < 0)

@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <structmember.h>
 
+#include "pyint.h"
+
 #define M32 0xFFFFFFFFLL
 #define HALF 0x80000000LL
 
@@ -76,7 +78,7 @@ static inline int get_i64(PyObject *o, const Layout *l, int i, int64_t *out) {
                      Py_TYPE(o)->tp_name, l->names[i], Py_TYPE(v)->tp_name);
         return -1;
     }
-    long long x = PyLong_AsLongLong(v);
+    long long x = as_i64(v);
     if (x == -1 && PyErr_Occurred())
         return -1;
     *out = x;

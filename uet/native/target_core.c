@@ -250,7 +250,7 @@ static PyObject *k_rx_request(PyObject *mod, PyObject *const *args, Py_ssize_t n
     if (mem == NULL || !Py_IS_TYPE(mem, L_MEM.type))
         return ref(args, nargs);
     int64_t now, psn, flags, cpo, clear, dscp, t1, t2, used, room, limit;
-    if ((now = PyLong_AsLongLong(now_obj)) == -1 && PyErr_Occurred())
+    if ((now = as_i64(now_obj)) == -1 && PyErr_Occurred())
         return NULL;
     if (get_i64(pds, &L_HDR, H_PSN, &psn) < 0 || get_i64(pds, &L_HDR, H_FLAGS, &flags) < 0 ||
         get_i64(pds, &L_HDR, H_CPO, &cpo) < 0 ||
@@ -346,7 +346,7 @@ static PyObject *k_rx_request(PyObject *mod, PyObject *const *args, Py_ssize_t n
         x = PyObject_GetAttr(tracker, s_max_psn);
         if (x == NULL)
             goto fail;
-        max_psn = PyLong_AsLongLong(x);
+        max_psn = as_i64(x);
         Py_CLEAR(x);
         if (max_psn == -1 && PyErr_Occurred())
             goto fail;
@@ -359,7 +359,7 @@ static PyObject *k_rx_request(PyObject *mod, PyObject *const *args, Py_ssize_t n
             PyErr_Clear();
             x = Py_NewRef(eom_default);
         }
-        long long sf = PyLong_AsLongLong(x);
+        long long sf = as_i64(x);
         Py_CLEAR(x);
         if ((sf == -1 && PyErr_Occurred()) || put_bool(pdc, &L_PDC, T_MAX_EOM, (sf & eom_flag) != 0) < 0)
             goto fail;
@@ -593,7 +593,7 @@ static PyObject *k_configure_dispatch(PyObject *mod, PyObject *const *args, Py_s
             PyErr_Format(PyExc_ValueError, "configure_dispatch: no constant '%s'", names[i]);
             return NULL;
         }
-    long long a = PyLong_AsLongLong(v[4]), b = PyLong_AsLongLong(v[5]);
+    long long a = as_i64(v[4]), b = as_i64(v[5]);
     if (PyErr_Occurred())
         return NULL;
     if (layout(&L_PEP, v[6], PEP_NAMES, PE_N) < 0)
@@ -630,7 +630,7 @@ static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t na
         }
     int64_t iv[8];
     for (int i = 0; i < 8; i++)
-        if ((iv[i] = PyLong_AsLongLong(v[3 + i])) == -1 && PyErr_Occurred())
+        if ((iv[i] = as_i64(v[3 + i])) == -1 && PyErr_Occurred())
             return NULL;
     if (layout(&L_PDC, args[0], PDC_NAMES, T_N) < 0 ||
         layout(&L_CTX, args[1], CTX_NAMES, X_N) < 0 ||
@@ -689,7 +689,7 @@ static PyObject *k_configure_tracker(PyObject *mod, PyObject *const *args, Py_ss
             return NULL;
         }
     }
-    int64_t sat = PyLong_AsLongLong(args[3]);
+    int64_t sat = as_i64(args[3]);
     if (PyErr_Occurred() || layout(&L_TK, args[0], TK_NAMES, K_N) < 0)
         return NULL;
     for (int i = 0; i < 4; i++)
@@ -741,7 +741,7 @@ static int held_cack(PyObject *src, int64_t *cack) {
         if ((it = PyObject_GetIter(c)) == NULL)
             return -1;
         while ((p = PyIter_Next(it)) != NULL) {
-            int64_t v = PyLong_AsLongLong(p);
+            int64_t v = as_i64(p);
             Py_DECREF(p);
             if (v == -1 && PyErr_Occurred())
                 break;
@@ -790,9 +790,9 @@ static PyObject *k_build_ack(PyObject *mod, PyObject *const *args, Py_ssize_t na
         SLOT(src, L_SRC, B_SDI) != Py_None || !Py_IS_TYPE(tracker, L_TK.type))
         return ref_ack(args, nargs);
     int64_t flags, ack_psn = 0, k;
-    if ((flags = PyLong_AsLongLong(args[4])) == -1 && PyErr_Occurred())
+    if ((flags = as_i64(args[4])) == -1 && PyErr_Occurred())
         return NULL;
-    if (ack_psn_o != Py_None && (ack_psn = PyLong_AsLongLong(ack_psn_o)) == -1 && PyErr_Occurred())
+    if (ack_psn_o != Py_None && (ack_psn = as_i64(ack_psn_o)) == -1 && PyErr_Occurred())
         return NULL;
     if (get_i64(tracker, &L_TK, K_KEY, &k) < 0)
         return NULL;
@@ -821,7 +821,7 @@ static PyObject *k_build_ack(PyObject *mod, PyObject *const *args, Py_ssize_t na
         if (it == NULL)
             return NULL;
         while ((p = PyIter_Next(it)) != NULL) {
-            int64_t v = PyLong_AsLongLong(p);
+            int64_t v = as_i64(p);
             Py_DECREF(p);
             if (v == -1 && PyErr_Occurred())
                 break;
@@ -1337,7 +1337,7 @@ static PyObject *k_configure_ack(PyObject *mod, PyObject *const *args, Py_ssize_
             PyErr_Format(PyExc_ValueError, "configure_ack: no constant '%s'", names[i]);
             return NULL;
         }
-    int64_t rc = PyLong_AsLongLong(v[1]), rl = PyLong_AsLongLong(v[2]);
+    int64_t rc = as_i64(v[1]), rl = as_i64(v[2]);
     if (PyErr_Occurred())
         return NULL;
     if (layout(&L_SRC, args[1], SRC_NAMES, B_N) < 0 ||
