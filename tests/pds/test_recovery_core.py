@@ -40,6 +40,8 @@ class PyRecovery(LossRecovery):
     on_ack = REFERENCE["on_ack"]
     on_sent = REFERENCE["on_sent"]
     _rack_scan = REFERENCE["_rack_scan"]
+    rtt_sample = REFERENCE["rtt_sample"]
+    detect_after_ack = REFERENCE["detect_after_ack"]
 
 
 class CRecovery:
@@ -58,6 +60,14 @@ class CRecovery:
     def rack_scan(rec: LossRecovery, now: int) -> list:
         return core.rack_scan(rec, now)
 
+    @staticmethod
+    def rtt_sample(rec: LossRecovery, *args: Any) -> Any:
+        return core.rtt_sample(rec, *args)
+
+    @staticmethod
+    def detect_after_ack(rec: LossRecovery, *args: Any) -> Any:
+        return core.detect_after_ack(rec, *args)
+
 
 @pytest.fixture(autouse=True, scope="module")
 def _configured():
@@ -66,6 +76,7 @@ def _configured():
     core.configure(SentPacket, LossRecovery, Rack, RtoEstimator, LossDetector, PdsAck,
                    PdsAckCc, REFERENCE["on_ack"], REFERENCE["on_sent"],
                    REFERENCE["_rack_scan"])
+    core.configure_ack(REFERENCE["rtt_sample"], REFERENCE["detect_after_ack"])
 
 
 class FakeCc:
@@ -123,6 +134,16 @@ class Twin:
         if self.c_form:
             return CRecovery.rack_scan(self.rec, now)
         return self.rec._rack_scan(now)
+
+    def rtt_sample(self, *args: Any) -> Any:
+        if self.c_form:
+            return CRecovery.rtt_sample(self.rec, *args)
+        return self.rec.rtt_sample(*args)
+
+    def detect_after_ack(self, *args: Any) -> Any:
+        if self.c_form:
+            return CRecovery.detect_after_ack(self.rec, *args)
+        return self.rec.detect_after_ack(*args)
 
     def rack_detect(self, now: int) -> list[int]:
         """LossRecovery.rack_detect with the scan in the form under test."""
@@ -293,14 +314,9 @@ def run_stream(seed: int, ops: int, start: int | None = None, **cfg_over: Any
                 hdr, named, retx, early = make_ack(sub, t, cc_bytes)
                 newly = [0, 0]
                 rtt = t.on_ack(now, hdr, named, retx, newly, early)
-                if rtt is not None:
-                    rec.rtt_sample(now, rtt)
-                # detect_after_ack with RACK's scan in the form under test
-                lost = t.rack_detect(now) if newly[1] else []
-                det = rec.detector
-                if det.n and newly[1]:
-                    rec._detect_count(now)
-                results.append((rtt, newly, lost))
+                sampled = t.rtt_sample(now, rtt) if rtt is not None else "no sample"
+                detected = t.detect_after_ack(now, hdr, newly[1], t.next_psn)
+                results.append((rtt, newly, sampled, detected))
             elif op < 0.9:
                 # the PDC's timer: RACK deadline then RTO, as on_timer does
                 if rec.rack_at is not None and now >= rec.rack_at:
@@ -405,3 +421,69 @@ def test_keywords_go_to_the_reference():
         ra = core.on_ack(a.rec, 30, PdsAckCc(cack_psn=99), 100, False, na, early=early)
         rb = b.rec.on_ack(30, PdsAckCc(cack_psn=99), 100, False, nb, early)
         assert (ra, na) == (rb, nb) and state(a)["outstanding"] == state(b)["outstanding"]
+
+
+def test_rtt_sample_and_detection_run_in_c_on_the_streams():
+    """Counted Python forms: on the seeded streams the C ``rtt_sample`` (the RTO shrinking
+    under outstanding packets included) and ``detect_after_ack`` never hand a call to the
+    Python, so the twin comparison above compares the C forms."""
+    hits: Counter[str] = Counter()
+
+    def counted(name: str, f: Any) -> Any:
+        def g(*a: Any, **k: Any) -> Any:
+            hits[name] += 1
+            return f(*a, **k)
+        return g
+
+    core.configure_ack(counted("rtt_sample", REFERENCE["rtt_sample"]),
+                       counted("detect_after_ack", REFERENCE["detect_after_ack"]))
+    calls: Counter[str] = Counter()
+    real = core.rtt_sample
+
+    try:
+        for seed in range(6):
+            rng = random.Random(seed)
+            cfg = PdsConfig(rack=True, rto_adaptive=True, rto_ps=200 * US, min_rto_ps=10 * US,
+                            sack_dupthresh=rng.choice([0, 3]))
+            t = Twin(LossRecovery, cfg, rng.getrandbits(32), True)
+            now = 0
+            for _ in range(300):
+                now += rng.choice([50, 700, 3000, 20_000])
+                pkt = SentPacket(t.next_psn, object(), 4096, 4200)
+                t.next_psn = (t.next_psn + 1) & 0xFFFFFFFF
+                t.rec.track(pkt)
+                t.on_sent(now, pkt, False, 11)
+                if rng.random() < 0.7:
+                    hdr, named, retx, early = make_ack(rng, t, [0])
+                    newly = [0, 0]
+                    rtt = t.on_ack(now, hdr, named, retx, newly, early)
+                    if rtt is not None:
+                        before = t.rec.rto.base
+                        real(t.rec, now, rtt)
+                        calls["shrank" if t.rec.rto.base < before else "sample"] += 1
+                    t.detect_after_ack(now, hdr, newly[1], t.next_psn)
+                    calls["detect"] += 1
+    finally:
+        core.configure_ack(REFERENCE["rtt_sample"], REFERENCE["detect_after_ack"])
+    assert calls["shrank"] >= 5 and calls["sample"] > 500 and calls["detect"] > 1000, calls
+    assert hits == Counter(), hits
+
+
+@pytest.mark.parametrize("retries", [0, 2])
+def test_a_shrinking_rto_moves_the_timer_as_the_python(retries):
+    """The RTO shrinks (its first sample replaces the initial one) while an old packet is
+    outstanding: the timer moves to max(now, its send time + the new RTO), whichever form
+    runs, a resent packet's RTO with its backoff."""
+    cfg = PdsConfig(rto_adaptive=True, rto_ps=5000 * US, min_rto_ps=10 * US)
+    out = []
+    for c_form in (False, True):
+        t = Twin(PyRecovery if not c_form else LossRecovery, cfg, 100, c_form)
+        pkt = SentPacket(100, object(), 4096, 4200)
+        t.rec.track(pkt)
+        t.on_sent(0, pkt, False, 11)
+        pkt.retries = retries
+        t.rtt_sample(3000 * US, 12 * US)  # now is past send time + the new RTO
+        t.rtt_sample(3001 * US, 12 * US)  # no shrink: nothing moves
+        out.append((t.rec.rto_at, t.rec.rto.base, t.rec.rto.srtt, t.log))
+    assert out[0] == out[1]
+    assert out[1][0] == 3000 * US  # max(now, ...) is now

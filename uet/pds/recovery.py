@@ -428,17 +428,21 @@ class LossRecovery:
         PDC's next PSN (the ooo inference's episode ends when the CACK passes it)."""
         if self.rack is not None and newly_packets:
             self.rack_detect(now)
-        det = self.detector
-        if det.n and newly_packets:
-            self._detect_count(now)
-            held = self.outstanding.get(psn_add(self.max_cack, 1))
-            if held is not None and held.arrived and held.seq < det.threshold:
-                # arrived, yet the CACK stays below it: its ACK (and response) was lost
-                self.retransmit(now, held, "ack_req")
-                seq = self.seq = self.seq + 1
-                held.seq = seq
+        if self.detector.n and newly_packets:
+            self._detect_sack(now)
         if self.cfg.ooo_loss_threshold and type(ack) is PdsAckCc:
             self._ooo_inference(now, ack, next_psn)
+
+    def _detect_sack(self, now: int) -> None:
+        """The SACK-count detector after an ACK that named new packets."""
+        det = self.detector
+        self._detect_count(now)
+        held = self.outstanding.get(psn_add(self.max_cack, 1))
+        if held is not None and held.arrived and held.seq < det.threshold:
+            # arrived, yet the CACK stays below it: its ACK (and response) was lost
+            self.retransmit(now, held, "ack_req")
+            seq = self.seq = self.seq + 1
+            held.seq = seq
 
     def _detect_count(self, now: int) -> None:
         thr = self.detector.threshold
@@ -457,7 +461,11 @@ class LossRecovery:
         """RACK: resend every packet sent before the latest-sent arrived one whose time is
         up (its send time + that packet's RTT + the reordering window); arm the PDC's
         timer for the first one whose time is not up yet."""
-        for pkt in self._rack_scan(now):
+        self._rack_lost(now, self._rack_scan(now))
+
+    def _rack_lost(self, now: int, lost: list[SentPacket]) -> None:
+        """Tell the CC of each packet RACK deemed lost, and resend it."""
+        for pkt in lost:
             self.cc.on_nack(now, fb=NackFeedback(pkt.ev, _RCVR_INFER_LOSS, pkt.nbytes,
                                                  in_flight_bytes=self.cc_inflight(),
                                                  own_ev=True))
@@ -615,13 +623,14 @@ class LossRecovery:
 #: the Python forms of the methods the C core replaces (``uet.native._recovery_core``):
 #: the reference its tests hold it to, and what it calls for arguments of other types
 REFERENCE = {"on_ack": LossRecovery.on_ack, "on_sent": LossRecovery.on_sent,
-             "_rack_scan": LossRecovery._rack_scan}
+             "_rack_scan": LossRecovery._rack_scan, "rtt_sample": LossRecovery.rtt_sample,
+             "detect_after_ack": LossRecovery.detect_after_ack}
 
 
 def _use_c_core() -> str:
-    """Put the C forms of ``on_ack``, ``on_sent`` and ``_rack_scan`` in LossRecovery's
-    class (not under ``UET_PURE_PYTHON=1``, nor when the extension was not built);
-    returns ``"native"`` or ``"python"``."""
+    """Put the C forms of ``on_ack``, ``on_sent``, ``_rack_scan``, ``rtt_sample`` and
+    ``detect_after_ack`` in LossRecovery's class (not under ``UET_PURE_PYTHON=1``, nor
+    when the extension was not built); returns ``"native"`` or ``"python"``."""
     from uet.native._common import load_core
 
     core = load_core("_recovery_core")
@@ -633,9 +642,12 @@ def _use_c_core() -> str:
     core.configure(SentPacket, LossRecovery, Rack, RtoEstimator, LossDetector, PdsAck,
                    PdsAckCc, REFERENCE["on_ack"], REFERENCE["on_sent"],
                    REFERENCE["_rack_scan"])
+    core.configure_ack(REFERENCE["rtt_sample"], REFERENCE["detect_after_ack"])
     LossRecovery.on_ack = core.on_ack_method  # type: ignore[method-assign]
     LossRecovery.on_sent = core.on_sent_method  # type: ignore[method-assign]
     LossRecovery._rack_scan = core.rack_scan_method  # type: ignore[method-assign]
+    LossRecovery.rtt_sample = core.rtt_sample_method  # type: ignore[method-assign]
+    LossRecovery.detect_after_ack = core.detect_after_ack_method  # type: ignore[method-assign]
     return "native"
 
 
