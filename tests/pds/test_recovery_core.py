@@ -373,7 +373,7 @@ def test_the_class_uses_the_c_core_unless_pure_python():
     assert expected == recovery.IMPLEMENTATION
     if recovery.IMPLEMENTATION == "native":
         assert LossRecovery.on_ack is not REFERENCE["on_ack"]
-        assert type(LossRecovery.__dict__["on_ack"]).__name__ == "instancemethod"
+        assert type(LossRecovery.__dict__["on_ack"]).__name__ == "core_method"
     else:
         assert LossRecovery.on_ack is REFERENCE["on_ack"]
 
