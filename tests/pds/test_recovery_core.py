@@ -487,3 +487,19 @@ def test_a_shrinking_rto_moves_the_timer_as_the_python(retries):
         out.append((t.rec.rto_at, t.rec.rto.base, t.rec.rto.srtt, t.log))
     assert out[0] == out[1]
     assert out[1][0] == 3000 * US  # max(now, ...) is now
+
+
+@pytest.mark.parametrize("rtt", [0, 1, 2**30 - 1, 2**30, 2**31 + 5, 2**45, 2**60 - 1, 2**60,
+                                 2**62 + 3, 2**63 - 1])
+def test_ints_across_digit_boundaries_read_as_the_python(rtt):
+    """The cores read ints of one and two 30-bit digits inline and larger ones through the
+    API (uet/native/pyint.h): RTT samples across those sizes give the Python's RTO."""
+    cfg = PdsConfig(rto_adaptive=True, rto_ps=5000 * US, min_rto_ps=10 * US,
+                    max_rto_ps=2**63 - 1)
+    out = []
+    for c_form in (False, True):
+        t = Twin(PyRecovery if not c_form else LossRecovery, cfg, 100, c_form)
+        for now, sample in ((10, rtt), (20, rtt // 3), (30, rtt)):
+            t.rtt_sample(now, sample)
+            out.append((t.rec.rto.base, t.rec.rto.srtt, t.rec.rto.rttvar))
+    assert out[:3] == out[3:]  # after every sample

@@ -62,9 +62,12 @@ static Layout L_NS, L_NP, L_SND, L_FB, L_ACK;
 static int small(PyObject *v, int64_t *out) {
     if (v == NULL || !PyLong_CheckExact(v))
         return 0;
-    int overflow;
-    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
-    if (overflow || x >= BIG || x <= -BIG)
+    long long x = as_i64(v);
+    if (x == -1 && PyErr_Occurred()) { /* too large: the Python's */
+        PyErr_Clear();
+        return 0;
+    }
+    if (x >= BIG || x <= -BIG)
         return 0;
     *out = x;
     return 1;

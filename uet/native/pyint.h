@@ -1,8 +1,10 @@
 /* Python int -> C long long for the C cores. CPython 3.11's PyLong_AsLongLong converts an
  * int of more than one 30-bit digit through _PyLong_AsByteArray (~130 instructions), which
- * every picosecond time (2^30 ps is about a millisecond) takes; the overflow-checking variant
- * adds up the digits directly. Same contract as PyLong_AsLongLong: -1 with an exception set
- * on failure (OverflowError, or TypeError for what has no __index__). */
+ * every picosecond time (2^30 ps is about a millisecond) takes. Here an exact int of one or
+ * two digits (below 2^60) is read from its digits inline (3.11's layout; later versions
+ * changed it and take the API), anything else goes through the overflow-checking variant,
+ * which adds up the digits. Same contract as PyLong_AsLongLong: -1 with an exception set on
+ * failure (OverflowError, or TypeError for what has no __index__). */
 #ifndef UET_PYINT_H
 #define UET_PYINT_H
 
@@ -10,6 +12,25 @@
 #include <Python.h>
 
 static inline long long as_i64(PyObject *v) {
+#if PY_VERSION_HEX < 0x030C0000 /* 3.11's int layout: a signed digit count, 30-bit digits */
+    if (PyLong_CheckExact(v)) {
+        const digit *d = ((PyLongObject *)v)->ob_digit;
+        switch (Py_SIZE(v)) {
+        case 0:
+            return 0;
+        case 1:
+            return (long long)d[0];
+        case -1:
+            return -(long long)d[0];
+        case 2:
+            return (long long)d[0] | ((long long)d[1] << PyLong_SHIFT);
+        case -2:
+            return -((long long)d[0] | ((long long)d[1] << PyLong_SHIFT));
+        default:
+            break;
+        }
+    }
+#endif
     int overflow;
     long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
     if (overflow) {

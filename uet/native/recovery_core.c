@@ -964,13 +964,15 @@ static PyObject *k_rtt_sample(PyObject *mod, PyObject *const *args, Py_ssize_t n
         get_i64(rto, &L_RTO, T_RTTVAR, &var) < 0 ||
         (!first && get_i64(rto, &L_RTO, T_SRTT, &srtt) < 0))
         return NULL;
-    /* the estimator's arithmetic: non-negative operands, so C's division is Python's // */
+    /* the estimator's arithmetic: non-negative operands, so C's division is Python's //,
+     * and below 2^58, so nothing overflows (else the Python's big ints) */
+    if (rtt > (1LL << 58) || var < 0 || var > (1LL << 58) ||
+        (!first && (srtt < 0 || srtt > (1LL << 58))))
+        return PyObject_Vectorcall(ref_rtt_sample, args, nargs, NULL);
     if (first) {
         srtt = rtt;
         var = rtt / 2;
     } else {
-        if (srtt < 0 || var < 0 || srtt > (1LL << 58) || rtt > (1LL << 58) || var > (1LL << 58))
-            return PyObject_Vectorcall(ref_rtt_sample, args, nargs, NULL);
         int64_t diff = srtt > rtt ? srtt - rtt : rtt - srtt;
         var = (3 * var + diff) / 4;
         srtt = (7 * srtt + rtt) / 8;
