@@ -172,3 +172,40 @@ async def test_k8_fat_tree_permutation() -> None:
         msgs = await fab.run_messages([(i, perm[i], 64 * 1024) for i in range(128)])
         assert all(m.done for m in msgs)
         assert sum(e["decode_errors"] for e in fab.counters()["endpoint"].values()) == 0
+
+
+async def test_switches_follow_route_changes_between_frames() -> None:
+    """The C path memoises a switch's two table lookups per destination: a change of either
+    table (a direct entry, a host route's list) redirects the very next frames."""
+    import ipaddress
+
+    async with Fabric({"kind": "fat_tree", "k": 4}, seed=3,
+                      endpoint_factory=traffic()) as fab:
+        tor = fab.net.switches["tor0"]
+        dst = ipaddress.ip_address(fab.net.hosts[13].ip).packed
+        ups = sorted(tor.routes[dst], key=lambda p: p.name)
+        assert len(ups) == 2 and dst not in tor.direct
+
+        def sent() -> dict[str, int]:
+            links = fab.counters()["link"]
+            return {p.name: next(v["tx_frames"] for k, v in links.items()
+                                 if k.startswith(p.name + "->")) for p in ups}
+
+        await fab.send(0, 13, 64 * 1024)
+        first = sent()
+        assert all(first.values())  # ECMP over both uplinks, lookups memoised
+        tor.routes[dst] = [ups[0]]  # one host route left
+        await fab.send(0, 13, 64 * 1024)
+        second = sent()
+        assert second[ups[1].name] == first[ups[1].name] and second[ups[0].name] > first[
+            ups[0].name]
+        tor.direct[dst] = ups[1]  # a direct entry wins
+        await fab.send(0, 13, 64 * 1024)
+        third = sent()
+        assert third[ups[0].name] == second[ups[0].name] and third[ups[1].name] > second[
+            ups[1].name]
+        tor.routes[dst].append(ups[1])  # an in-place change of a list: read at each frame
+        del tor.direct[dst]
+        await fab.send(0, 13, 256 * 1024)
+        fourth = sent()
+        assert all(fourth[p.name] > third[p.name] for p in ups)

@@ -812,16 +812,13 @@ static uint64_t hash_tuple(uint64_t seed, const uint8_t *addrs, int len, int pro
 /* Switch.route for a UDP or native-IP frame whose 5-tuple sits at fixed offsets (IPv4
  * without options, IPv6): the port (new reference) or None; *handled = 0 leaves the frame
  * to Python. No cache: the hash costs less than a dictionary lookup here. */
-static PyObject *c_route(SwitchCore *sw, const uint8_t *b, int v6, int proto, PyObject *dkey,
+static PyObject *c_route(SwitchCore *sw, const uint8_t *b, int v6, int proto, PyObject *cands,
                          int *handled) {
     *handled = 0;
     if (!(proto == 17 || proto == sw->ip_proto) || sw->routes == NULL ||
         !PyDict_CheckExact(sw->routes) || (!v6 && b[14] != 0x45))
         return NULL;
-    PyObject *cands = PyDict_GetItemWithError(sw->routes, dkey);
-    if (cands == NULL) {
-        if (PyErr_Occurred())
-            return NULL;
+    if (cands == NULL) { /* no host route */
         *handled = 1;
         Py_RETURN_NONE;
     }
@@ -850,6 +847,74 @@ static int on_frame_py(SwitchPortCore *sp, PyObject *data) {
     if (r == NULL)
         return -1;
     Py_DECREF(r);
+    return 0;
+}
+
+/* A direct-mapped memo of the switches' two table lookups (direct, routes) per IPv4
+ * destination: a hop otherwise makes a bytes key, hashes it and compares it with the
+ * table's key, twice. An entry is used only while both tables are the same dicts, unchanged
+ * since (CPython 3.11's dict version tags are unique over all dicts and mutations, so a
+ * table that changed or was replaced never matches), and then its borrowed values are still
+ * the tables' own. Other Python versions skip the memo. */
+#if PY_VERSION_HEX < 0x030C0000
+#define ROUTE_MEMO_BITS 15
+typedef struct {
+    const void *sw, *direct, *routes;
+    uint64_t vdirect, vroutes;
+    PyObject *dval, *cands; /* borrowed from the tables; NULL: no entry */
+    uint32_t ip;
+} RouteMemo;
+static RouteMemo route_memo[1 << ROUTE_MEMO_BITS];
+#define DICT_TAG(d) (((PyDictObject *)(d))->ma_version_tag)
+#endif
+
+/* the direct and host-route entries (borrowed, NULL when absent) of the destination at
+ * dst (len bytes): 0, or -1 on error */
+static int route_lookup(SwitchCore *sw, const uint8_t *dst, Py_ssize_t len, PyObject **dval,
+                        PyObject **cands) {
+    int routes = sw->routes != NULL && PyDict_CheckExact(sw->routes);
+#if PY_VERSION_HEX < 0x030C0000
+    RouteMemo *e = NULL;
+    uint32_t ip = 0;
+    if (len == 4 && routes) {
+        ip = (uint32_t)dst[0] << 24 | (uint32_t)dst[1] << 16 | (uint32_t)dst[2] << 8 | dst[3];
+        uint64_t h = ((uint64_t)(uintptr_t)sw ^ ((uint64_t)ip << 17)) * 0x9E3779B97F4A7C15ULL;
+        e = &route_memo[h >> (64 - ROUTE_MEMO_BITS)];
+        if (e->sw == sw && e->ip == ip && e->direct == sw->direct && e->routes == sw->routes &&
+            e->vdirect == DICT_TAG(sw->direct) && e->vroutes == DICT_TAG(sw->routes)) {
+            *dval = e->dval;
+            *cands = e->cands;
+            return 0;
+        }
+    }
+#endif
+    PyObject *dkey = PyBytes_FromStringAndSize((const char *)dst, len);
+    if (dkey == NULL)
+        return -1;
+    *dval = PyDict_GetItemWithError(sw->direct, dkey);
+    *cands = NULL;
+    if (*dval == NULL && PyErr_Occurred()) {
+        Py_DECREF(dkey);
+        return -1;
+    }
+    if (routes && (*cands = PyDict_GetItemWithError(sw->routes, dkey)) == NULL &&
+        PyErr_Occurred()) {
+        Py_DECREF(dkey);
+        return -1;
+    }
+    Py_DECREF(dkey);
+#if PY_VERSION_HEX < 0x030C0000
+    if (e != NULL) {
+        e->sw = sw;
+        e->ip = ip;
+        e->direct = sw->direct;
+        e->routes = sw->routes;
+        e->vdirect = DICT_TAG(sw->direct);
+        e->vroutes = DICT_TAG(sw->routes);
+        e->dval = *dval;
+        e->cands = *cands;
+    }
+#endif
     return 0;
 }
 
@@ -902,21 +967,14 @@ static int swport_forward(SwitchPortCore *sp, SwitchCore *sw, PyObject *data, in
     } else {
         return call_method_drop((PyObject *)sp, s_ethertype, data);
     }
-    PyObject *dkey = PyBytes_FromStringAndSize((const char *)b + dst_off, dst_len);
-    if (dkey == NULL)
+    PyObject *out, *cands;
+    if (route_lookup(sw, b + dst_off, dst_len, &out, &cands) < 0)
         return -1;
-    PyObject *out = PyDict_GetItemWithError(sw->direct, dkey); /* borrowed */
     if (out != NULL) {
         Py_INCREF(out);
-        Py_DECREF(dkey);
     } else {
-        if (PyErr_Occurred()) {
-            Py_DECREF(dkey);
-            return -1;
-        }
         int handled;
-        out = c_route(sw, b, et == 0x86DD, proto, dkey, &handled);
-        Py_DECREF(dkey);
+        out = c_route(sw, b, et == 0x86DD, proto, cands, &handled);
         if (out == NULL && PyErr_Occurred())
             return -1;
     }
