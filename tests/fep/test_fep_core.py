@@ -137,3 +137,34 @@ def test_the_pump_leaves_an_unanswered_request_to_the_poll_in_both_forms():
     with cores.python_forms():
         py = _pump_a_request_without_ses()
     assert c == py == ([7], 1)
+
+
+def test_timer_entries_are_read_as_python_reads_them_even_when_their_class_changes():
+    """The FEP core reads a timer entry's ``_armed`` at its slot, found once per class:
+    a class whose ``_armed`` becomes a property afterwards is read through the property,
+    in both forms (the core keys what it found on the class's version)."""
+    from fep_wire import pair
+
+    from uet.endpoint import cores
+
+    def deadlines() -> list:
+        class Timer:
+            __slots__ = ("_armed",)
+
+        _, b = pair("hpc")
+        t = Timer()
+        t._armed = 5
+        heap = b.pds.ctx.heap
+        heap.clear()
+        heap.append((5, 0, t))
+        got = [b.next_deadline()]
+        Timer._armed = property(lambda self: 7)  # the slot is gone: a property now
+        got.append(b.next_deadline())  # 5 != 7: a stale entry, dropped
+        heap.append((7, 1, Timer()))
+        got.append(b.next_deadline())
+        return got
+
+    c = deadlines()
+    with cores.python_forms():
+        py = deadlines()
+    assert c == py == [5, None, 7]

@@ -182,7 +182,12 @@ static PyObject *encode(PyObject *fep, PyObject *now, PyObject *frame) {
         if (dmac == NULL)
             goto done;
     }
-    if (PyObject_SetAttr(frame, s_src_mac, mac) < 0 || PyObject_SetAttr(frame, s_dst_mac, dmac) < 0)
+    if (Py_IS_TYPE(frame, L_FRAME.type)) { /* the frame's MACs, at their slots */
+        if (put(frame, &L_FRAME, F_SRC_MAC, Py_NewRef(mac)) < 0 ||
+            put(frame, &L_FRAME, F_DST_MAC, Py_NewRef(dmac)) < 0)
+            goto done;
+    } else if (PyObject_SetAttr(frame, s_src_mac, mac) < 0 ||
+               PyObject_SetAttr(frame, s_dst_mac, dmac) < 0)
         goto done;
     out = PyObject_CallOneArg(c_encode, frame);
     if (out == Py_None) {
@@ -285,7 +290,8 @@ static PyObject *k_pop_control(PyObject *mod, PyObject *const *args, Py_ssize_t 
 /* PdsEndpoint.next_deadline: the earliest armed timer (stale heap entries dropped) */
 static PyObject *pds_deadline(PyObject *pds) {
     PyObject *ctx = PEP(pds, PE_CTX);
-    PyObject *heap = ctx ? getattr_or(ctx, s_heap) : NULL;
+    static SlotCache heap_slot;
+    PyObject *heap = ctx ? cached_attr(ctx, s_heap, &heap_slot) : NULL;
     Py_XDECREF(ctx);
     if (heap == NULL)
         return NULL;
@@ -302,7 +308,8 @@ static PyObject *pds_deadline(PyObject *pds) {
             return NULL;
         }
         PyObject *t = Py_NewRef(PyTuple_GET_ITEM(top, 0));
-        PyObject *armed = PyObject_GetAttr(PyTuple_GET_ITEM(top, 2), s_armed);
+        static SlotCache armed_slot;
+        PyObject *armed = cached_attr(PyTuple_GET_ITEM(top, 2), s_armed, &armed_slot);
         int same = armed ? PyObject_RichCompareBool(armed, t, Py_EQ) : -1;
         Py_XDECREF(armed);
         if (same) {

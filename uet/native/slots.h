@@ -205,6 +205,46 @@ static inline PyObject *slot_attr(PyObject *o, const Layout *l, int i) {
     return PyObject_GetAttrString(o, l->names[i]);
 }
 
+/* o.<name> (a new reference) for objects of classes the core was not configured with:
+ * where the class keeps name in a slot, read at its offset, found once per class and kept
+ * while the class is unchanged (its version tag, as CPython's own attribute cache does; the
+ * class is held so that its address is not reused); anything else by PyObject_GetAttr.
+ * A data descriptor (the slot) wins over an instance dict, as in attribute lookup. */
+typedef struct {
+    PyTypeObject *type[4];
+    unsigned int tag[4];
+    Py_ssize_t off[4]; /* 0: not a slot */
+    int next;
+} SlotCache;
+
+static inline PyObject *cached_attr(PyObject *o, PyObject *name, SlotCache *c) {
+    PyTypeObject *t = Py_TYPE(o);
+    int i = 0;
+    for (; i < 4; i++)
+        if (c->type[i] == t)
+            break;
+    if (i == 4 || !(t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) ||
+        c->tag[i] != t->tp_version_tag) {
+        PyObject *d = _PyType_Lookup(t, name); /* borrowed; assigns the version tag */
+        if (i == 4) {
+            i = c->next;
+            c->next = (c->next + 1) % 4;
+        }
+        Py_XSETREF(c->type[i], (PyTypeObject *)Py_NewRef(t));
+        c->tag[i] = (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) ? t->tp_version_tag : 0;
+        c->off[i] = 0;
+        if (d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type) &&
+            ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX && c->tag[i] != 0)
+            c->off[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+    }
+    if (c->off[i]) {
+        PyObject *v = *(PyObject **)((char *)o + c->off[i]);
+        if (v != NULL)
+            return Py_NewRef(v);
+    }
+    return PyObject_GetAttr(o, name); /* not a slot, or unset (its AttributeError) */
+}
+
 /* a new object of a slots dataclass, every field at its default (defaults: a tuple in
  * the layout's order, the dataclass fields' defaults) */
 static inline PyObject *new_record(const Layout *l, PyObject *defaults) {
