@@ -28,6 +28,9 @@ static PyObject *s_type, *s_receive, *s_rx_frames, *s_tx_data, *s_tx_control, *s
 
 static PyObject *getattr_or(PyObject *o, PyObject *name) { return PyObject_GetAttr(o, name); }
 
+/* the SES end point's attributes read and written per frame, at their slots (slots.h) */
+static SlotCache c_ses_deadline, c_ses_target, c_ses_now, c_ses_outq, c_ses_events;
+
 /* a decoded frame's fields (uet.wire.records.Frame): at their offsets (configure) */
 static Layout L_FRAME;
 #define FRAME(o, i) slot_attr((o), &L_FRAME, (i))
@@ -360,7 +363,7 @@ static PyObject *k_next_deadline(PyObject *mod, PyObject *const *args, Py_ssize_
         out = PyObject_Vectorcall(ref_next_deadline, args, nargs, NULL);
         goto done;
     }
-    if ((d = pds_deadline(pds)) == NULL || (s = getattr_or(ses, s_deadline)) == NULL ||
+    if ((d = pds_deadline(pds)) == NULL || (s = cached_attr(ses, s_deadline, &c_ses_deadline)) == NULL ||
         (out = earlier(d, s)) == NULL)
         goto done;
     if (PyList_GET_SIZE(later)) { /* delayed SES answers: (t, seq, token, reply) */
@@ -641,7 +644,7 @@ static PyObject *k_deliver(PyObject *mod, PyObject *const *args, Py_ssize_t narg
         return clear < 0 ? NULL : PyObject_Vectorcall(ref_deliver, args, nargs, NULL);
     PyObject *sesep = NULL, *target = NULL, *reply = NULL, *pds = NULL, *r = NULL;
     if ((sesep = FEP(fep, FE_SES)) == NULL ||
-        (target = PyObject_GetAttr(sesep, s_target)) == NULL)
+        (target = cached_attr(sesep, s_target, &c_ses_target)) == NULL)
         goto done;
     {
         PyObject *a[10] = {target, SLOT(ev, L_DELIVERED, D_SRC_IP), ses,
@@ -782,8 +785,8 @@ static PyObject *k_pump(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) 
     PyObject *fep = args[0], *now = args[1];
     PyObject *pds = NULL, *ses = NULL, *pev = NULL, *out = NULL, *done = NULL, *r = NULL;
     if ((pds = FEP(fep, FE_PDS)) == NULL || (ses = FEP(fep, FE_SES)) == NULL ||
-        PyObject_SetAttr(ses, s_now, now) < 0 || (pev = PEP(pds, PE_EVENTS)) == NULL ||
-        (out = PyObject_GetAttr(ses, s_outq)) == NULL || (done = PyObject_GetAttr(ses, s_events)) == NULL)
+        cached_set(ses, s_now, now, &c_ses_now) < 0 || (pev = PEP(pds, PE_EVENTS)) == NULL ||
+        (out = cached_attr(ses, s_outq, &c_ses_outq)) == NULL || (done = cached_attr(ses, s_events, &c_ses_events)) == NULL)
         goto fail;
     for (;;) {
         int moved = 0, any = PyObject_IsTrue(pev);

@@ -44,10 +44,16 @@ static PyObject *ref(PyObject *const *args, Py_ssize_t nargs) {
 }
 
 /* a.b.c... (new reference) */
-static PyObject *chain(PyObject *o, PyObject **names, int n) {
+/* the attributes read and written per packet, at their slots where the classes have them
+ * (slots.h cached_attr: the offsets found once per class) */
+static SlotCache c_ep, c_profile, c_operations, c_modes, c_reassembly, c_history, c_generation,
+    c_enabled, c_regions, c_perms, c_base_va, c_buffer, c_active, c_store, c_conn, c_now,
+    c_mode, c_ep_now, c_chain_ses[2], c_chain_res[2];
+
+static PyObject *chain(PyObject *o, PyObject **names, int n, SlotCache *caches) {
     Py_INCREF(o);
     for (int i = 0; i < n && o != NULL; i++) {
-        PyObject *next = PyObject_GetAttr(o, names[i]);
+        PyObject *next = cached_attr(o, names[i], &caches[i]);
         Py_DECREF(o);
         o = next;
     }
@@ -210,16 +216,16 @@ static PyObject *k_handle(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
              *reas = NULL, *state = NULL, *mr = NULL, *buffer = NULL;
     int t;
     /* _dispatch: what the profile allows */
-    if ((ep = PyObject_GetAttr(target, s_ep)) == NULL ||
-        (profile = PyObject_GetAttr(ep, s_profile)) == NULL)
+    if ((ep = cached_attr(target, s_ep, &c_ep)) == NULL ||
+        (profile = cached_attr(ep, s_profile, &c_profile)) == NULL)
         goto done;
-    if ((x = PyObject_GetAttr(profile, s_operations)) == NULL ||
+    if ((x = cached_attr(profile, s_operations, &c_operations)) == NULL ||
         (t = PySequence_Contains(x, SLOT(ses, L_SES, S_OPCODE))) < 0)
         goto done;
     Py_CLEAR(x);
     if (!t)
         goto reference;
-    if ((x = PyObject_GetAttr(profile, s_modes)) == NULL || (t = PySequence_Contains(x, mode)) < 0)
+    if ((x = cached_attr(profile, s_modes, &c_modes)) == NULL || (t = PySequence_Contains(x, mode)) < 0)
         goto done;
     Py_CLEAR(x);
     if (!t)
@@ -227,7 +233,7 @@ static PyObject *k_handle(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
     {
         PyObject *names[2] = {s_ses, s_max_message_size};
         int64_t maxlen;
-        if ((x = chain(profile, names, 2)) == NULL)
+        if ((x = chain(profile, names, 2, c_chain_ses)) == NULL)
             goto done;
         maxlen = as_i64(x);
         Py_CLEAR(x);
@@ -239,16 +245,16 @@ static PyObject *k_handle(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
     /* _admit: a message in progress, not finished; its resource */
     key = PyTuple_Pack(5, src, conn, SLOT(ses, L_SES, S_INITIATOR), SLOT(ses, L_SES, S_JOB_ID),
                        SLOT(ses, L_SES, S_MESSAGE_ID));
-    if (key == NULL || (reas = PyObject_GetAttr(target, s_reassembly)) == NULL)
+    if (key == NULL || (reas = cached_attr(target, s_reassembly, &c_reassembly)) == NULL)
         goto done;
-    if ((x = PyObject_GetAttr(reas, s_history)) == NULL || (t = PySequence_Contains(x, key)) < 0)
+    if ((x = cached_attr(reas, s_history, &c_history)) == NULL || (t = PySequence_Contains(x, key)) < 0)
         goto done;
     Py_CLEAR(x);
     if (t)
         goto reference; /* a late packet of a finished message */
     {
         PyObject *names[2] = {s_resources, s_jobs};
-        if ((x = chain(ep, names, 2)) == NULL)
+        if ((x = chain(ep, names, 2, c_chain_res)) == NULL)
             goto done;
         PyObject *pids = dget(x, SLOT(ses, L_SES, S_JOB_ID));
         PyObject *idx = pids ? dget(pids, SLOT(ses, L_SES, S_PID_ON_FEP)) : NULL;
@@ -262,12 +268,12 @@ static PyObject *k_handle(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
         }
         int64_t rgen;
         int enabled = -1;
-        PyObject *g = PyObject_GetAttr(res, s_generation), *en = NULL, *regions = NULL;
+        PyObject *g = cached_attr(res, s_generation, &c_generation), *en = NULL, *regions = NULL;
         if (g != NULL && (rgen = as_i64(g), !PyErr_Occurred()) &&
-            (en = PyObject_GetAttr(res, s_enabled)) != NULL)
+            (en = cached_attr(res, s_enabled, &c_enabled)) != NULL)
             enabled = PyObject_IsTrue(en);
         if (enabled > 0 && rgen == gen)
-            regions = PyObject_GetAttr(res, s_regions);
+            regions = cached_attr(res, s_regions, &c_regions);
         Py_XDECREF(g);
         Py_XDECREF(en);
         Py_DECREF(res);
@@ -288,7 +294,7 @@ static PyObject *k_handle(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
             goto reference; /* BAD_MKEY */
         }
     }
-    if ((x = PyObject_GetAttr(mr, s_perms)) == NULL)
+    if ((x = cached_attr(mr, s_perms, &c_perms)) == NULL)
         goto done;
     perms = as_i64(x);
     Py_CLEAR(x);
@@ -299,7 +305,7 @@ static PyObject *k_handle(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
     if (flags & flag_rel) {
         start = bo;
     } else {
-        if ((x = PyObject_GetAttr(mr, s_base_va)) == NULL)
+        if ((x = cached_attr(mr, s_base_va, &c_base_va)) == NULL)
             goto done;
         base_va = as_i64(x);
         Py_CLEAR(x);
@@ -307,7 +313,7 @@ static PyObject *k_handle(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
             goto done;
         start = bo - base_va;
     }
-    if ((buffer = PyObject_GetAttr(mr, s_buffer)) == NULL)
+    if ((buffer = cached_attr(mr, s_buffer, &c_buffer)) == NULL)
         goto done;
     Py_ssize_t blen = PyObject_Length(buffer);
     if (blen < 0)
@@ -315,7 +321,7 @@ static PyObject *k_handle(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
     if (start < 0 || start + rlen > blen)
         goto reference; /* BAD_ADDR */
     /* the message's reassembly state: known, and these bytes are new */
-    if ((x = PyObject_GetAttr(reas, s_active)) == NULL)
+    if ((x = cached_attr(reas, s_active, &c_active)) == NULL)
         goto done;
     state = dget(x, key);
     Py_XINCREF(state);
@@ -336,15 +342,15 @@ static PyObject *k_handle(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
     if (t)
         goto reference; /* a duplicate */
     /* ---- from here on the packet is taken: Target.handle's context, then _write */
-    if (PyObject_SetAttr(target, s_conn, conn) < 0 || PyObject_SetAttr(target, s_now, now) < 0 ||
-        PyObject_SetAttr(target, s_mode, mode) < 0 || PyObject_SetAttr(ep, s_ep_now, now) < 0)
+    if (cached_set(target, s_conn, conn, &c_conn) < 0 || cached_set(target, s_now, now, &c_now) < 0 ||
+        cached_set(target, s_mode, mode, &c_mode) < 0 || cached_set(ep, s_ep_now, now, &c_ep_now) < 0)
         goto done;
     if (iv_add(iv, moff, end) < 0)
         goto done;
     if (add_i64(state, &L_MS, M_PACKETS, 1) < 0 ||
         put(state, &L_MS, M_LAST, Py_NewRef(now)) < 0)
         goto done;
-    if ((x = PyObject_GetAttr(mr, s_store)) == NULL || (t = PyObject_IsTrue(x)) < 0)
+    if ((x = cached_attr(mr, s_store, &c_store)) == NULL || (t = PyObject_IsTrue(x)) < 0)
         goto done;
     Py_CLEAR(x);
     if (t) {

@@ -217,7 +217,8 @@ typedef struct {
     int next;
 } SlotCache;
 
-static inline PyObject *cached_attr(PyObject *o, PyObject *name, SlotCache *c) {
+/* the offset of name's slot in o's class (0: not a slot), from the cache */
+static inline Py_ssize_t cached_offset(PyObject *o, PyObject *name, SlotCache *c) {
     PyTypeObject *t = Py_TYPE(o);
     int i = 0;
     for (; i < 4; i++)
@@ -237,12 +238,28 @@ static inline PyObject *cached_attr(PyObject *o, PyObject *name, SlotCache *c) {
             ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX && c->tag[i] != 0)
             c->off[i] = ((PyMemberDescrObject *)d)->d_member->offset;
     }
-    if (c->off[i]) {
-        PyObject *v = *(PyObject **)((char *)o + c->off[i]);
+    return c->off[i];
+}
+
+static inline PyObject *cached_attr(PyObject *o, PyObject *name, SlotCache *c) {
+    Py_ssize_t off = cached_offset(o, name, c);
+    if (off) {
+        PyObject *v = *(PyObject **)((char *)o + off);
         if (v != NULL)
             return Py_NewRef(v);
     }
     return PyObject_GetAttr(o, name); /* not a slot, or unset (its AttributeError) */
+}
+
+/* o.<name> = v (0, -1), through the same cache */
+static inline int cached_set(PyObject *o, PyObject *name, PyObject *v, SlotCache *c) {
+    Py_ssize_t off = cached_offset(o, name, c);
+    if (!off)
+        return PyObject_SetAttr(o, name, v);
+    PyObject **p = (PyObject **)((char *)o + off), *old = *p;
+    *p = Py_NewRef(v);
+    Py_XDECREF(old);
+    return 0;
 }
 
 /* a new object of a slots dataclass, every field at its default (defaults: a tuple in

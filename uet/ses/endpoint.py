@@ -36,6 +36,10 @@ PS_PER_MS = 1_000_000_000
 class SesEndpoint:
     """The semantic sublayer of one fabric end point."""
 
+    # slots for what the C cores read and write per packet (the FEP and SES cores)
+    __slots__ = ("profile", "resources", "now", "deadline", "outq", "events", "target",
+                 "__dict__", "__weakref__")
+
     def __init__(self, profile: Profile | str, *, address: str, initiator_id: int = 0,
                  pid_on_fep: int = 0, rendezvous_index: int = 0xFFF) -> None:
         self.profile = profile if isinstance(profile, Profile) else load_profile(profile)

@@ -65,6 +65,9 @@ class Resource:
 class ResourceTable:
     """Every resource an end point exposes, by (job, pid, index)."""
 
+    # slots for what the SES core reads per packet
+    __slots__ = ("_jobs", "__dict__", "__weakref__")
+
     def __init__(self) -> None:
         self._jobs: dict[int, dict[int, dict[int, Resource]]] = {}
 

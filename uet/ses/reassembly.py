@@ -102,6 +102,9 @@ class MessageState:
 class Reassembly:
     """Messages in progress plus a bounded history of finished message keys."""
 
+    # slots for what the SES core reads per packet
+    __slots__ = ("active", "_history", "__dict__", "__weakref__")
+
     def __init__(self, max_messages: int, history: int) -> None:
         self.max_messages = max_messages
         self.history_size = history

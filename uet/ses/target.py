@@ -97,6 +97,9 @@ _AMO_FP = {"NAN": Rc.AMO_FP_NAN, "OVERFLOW": Rc.AMO_FP_OVERFLOW,
 class Target:
     """Handles delivered request packets against the end point's resources."""
 
+    # slots for what the SES core (uet/native/ses_core.c) reads and writes per packet
+    __slots__ = ("ep", "reassembly", "_conn", "_mode", "_now", "__dict__", "__weakref__")
+
     def __init__(self, ep: SesContext) -> None:
         self.ep = ep
         ses = ep.profile.ses
