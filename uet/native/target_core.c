@@ -26,12 +26,12 @@
 enum { T_STATE, T_CTX, T_PDC_ID, T_MODE, T_SDI, T_CFG, T_TRACKER, T_ROB, T_RECEIVER,
        T_CREDIT_MODE, T_PENDING, T_CLEAR_PSN, T_ACKS, T_IN_ACK_RING, T_LAST_RX, T_MAX_EOM,
        T_CCX, T_GTD_ROOM, T_GAP_AFTER, T_GAP_SINCE, T_ARMED, T_ROLE, T_PEER_IP, T_PEER_PDCID,
-       T_START_PSN, T_N };
+       T_START_PSN, T_GTD, T_N };
 static const char *PDC_NAMES[T_N] = {
     "state", "ctx", "pdc_id", "mode", "sdi", "cfg", "tracker", "rob", "receiver",
     "credit_mode", "pending", "clear_psn", "acks", "in_ack_ring", "last_rx", "max_eom",
     "ccx", "gtd_room", "gap_after", "gap_since", "_armed", "role", "peer_ip", "peer_pdcid",
-    "start_psn"};
+    "start_psn", "gtd"};
 
 enum { X_COUNTERS, X_EMIT, X_RX_MEMORY, X_ACK_RING, X_HEAP, X_HEAP_SEQ, X_TOKENS,
        X_NEXT_TOKEN, X_N };
@@ -274,17 +274,34 @@ static PyObject *k_rx_request(PyObject *mod, PyObject *const *args, Py_ssize_t n
     if (put(pdc, &L_PDC, T_LAST_RX, Py_NewRef(now_obj)) < 0)
         return NULL;
     int64_t cl = (psn + cpo) & M32;
+    PyObject *psn_obj = SLOT(pds, L_HDR, H_PSN), *tracker = SLOT(pdc, L_PDC, T_TRACKER);
     if (cl != clear) { /* the initiator's clear PSN moved: TargetPdc.apply_clear (it only
                         * frees memory, so the memory check above still holds) */
-        PyObject *clo = PyLong_FromLongLong(cl);
-        PyObject *b[3] = {pdc, now_obj, clo};
-        if (clo == NULL || call_drop(s_apply_clear, b, 3, NULL) < 0) {
-            Py_XDECREF(clo);
-            return NULL;
+        PyObject *gtd = SLOT(pdc, L_PDC, T_GTD);
+        int64_t k, mx = -1;
+        if (gtd != NULL && PyDict_CheckExact(gtd) && !PyDict_GET_SIZE(gtd) &&
+            tracker_configured && tracker != NULL && Py_IS_TYPE(tracker, L_TK.type)) {
+            /* nothing guaranteed-delivered held: only the clear PSN moves (if it is ahead
+             * and not beyond the highest PSN received) */
+            if (get_i64(tracker, &L_TK, K_KEY, &k) < 0)
+                return NULL;
+            mx = tk_max_psn((uint64_t)k);
         }
-        Py_DECREF(clo);
+        if (mx >= 0) {
+            if (psn_sdiff(cl, clear) > 0 && psn_sdiff(cl, mx) <= 0 &&
+                put_i64(pdc, &L_PDC, T_CLEAR_PSN, cl) < 0)
+                return NULL;
+        } else {
+            PyObject *clo = PyLong_FromLongLong(cl);
+            PyObject *b[3] = {pdc, now_obj, clo};
+            if (clo == NULL || call_drop(s_apply_clear, b, 3, NULL) < 0) {
+                Py_XDECREF(clo);
+                return NULL;
+            }
+            Py_DECREF(clo);
+        }
     }
-    PyObject *psn_obj = SLOT(pds, L_HDR, H_PSN), *tracker = SLOT(pdc, L_PDC, T_TRACKER);
+    tracker = SLOT(pdc, L_PDC, T_TRACKER); /* (read again after the call, as before) */
     /* res: on_packet's (result, in_order, ooo_count), from the Python call or made here */
     PyObject *res = NULL;
     uint64_t tkey = 0;
