@@ -117,9 +117,10 @@ def _stream(rng: random.Random, base: int, n: int) -> list[tuple]:
             flight = max(0, flight - size)
             ecn = rng.random() < (0.9 if phase == "congested" else 0.2)
             newly = 0 if phase == "sparse" and rng.random() < 0.7 else rng.choice([0, size])
-            calls.append(("ack", now, AckFeedback(rng.randrange(8), ecn, newly, 1, rtt, flight,
-                                                  ack)))
+            ev = rng.randrange(8) if rng.random() < 0.8 else rng.randrange(1 << 20)  # masked
+            calls.append(("ack", now, AckFeedback(ev, ecn, newly, 1, rtt, flight, ack)))
         elif r < 0.75:
+            calls.append(("choose_ev", now))
             calls.append(("can_send", now, size, flight, rng.random() < 0.1))
             calls.append(("window_full", size, flight + size))
             flight += size
@@ -138,6 +139,9 @@ def _apply(s: CmsSender, call: tuple, ref: bool):
     if kind == "ack":
         f = REFERENCE["on_ack"] if ref else CmsSender.on_ack
         return f(s, call[1], fb=call[2])
+    if kind == "choose_ev":
+        f = REFERENCE["choose_ev"] if ref else CmsSender.choose_ev
+        return f(s, call[1])
     if kind == "can_send":
         f = REFERENCE["can_send"] if ref else CmsSender.can_send
         return f(s, call[1], nbytes=call[2], in_flight=call[3], retx=call[4])
@@ -280,14 +284,18 @@ def test_the_core_takes_the_common_case_itself():
     refs = (NSCC_REFERENCE["on_ack"], REFERENCE["on_ack"], REFERENCE["can_send"],
             REFERENCE["window_full"], REFERENCE["on_send"])
     names = ("nscc.on_ack", "on_ack", "can_send", "window_full", "on_send")
-    consts = {"nscc": int(CcType.NSCC), "good": sender_mod._GOOD, "ecn": sender_mod._ECN}
+    from uet.cms.ev_selection import MixedEv
+
+    choose = REFERENCE["choose_ev"]
+    consts = {"nscc": int(CcType.NSCC), "good": sender_mod._GOOD, "ecn": sender_mod._ECN,
+              "mixed": MixedEv, "choose_ev": counted("choose_ev", choose)}
     classes = (Nscc, NsccParams, CmsSender, AckFeedback, PdsAckCc)
     core.configure(*classes, tuple(counted(n, f) for n, f in zip(names, refs, strict=True)),
                    consts)
     reactions: set[str] = set()
     try:
         calls = Counter()
-        for seed in range(4):
+        for seed in (0, 1, 2, 3, 14):  # 0, 2 and 14 spray with MixedEv
             rng = random.Random(seed)
             cfg = _config(rng)
             s, _ = _pair(cfg, seed)
@@ -300,6 +308,7 @@ def test_the_core_takes_the_common_case_itself():
                 else:
                     _apply(s, call, False)
     finally:
+        consts["choose_ev"] = choose
         core.configure(*classes, refs, consts)
     assert calls["ack"] > 2000 and calls["can_send"] > 800
     assert hits == Counter(), hits

@@ -254,7 +254,8 @@ class CmsSender:
 #: the Python forms of the methods the C core replaces (``uet.native._cms_core``): the
 #: reference its tests hold it to, and what it calls for every case it does not take
 REFERENCE = {"on_ack": CmsSender.on_ack, "can_send": CmsSender.can_send,
-             "window_full": CmsSender.window_full, "on_send": CmsSender.on_send}
+             "window_full": CmsSender.window_full, "on_send": CmsSender.on_send,
+             "choose_ev": CmsSender.choose_ev}
 #: the same for Nscc (its on_ack, which CmsSender.on_ack's C form also runs directly)
 NSCC_REFERENCE = {"on_ack": Nscc.on_ack}
 
@@ -268,18 +269,21 @@ def _use_c_core() -> str:
     core = load_core("_cms_core")
     if core is None:
         return "python"
+    from uet.cms.ev_selection import MixedEv
     from uet.cms.nscc import NsccParams
     from uet.wire.records import PdsAckCc
 
     core.configure(Nscc, NsccParams, CmsSender, AckFeedback, PdsAckCc,
                    (NSCC_REFERENCE["on_ack"], REFERENCE["on_ack"], REFERENCE["can_send"],
                     REFERENCE["window_full"], REFERENCE["on_send"]),
-                   {"nscc": int(CcType.NSCC), "good": _GOOD, "ecn": _ECN})
+                   {"nscc": int(CcType.NSCC), "good": _GOOD, "ecn": _ECN, "mixed": MixedEv,
+                    "choose_ev": REFERENCE["choose_ev"]})
     Nscc.on_ack = core.nscc_on_ack_method  # type: ignore[method-assign]
     CmsSender.on_ack = core.on_ack_method  # type: ignore[method-assign]
     CmsSender.can_send = core.can_send_method  # type: ignore[method-assign]
     CmsSender.window_full = core.window_full_method  # type: ignore[method-assign]
     CmsSender.on_send = core.on_send_method  # type: ignore[method-assign]
+    CmsSender.choose_ev = core.choose_ev_method  # type: ignore[method-assign]
     return "native"
 
 

@@ -11,8 +11,9 @@
  * Python counts them. Anything else, an int too large, a float where an int was, a result
  * that is not finite, a subclass, goes to the Python reference before anything has changed.
  *
- * CmsSender's per-packet gates take the common case: no RCCC credit, no CCX window (the
- * EV selector's feedback stays a Python call). tests/cms/test_cms_core.py holds the two
+ * CmsSender's per-packet gates take the common case: no RCCC credit, no CCX window; the EV
+ * selector stays Python but for MixedEv's recycling FIFO (a GOOD ACK's EV appended, the
+ * next packet's taken from the front), worked here. tests/cms/test_cms_core.py holds the two
  * forms to the same state after every call on seeded streams of feedback. */
 #include "slots.h"
 #include "records.h"
@@ -20,6 +21,9 @@
 
 static PyObject *ref_nscc_on_ack, *ref_on_ack, *ref_can_send, *ref_window_full, *ref_on_send;
 static PyObject *fb_good, *fb_ecn; /* PathFeedback.GOOD, .ECN */
+static PyTypeObject *mixed_type;  /* MixedEv: its recycling FIFO is worked here */
+static SlotCache c_recycled;
+static PyObject *s_recycled, *s_append, *s_popleft, *s_next_ev, *ref_choose_ev;
 static int64_t cc_nscc;            /* CcType.NSCC */
 static int configured;
 static PyObject *s_feedback, *s_on_ack, *s_nbytes, *s_in_flight, *s_retx, *s_ev, *s_fb;
@@ -513,12 +517,26 @@ static PyObject *k_on_ack(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
     if (put(self, &L_SND, C_NOW, Py_NewRef(args[1])) < 0)
         return NULL;
     {
-        PyObject *sel = SLOT(self, L_SND, C_SELECTOR);
-        if (sel == NULL)
+        PyObject *sel = SLOT(self, L_SND, C_SELECTOR), *ev = SLOT(fb, L_FB, B_EV);
+        if (sel == NULL || ev == NULL)
             return NULL;
-        PyObject *a[4] = {sel, args[1], SLOT(fb, L_FB, B_EV), ecn ? fb_ecn : fb_good};
-        if (a[2] == NULL || call_drop(s_feedback, a, 4, NULL) < 0)
-            return NULL;
+        if (!ecn && Py_IS_TYPE(sel, mixed_type) && PyLong_CheckExact(ev)) {
+            /* MixedEv.feedback of a GOOD ACK: the EV to the back of the recycling FIFO */
+            long long e = as_i64(ev);
+            PyObject *q = e == -1 && PyErr_Occurred() ? NULL
+                                                      : cached_attr(sel, s_recycled, &c_recycled);
+            PyObject *m = q ? PyLong_FromLongLong(e & 0xFFFF) : NULL;
+            PyObject *a[2] = {q, m};
+            int rc = m ? call_drop(s_append, a, 2, NULL) : -1;
+            Py_XDECREF(q);
+            Py_XDECREF(m);
+            if (rc < 0)
+                return NULL;
+        } else {
+            PyObject *a[4] = {sel, args[1], ev, ecn ? fb_ecn : fb_good};
+            if (call_drop(s_feedback, a, 4, NULL) < 0)
+                return NULL;
+        }
     }
     PyObject *nscc = SLOT(self, L_SND, C_NSCC); /* read after the selector's call */
     if (nscc != NULL && nscc != Py_None) {
@@ -546,6 +564,39 @@ reference:
         return NULL;
     }
     return PyObject_Vectorcall(ref_on_ack, args, nargs, kw);
+}
+
+/* choose_ev(self, now): CmsSender.choose_ev; a MixedEv with recycled EVs takes the front
+ * one here (MixedEv.next_ev), any other case calls the selector's next_ev */
+static PyObject *k_choose_ev(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
+                             PyObject *kw) {
+    if (!configured || (kw != NULL && PyTuple_GET_SIZE(kw)) || nargs != 2 ||
+        !Py_IS_TYPE(args[0], L_SND.type) || ref_choose_ev == NULL)
+        return ref_choose_ev ? PyObject_Vectorcall(ref_choose_ev, args, nargs, kw)
+                             : (PyErr_SetString(PyExc_RuntimeError, "cms core not configured"),
+                                NULL);
+    PyObject *self = args[0], *sel = SLOT(self, L_SND, C_SELECTOR);
+    if (sel == NULL)
+        return unset(self, &L_SND, C_SELECTOR), NULL;
+    if (put(self, &L_SND, C_NOW, Py_NewRef(args[1])) < 0)
+        return NULL;
+    Py_INCREF(sel);
+    PyObject *out = NULL;
+    if (Py_IS_TYPE(sel, mixed_type)) {
+        PyObject *q = cached_attr(sel, s_recycled, &c_recycled);
+        Py_ssize_t n = q ? PyObject_Size(q) : -1;
+        if (n > 0)
+            out = PyObject_CallMethodNoArgs(q, s_popleft);
+        Py_XDECREF(q);
+        if (n < 0 || out != NULL || PyErr_Occurred()) {
+            Py_DECREF(sel);
+            return out;
+        }
+    }
+    PyObject *a[2] = {sel, args[1]};
+    out = PyObject_VectorcallMethod(s_next_ev, a, 2, NULL);
+    Py_DECREF(sel);
+    return out;
 }
 
 /* the window of the sender's NSCC, or of the sender itself: 1 and *w, 0 not the common case */
@@ -644,6 +695,14 @@ static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t na
     Py_XSETREF(ref_on_send, Py_NewRef(PyTuple_GET_ITEM(args[5], 4)));
     Py_XSETREF(fb_good, Py_NewRef(good));
     Py_XSETREF(fb_ecn, Py_NewRef(ecn));
+    PyObject *mixed = PyDict_GetItemString(args[6], "mixed");
+    PyObject *choose = PyDict_GetItemString(args[6], "choose_ev");
+    if (mixed == NULL || !PyType_Check(mixed) || choose == NULL || !PyCallable_Check(choose)) {
+        PyErr_SetString(PyExc_ValueError, "configure: constants mixed (MixedEv) and choose_ev");
+        return NULL;
+    }
+    Py_XSETREF(mixed_type, (PyTypeObject *)Py_NewRef(mixed));
+    Py_XSETREF(ref_choose_ev, Py_NewRef(choose));
     cc_nscc = v;
     configured = 1;
     Py_RETURN_NONE;
@@ -662,6 +721,7 @@ static PyMethodDef methods[] = {
     ENTRY("window_full", k_window_full,
           "window_full(sender, *, nbytes, in_flight): CmsSender.window_full"),
     ENTRY("on_send", k_on_send, "on_send(sender, now, *, nbytes, ev, retx): CmsSender.on_send"),
+    ENTRY("choose_ev", k_choose_ev, "choose_ev(sender, now): CmsSender.choose_ev"),
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_cms_core",
@@ -670,15 +730,17 @@ static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_cms_core",
 PyMODINIT_FUNC PyInit__cms_core(void) {
     if (intern_str(&s_feedback, "feedback") || intern_str(&s_on_ack, "on_ack") ||
         intern_str(&s_nbytes, "nbytes") || intern_str(&s_in_flight, "in_flight") ||
-        intern_str(&s_retx, "retx") || intern_str(&s_ev, "ev") || intern_str(&s_fb, "fb"))
+        intern_str(&s_retx, "retx") || intern_str(&s_ev, "ev") || intern_str(&s_fb, "fb") ||
+        intern_str(&s_recycled, "recycled") || intern_str(&s_append, "append") ||
+        intern_str(&s_popleft, "popleft") || intern_str(&s_next_ev, "next_ev"))
         return NULL;
     for (int i = 0; i < ST_N; i++)
         if (intern_str(&st_names[i], ST_TEXT[i]))
             return NULL;
     PyObject *m = PyModule_Create(&moddef);
     static const char *const names[] = {"nscc_on_ack", "on_ack", "can_send", "window_full",
-                                        "on_send"};
-    if (m == NULL || add_instance_methods(m, names, 5) < 0) {
+                                        "on_send", "choose_ev"};
+    if (m == NULL || add_instance_methods(m, names, 6) < 0) {
         Py_XDECREF(m);
         return NULL;
     }
