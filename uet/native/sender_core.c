@@ -622,7 +622,7 @@ static PyObject *ref_rx_ack, *ref_rx_ack_dispatch, *st_closed, *endpoint_class;
 static int64_t ack_p, ack_retx, ack_m, ack_req_mask;
 static int ack_configured;
 static PyObject *s_ack_rx, *s_on_ack, *s_rtt_sample, *s_detect_after_ack, *s_clear_requested,
-    *s_close_request, *s_after_progress, *s_by_id, *kw_fb, *kw_from_cp;
+    *s_close_request, *s_after_progress, *s_wake, *s_by_id, *kw_fb, *kw_from_cp;
 
 static PyObject *rx_ack_ref(PyObject *const *args, Py_ssize_t nargs) {
     return PyObject_Vectorcall(ref_rx_ack, args, nargs, NULL);
@@ -746,10 +746,30 @@ static PyObject *k_rx_ack(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
         if (call_drop(s_close_request, a, 2, NULL) < 0)
             goto done;
     }
-    {
-        PyObject *a[2] = {pdc, now_obj};
-        if (call_drop(s_after_progress, a, 2, NULL) < 0)
+    { /* _after_progress: its common case (packets outstanding or queued: wake the PDC's
+       * sender if has_data_work) here, the rest (idle: keepalive, close) the Python's */
+        PyObject *rec2 = SLOT(pdc, L_PDC, I_REC), *queue = SLOT(pdc, L_PDC, I_QUEUE);
+        PyObject *outst = rec2 != NULL && Py_IS_TYPE(rec2, L_REC.type)
+                              ? SLOT(rec2, L_REC, R_OUTSTANDING) : NULL;
+        Py_ssize_t qn = outst != NULL && PyDict_CheckExact(outst) && queue != NULL
+                            ? PyObject_Size(queue) : -2;
+        if (qn == -1)
             goto done;
+        if (qn >= 0 && (PyDict_GET_SIZE(outst) || qn)) {
+            int retx = truth(rec2, &L_REC, R_RETX);
+            if (retx < 0)
+                goto done;
+            PyObject *st = SLOT(pdc, L_PDC, I_STATE);
+            if (retx || (qn && (st == st_established || st == st_syn))) {
+                PyObject *a[2] = {SLOT(pdc, L_PDC, I_CTX), pdc};
+                if (a[0] == NULL || call_drop(s_wake, a, 2, NULL) < 0)
+                    goto done;
+            }
+        } else {
+            PyObject *a[2] = {pdc, now_obj};
+            if (call_drop(s_after_progress, a, 2, NULL) < 0)
+                goto done;
+        }
     }
     r = Py_NewRef(Py_None);
 done:
@@ -886,7 +906,7 @@ PyMODINIT_FUNC PyInit__sender_core(void) {
         intern_str(&s_detect_after_ack, "detect_after_ack") ||
         intern_str(&s_clear_requested, "clear_requested") ||
         intern_str(&s_close_request, "close_request") ||
-        intern_str(&s_after_progress, "_after_progress") ||
+        intern_str(&s_after_progress, "_after_progress") || intern_str(&s_wake, "wake") ||
         intern_str(&s_by_id, "by_id") || (kw_fb = Py_BuildValue("(s)", "fb")) == NULL ||
         (kw_from_cp = Py_BuildValue("(s)", "from_cp")) == NULL)
         return NULL;
