@@ -49,9 +49,10 @@ static const char *CFG_NAMES[G_N] = {"max_inflight_packets", "probe_after_ps",
                                      "ecn_capable", "max_syn_packets"};
 
 /* SendMessage, and the SES's OutMessage and Segmenter behind its next_part */
-enum { M_COUNT, M_DST_IP, M_MODE, M_JOB_ID, M_TC, M_EXT, M_NEXT, M_HEAD, M_SDI, M_N };
+enum { M_COUNT, M_DST_IP, M_MODE, M_JOB_ID, M_TC, M_EXT, M_NEXT, M_HEAD, M_SDI, M_NBYTES,
+       M_N };
 static const char *MSG_NAMES[M_N] = {"count", "dst_ip", "mode", "job_id", "tc", "ext", "_next",
-                                     "_head", "sdi"};
+                                     "_head", "sdi", "nbytes"};
 enum { O_TAKEN, O_COUNT, O_PARTS, O_OP_ID, O_ATTEMPT, O_N };
 static const char *OUT_NAMES[O_N] = {"taken", "count", "parts", "op_id", "attempt"};
 enum { Z_CARRY, Z_TOTAL, Z_MTU, Z_PAYLOAD, Z_COUNT, Z_LAST_OFF, Z_FIELDS, Z_COMMON,
@@ -488,10 +489,25 @@ static PyObject *k_poll_data(PyObject *mod, PyObject *const *args, Py_ssize_t na
         goto done;
     }
     if (is_msg) {
-        PyObject *a[1] = {head};
-        if ((r = call(s_pop, a, 1, NULL)) == NULL)
+        PyObject *h = SLOT(head, L_MSG, M_HEAD);
+        PyObject *pl = h != NULL && Py_IS_TYPE(h, L_REQ.type) ? SLOT(h, L_REQ, Q_PAYLOAD) : NULL;
+        int64_t cnt, nbm;
+        Py_ssize_t plen = pl != NULL ? PyObject_Size(pl) : -2;
+        if (plen == -1)
             goto done;
-        Py_DECREF(r);
+        if (plen >= 0) { /* SendMessage.pop: the packet msg_head made leaves the message */
+            if (get_i64(head, &L_MSG, M_COUNT, &cnt) < 0 ||
+                get_i64(head, &L_MSG, M_NBYTES, &nbm) < 0 ||
+                put(head, &L_MSG, M_HEAD, Py_NewRef(Py_None)) < 0 ||
+                put_i64(head, &L_MSG, M_COUNT, cnt - 1) < 0 ||
+                put_i64(head, &L_MSG, M_NBYTES, nbm - plen) < 0)
+                goto done;
+        } else {
+            PyObject *a[1] = {head};
+            if ((r = call(s_pop, a, 1, NULL)) == NULL)
+                goto done;
+            Py_DECREF(r);
+        }
         int more = truth(head, &L_MSG, M_COUNT);
         if (more < 0)
             goto done;
