@@ -863,6 +863,61 @@ static PyObject *k_configure_ack(PyObject *mod, PyObject *const *args, Py_ssize_
     Py_RETURN_NONE;
 }
 
+/* _released(pdc, now, pkt, original): InitiatorPdc._released, the recovery's callback for
+ * each packet it releases: its transmit memory comes back (waiters woken by the Python's
+ * wake_waiters); the CLOSE and PacketAcked reports are the Python's */
+static PyObject *ref_released, *s_wake_waiters, *s_report_acked, *s_waiters;
+static SlotCache c_waiters, c_report_acked;
+
+static PyObject *k_released(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (ref_released == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "sender core not configured");
+        return NULL;
+    }
+    if (!configured || nargs != 4 || !Py_IS_TYPE(args[0], L_PDC.type) ||
+        !Py_IS_TYPE(args[2], L_PKT.type))
+        return PyObject_Vectorcall(ref_released, args, nargs, NULL);
+    PyObject *pdc = args[0], *pkt = args[2], *ctx = SLOT(pdc, L_PDC, I_CTX);
+    if (ctx == NULL || !Py_IS_TYPE(ctx, L_CTX.type) || SLOT(pkt, L_PKT, P_REQ) == Py_None ||
+        SLOT(pkt, L_PKT, P_REQ) == NULL)
+        return PyObject_Vectorcall(ref_released, args, nargs, NULL); /* the CLOSE */
+    PyObject *rep = cached_attr(ctx, s_report_acked, &c_report_acked);
+    int report = rep ? PyObject_IsTrue(rep) : -1;
+    Py_XDECREF(rep);
+    if (report < 0)
+        return NULL;
+    PyObject *mem = SLOT(ctx, L_CTX, X_TX_MEMORY);
+    if (report || mem == NULL || !Py_IS_TYPE(mem, L_MEM.type))
+        return PyObject_Vectorcall(ref_released, args, nargs, NULL);
+    int64_t used, cost;
+    if (get_i64(mem, &L_MEM, MEM_USED, &used) < 0 || get_i64(pkt, &L_PKT, P_COST, &cost) < 0 ||
+        put_i64(mem, &L_MEM, MEM_USED, used - cost) < 0)
+        return NULL;
+    PyObject *w = cached_attr(mem, s_waiters, &c_waiters);
+    int wait = w ? PyObject_IsTrue(w) : -1;
+    Py_XDECREF(w);
+    if (wait < 0)
+        return NULL;
+    if (wait) {
+        PyObject *a[1] = {mem};
+        if (call_drop(s_wake_waiters, a, 1, NULL) < 0)
+            return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* configure_released(_released): its Python form (after configure) */
+static PyObject *k_configure_released(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 1 || !PyCallable_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "configure_released(_released)");
+        return NULL;
+    }
+    Py_XSETREF(ref_released, Py_NewRef(args[0]));
+    Py_RETURN_NONE;
+}
+
+KW_ENTRY(k_released_kw, k_released, ref_released)
+
 /* configure_ack_dispatch(_rx_ack, PdsEndpoint) (after configure_ack) */
 static PyObject *k_configure_ack_dispatch(PyObject *mod, PyObject *const *args,
                                           Py_ssize_t nargs) {
@@ -900,6 +955,10 @@ static PyMethodDef methods[] = {
      "rx_ack(pdc, now, frame, ack): InitiatorPdc.rx_ack"},
     {"rx_ack_dispatch", (PyCFunction)(void (*)(void))k_rx_ack_dispatch_kw,
      METH_FASTCALL | METH_KEYWORDS, "rx_ack_dispatch(ep, now, frame, ack): PdsEndpoint._rx_ack"},
+    {"configure_released", (PyCFunction)(void (*)(void))k_configure_released, METH_FASTCALL,
+     "configure_released(_released): its Python form"},
+    {"released", (PyCFunction)(void (*)(void))k_released_kw, METH_FASTCALL | METH_KEYWORDS,
+     "released(pdc, now, pkt, original): InitiatorPdc._released"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_sender_core",
@@ -923,6 +982,8 @@ PyMODINIT_FUNC PyInit__sender_core(void) {
         intern_str(&s_clear_requested, "clear_requested") ||
         intern_str(&s_close_request, "close_request") ||
         intern_str(&s_after_progress, "_after_progress") || intern_str(&s_wake, "wake") ||
+        intern_str(&s_wake_waiters, "wake_waiters") || intern_str(&s_waiters, "waiters") ||
+        intern_str(&s_report_acked, "report_acked") ||
         intern_str(&s_by_id, "by_id") || (kw_fb = Py_BuildValue("(s)", "fb")) == NULL ||
         (kw_from_cp = Py_BuildValue("(s)", "from_cp")) == NULL)
         return NULL;
@@ -932,8 +993,8 @@ PyMODINIT_FUNC PyInit__sender_core(void) {
     if (kw_can_send == NULL || kw_window_full == NULL || kw_on_send == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&moddef);
-    static const char *const names[] = {"poll_data", "rx_ack", "rx_ack_dispatch"};
-    if (m == NULL || add_instance_methods(m, names, 3) < 0) {
+    static const char *const names[] = {"poll_data", "rx_ack", "rx_ack_dispatch", "released"};
+    if (m == NULL || add_instance_methods(m, names, 4) < 0) {
         Py_XDECREF(m);
         return NULL;
     }

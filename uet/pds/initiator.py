@@ -842,13 +842,14 @@ class InitiatorPdc(PdcBase):
 #: the Python form of what the C core replaces (``uet.native._sender_core``): the reference
 #: its tests hold it to, and what it calls for every case but a new packet of an
 #: established cleartext PDC without credit
-REFERENCE = {"poll_data": InitiatorPdc.poll_data, "rx_ack": InitiatorPdc.rx_ack}
+REFERENCE = {"poll_data": InitiatorPdc.poll_data, "rx_ack": InitiatorPdc.rx_ack,
+             "_released": InitiatorPdc._released}
 
 
 def _use_c_core() -> str:
-    """Put the C forms of ``poll_data`` and ``rx_ack`` in InitiatorPdc's class (not under
-    ``UET_PURE_PYTHON=1``, nor when the extension was not built); returns ``"native"`` or
-    ``"python"``."""
+    """Put the C forms of ``poll_data``, ``rx_ack`` and ``_released`` in InitiatorPdc's
+    class (not under ``UET_PURE_PYTHON=1``, nor when the extension was not built); returns
+    ``"native"`` or ``"python"``."""
     from uet.native._common import load_core
 
     core = load_core("_sender_core")
@@ -858,8 +859,10 @@ def _use_c_core() -> str:
     core.configure_ack(REFERENCE["rx_ack"], PdsAckCc, AckFeedback,
                        {"closed": ST_CLOSED, "ack_p": ACK_P, "ack_retx": ACK_RETX,
                         "ack_m": ACK_M, "ack_req_mask": ACK_REQ_MASK})
+    core.configure_released(REFERENCE["_released"])
     InitiatorPdc.poll_data = core.poll_data_method  # type: ignore[method-assign]
     InitiatorPdc.rx_ack = core.rx_ack_method  # type: ignore[method-assign]
+    InitiatorPdc._released = core.released_method  # type: ignore[method-assign]
     return "native"
 
 
