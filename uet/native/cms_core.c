@@ -60,6 +60,16 @@ static const char *FB_NAMES[B_N] = {"ev", "ecn_echo", "newly_acked_bytes", "rtt_
                                     "in_flight_bytes", "ack_cc"};
 static Layout L_NS, L_NP, L_SND, L_FB, L_ACK;
 
+/* the Python form of a call the core does not take (an error before configure) */
+static PyObject *reference(PyObject *ref, PyObject *const *args, Py_ssize_t nargs,
+                           PyObject *kw) {
+    if (ref == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "cms core not configured");
+        return NULL;
+    }
+    return PyObject_Vectorcall(ref, args, nargs, kw);
+}
+
 #define BIG (1LL << 52) /* ints below this in size are exact as doubles and never overflow */
 
 /* an exact int of at most 52 bits: 1 and *out; 0 anything else */
@@ -460,11 +470,7 @@ static PyObject *k_nscc_on_ack(PyObject *mod, PyObject *const *args, Py_ssize_t 
     if (rc > 0)
         Py_RETURN_NONE;
 reference:
-    if (ref_nscc_on_ack == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "cms core not configured");
-        return NULL;
-    }
-    return PyObject_Vectorcall(ref_nscc_on_ack, args, nargs, kw);
+    return reference(ref_nscc_on_ack, args, nargs, kw);
 }
 
 /* ------------------------------------------------------------------ CmsSender */
@@ -559,11 +565,7 @@ static PyObject *k_on_ack(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
     }
     Py_RETURN_NONE;
 reference:
-    if (ref_on_ack == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "cms core not configured");
-        return NULL;
-    }
-    return PyObject_Vectorcall(ref_on_ack, args, nargs, kw);
+    return reference(ref_on_ack, args, nargs, kw);
 }
 
 /* choose_ev(self, now): CmsSender.choose_ev; a MixedEv with recycled EVs takes the front
@@ -571,10 +573,8 @@ reference:
 static PyObject *k_choose_ev(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
                              PyObject *kw) {
     if (!configured || (kw != NULL && PyTuple_GET_SIZE(kw)) || nargs != 2 ||
-        !Py_IS_TYPE(args[0], L_SND.type) || ref_choose_ev == NULL)
-        return ref_choose_ev ? PyObject_Vectorcall(ref_choose_ev, args, nargs, kw)
-                             : (PyErr_SetString(PyExc_RuntimeError, "cms core not configured"),
-                                NULL);
+        !Py_IS_TYPE(args[0], L_SND.type))
+        return reference(ref_choose_ev, args, nargs, kw);
     PyObject *self = args[0], *sel = SLOT(self, L_SND, C_SELECTOR);
     if (sel == NULL)
         return unset(self, &L_SND, C_SELECTOR), NULL;
@@ -617,7 +617,7 @@ static PyObject *k_can_send(PyObject *mod, PyObject *const *args, Py_ssize_t nar
     if (!keywords(args, nargs, kw, 2, names, 3, v) || v[0] == NULL || v[1] == NULL ||
         !plain_sender(args[0]) || !small(v[0], &nbytes) || !small(v[1], &in_flight) ||
         !window_of(args[0], &w, &nscc))
-        return PyObject_Vectorcall(ref_can_send, args, nargs, kw);
+        return reference(ref_can_send, args, nargs, kw);
     PyObject *self = args[0];
     if (put(self, &L_SND, C_NOW, Py_NewRef(args[1])) < 0 ||
         put(self, &L_SND, C_REFUSED, Py_NewRef(Py_False)) < 0 ||
@@ -636,7 +636,7 @@ static PyObject *k_window_full(PyObject *mod, PyObject *const *args, Py_ssize_t 
     if (!keywords(args, nargs, kw, 1, names, 2, v) || v[0] == NULL || v[1] == NULL ||
         !plain_sender(args[0]) || !small(v[0], &nbytes) || !small(v[1], &in_flight) ||
         !window_of(args[0], &w, &nscc))
-        return PyObject_Vectorcall(ref_window_full, args, nargs, kw);
+        return reference(ref_window_full, args, nargs, kw);
     return Py_NewRef(in_flight + nbytes >= w ? Py_True : Py_False);
 }
 
@@ -647,11 +647,11 @@ static PyObject *k_on_send(PyObject *mod, PyObject *const *args, Py_ssize_t narg
     int64_t nbytes, in_flight = 0;
     if (!keywords(args, nargs, kw, 2, names, 3, v) || v[0] == NULL || v[1] == NULL ||
         v[2] == NULL || !plain_sender(args[0]) || !small(v[0], &nbytes))
-        return PyObject_Vectorcall(ref_on_send, args, nargs, kw);
+        return reference(ref_on_send, args, nargs, kw);
     PyObject *self = args[0], *n = SLOT(self, L_SND, C_NSCC);
     if (n != Py_None && (!Py_IS_TYPE(n, L_NS.type) || !small(SLOT(n, L_NS, N_IN_FLIGHT),
                                                              &in_flight)))
-        return PyObject_Vectorcall(ref_on_send, args, nargs, kw);
+        return reference(ref_on_send, args, nargs, kw);
     if (put(self, &L_SND, C_NOW, Py_NewRef(args[1])) < 0)
         return NULL;
     if (n != Py_None && put_i64(n, &L_NS, N_IN_FLIGHT, in_flight + nbytes) < 0)
