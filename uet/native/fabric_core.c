@@ -189,8 +189,30 @@ static PyObject *call_ints(PyObject *o, PyObject *name, PyObject *first, long lo
 static int run_taps(PyObject *taps, int64_t now, PyObject *data, PyObject *direction) {
     if (taps == NULL || taps == Py_None)
         return 0;
-    if (PyList_CheckExact(taps) && PyList_GET_SIZE(taps) == 0)
-        return 0;
+    if (PyList_CheckExact(taps)) { /* by index, as a list iterator goes (it re-reads the
+                                    * size each step, so a tap may change the list) */
+        if (PyList_GET_SIZE(taps) == 0)
+            return 0;
+        PyObject *pt = PyLong_FromLongLong(now);
+        if (pt == NULL)
+            return -1;
+        Py_INCREF(taps);
+        int rc = 0;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(taps); i++) {
+            PyObject *tap = Py_NewRef(PyList_GET_ITEM(taps, i));
+            PyObject *args[3] = {pt, data, direction};
+            PyObject *r = PyObject_Vectorcall(tap, args, 3, NULL);
+            Py_DECREF(tap);
+            if (r == NULL) {
+                rc = -1;
+                break;
+            }
+            Py_DECREF(r);
+        }
+        Py_DECREF(taps);
+        Py_DECREF(pt);
+        return rc;
+    }
     PyObject *it = PyObject_GetIter(taps);
     if (it == NULL)
         return -1;
