@@ -185,45 +185,35 @@ static PyObject *call_ints(PyObject *o, PyObject *name, PyObject *first, long lo
     return r;
 }
 
-/* Call every tap(now, data, direction) (Port.taps: a list, usually empty). */
+/* Call every tap(now, data, direction) (Port.taps: a list, usually empty). A list is walked
+ * by index, as its iterator would (the size re-read each step, so a tap may change it),
+ * without an iterator object per frame; any other iterable through its iterator. */
 static int run_taps(PyObject *taps, int64_t now, PyObject *data, PyObject *direction) {
     if (taps == NULL || taps == Py_None)
         return 0;
-    if (PyList_CheckExact(taps)) { /* by index, as a list iterator goes (it re-reads the
-                                    * size each step, so a tap may change the list) */
-        if (PyList_GET_SIZE(taps) == 0)
-            return 0;
-        PyObject *pt = PyLong_FromLongLong(now);
-        if (pt == NULL)
-            return -1;
-        Py_INCREF(taps);
-        int rc = 0;
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(taps); i++) {
-            PyObject *tap = Py_NewRef(PyList_GET_ITEM(taps, i));
-            PyObject *args[3] = {pt, data, direction};
-            PyObject *r = PyObject_Vectorcall(tap, args, 3, NULL);
-            Py_DECREF(tap);
-            if (r == NULL) {
-                rc = -1;
-                break;
-            }
-            Py_DECREF(r);
-        }
-        Py_DECREF(taps);
-        Py_DECREF(pt);
-        return rc;
-    }
-    PyObject *it = PyObject_GetIter(taps);
-    if (it == NULL)
+    int list = PyList_CheckExact(taps);
+    if (list && PyList_GET_SIZE(taps) == 0)
+        return 0;
+    PyObject *it = list ? NULL : PyObject_GetIter(taps);
+    if (!list && it == NULL)
         return -1;
     PyObject *pt = PyLong_FromLongLong(now);
     if (pt == NULL) {
-        Py_DECREF(it);
+        Py_XDECREF(it);
         return -1;
     }
-    PyObject *tap;
+    Py_INCREF(taps);
     int rc = 0;
-    while ((tap = PyIter_Next(it)) != NULL) {
+    for (Py_ssize_t i = 0;; i++) {
+        PyObject *tap;
+        if (list) {
+            if (i >= PyList_GET_SIZE(taps))
+                break;
+            tap = Py_NewRef(PyList_GET_ITEM(taps, i));
+        } else if ((tap = PyIter_Next(it)) == NULL) {
+            rc = PyErr_Occurred() ? -1 : 0;
+            break;
+        }
         PyObject *args[3] = {pt, data, direction};
         PyObject *r = PyObject_Vectorcall(tap, args, 3, NULL);
         Py_DECREF(tap);
@@ -233,10 +223,9 @@ static int run_taps(PyObject *taps, int64_t now, PyObject *data, PyObject *direc
         }
         Py_DECREF(r);
     }
+    Py_DECREF(taps);
     Py_DECREF(pt);
-    Py_DECREF(it);
-    if (rc == 0 && PyErr_Occurred())
-        rc = -1;
+    Py_XDECREF(it);
     return rc;
 }
 
