@@ -1054,11 +1054,9 @@ static PyObject *k_detect_after_ack(PyObject *mod, PyObject *const *args, Py_ssi
     }
     if (newly) { /* the SACK-count detector (read after the calls above, as in Python) */
         det = SLOT(rec, L_REC, R_DETECTOR);
-        PyObject *n = det == NULL                    ? NULL
-                      : Py_IS_TYPE(det, L_DET.type) ? Py_XNewRef(SLOT(det, L_DET, D_N_))
-                                                    : PyObject_GetAttrString(det, "n");
-        if (n == NULL && !PyErr_Occurred())
-            unset(det, &L_DET, D_N_);
+        if (det == NULL)
+            return unset(rec, &L_REC, R_DETECTOR), NULL;
+        PyObject *n = slot_attr(det, &L_DET, D_N_);
         int on = n ? PyObject_IsTrue(n) : -1;
         Py_XDECREF(n);
         if (on < 0)
@@ -1068,7 +1066,10 @@ static PyObject *k_detect_after_ack(PyObject *mod, PyObject *const *args, Py_ssi
             return NULL;
     }
     cfg = SLOT(rec, L_REC, R_CFG);
-    PyObject *thr = cfg ? PyObject_GetAttr(cfg, s_ooo_loss_threshold) : NULL;
+    if (cfg == NULL)
+        return unset(rec, &L_REC, R_CFG), NULL;
+    static SlotCache c_ooo; /* PdsConfig's slot */
+    PyObject *thr = cached_attr(cfg, s_ooo_loss_threshold, &c_ooo);
     int ooo = thr ? PyObject_IsTrue(thr) : -1;
     Py_XDECREF(thr);
     if (ooo < 0)
