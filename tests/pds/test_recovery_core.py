@@ -44,31 +44,6 @@ class PyRecovery(LossRecovery):
     detect_after_ack = REFERENCE["detect_after_ack"]
 
 
-class CRecovery:
-    """Calls the C functions on a plain LossRecovery (also when UET_PURE_PYTHON=1 keeps
-    them out of the class)."""
-
-    @staticmethod
-    def on_ack(rec: LossRecovery, *args: Any) -> Any:
-        return core.on_ack(rec, *args)
-
-    @staticmethod
-    def on_sent(rec: LossRecovery, *args: Any) -> Any:
-        return core.on_sent(rec, *args)
-
-    @staticmethod
-    def rack_scan(rec: LossRecovery, now: int) -> list:
-        return core.rack_scan(rec, now)
-
-    @staticmethod
-    def rtt_sample(rec: LossRecovery, *args: Any) -> Any:
-        return core.rtt_sample(rec, *args)
-
-    @staticmethod
-    def detect_after_ack(rec: LossRecovery, *args: Any) -> Any:
-        return core.detect_after_ack(rec, *args)
-
-
 @pytest.fixture(autouse=True, scope="module")
 def _configured():
     # configure() is what the module does at import unless UET_PURE_PYTHON=1: doing it
@@ -119,31 +94,28 @@ class Twin:
         self.next_psn = start
         self.sticky = False  # some PSNs never arrive (see hole())
 
-    # the three operations the C core does, in the form under test
-    def on_ack(self, *args: Any) -> Any:
+    # the operations the C core does, in the form under test: the C functions called on a
+    # plain LossRecovery (also when UET_PURE_PYTHON=1 keeps them out of the class), or the
+    # reference's methods (PyRecovery)
+    def _call(self, c_name: str, method: str, *args: Any) -> Any:
         if self.c_form:
-            return CRecovery.on_ack(self.rec, *args)
-        return self.rec.on_ack(*args)
+            return getattr(core, c_name)(self.rec, *args)
+        return getattr(self.rec, method)(*args)
+
+    def on_ack(self, *args: Any) -> Any:
+        return self._call("on_ack", "on_ack", *args)
 
     def on_sent(self, *args: Any) -> Any:
-        if self.c_form:
-            return CRecovery.on_sent(self.rec, *args)
-        return self.rec.on_sent(*args)
+        return self._call("on_sent", "on_sent", *args)
 
     def rack_scan(self, now: int) -> list:
-        if self.c_form:
-            return CRecovery.rack_scan(self.rec, now)
-        return self.rec._rack_scan(now)
+        return self._call("rack_scan", "_rack_scan", now)
 
     def rtt_sample(self, *args: Any) -> Any:
-        if self.c_form:
-            return CRecovery.rtt_sample(self.rec, *args)
-        return self.rec.rtt_sample(*args)
+        return self._call("rtt_sample", "rtt_sample", *args)
 
     def detect_after_ack(self, *args: Any) -> Any:
-        if self.c_form:
-            return CRecovery.detect_after_ack(self.rec, *args)
-        return self.rec.detect_after_ack(*args)
+        return self._call("detect_after_ack", "detect_after_ack", *args)
 
     def rack_detect(self, now: int) -> list[int]:
         """LossRecovery.rack_detect with the scan in the form under test."""
