@@ -301,3 +301,14 @@ def test_what_the_live_fabric_refuses() -> None:
                     pass
 
     trio.run(taken)
+
+
+def test_a_live_fabric_cannot_be_stepped_from_plain_code() -> None:
+    """advance_to is for virtual fabrics: a live one's nodes are Trio tasks on the clock."""
+    from uet.errors import LocalError
+
+    fab = LiveFabric({"kind": "star", "hosts": 2}, seed=1, dilation=DILATION,
+                     address_block=BLOCK)
+    with pytest.raises(LocalError, match="real time"):
+        fab.advance_to(1000)
+    fab.close()

@@ -26,7 +26,7 @@ from __future__ import annotations
 import operator
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -486,7 +486,20 @@ class Runner:
                 return False
         return True
 
-    async def drive(self, progress: RunProgress, t_wall0: float) -> None:
+    def drive(self, progress: RunProgress, t_wall0: float) -> None:
+        """Run a virtual fabric from plain code: no Trio is imported or entered."""
+        for t in self._steps(progress, t_wall0):
+            self.fab.advance_to(t)
+
+    async def drive_live(self, progress: RunProgress, t_wall0: float) -> None:
+        """Run the live fabric: its nodes are Trio tasks on the real clock."""
+        async with self.fab:
+            for t in self._steps(progress, t_wall0):
+                await self.fab.sleep_until(t)
+
+    def _steps(self, progress: RunProgress, t_wall0: float) -> Iterator[int]:
+        """The run's loop, whichever driver moves the fabric: sample, report progress,
+        decide whether to stop, and yield the fabric time to run to next."""
         fab = self.fab
         interval = max(1, round(self.cfg["output"]["sample_interval_us"] * PS_PER_US))
         out = self.cfg["output"]
@@ -502,39 +515,38 @@ class Runner:
                    else None)
         self.sampler = sampler
         total = len(self.wl.flows)
-        async with fab:
-            self._schedule(self.tracker.initial())
-            draining = False
-            while True:
-                done = len(self.end_ps)
-                now = fab.now
-                if not draining and sampler is not None:
-                    active = {fid: v for fid, v in traced.items()
-                              if fid in self.start_ps and fid not in self.end_ps}
-                    sampler.sample(now, active)
-                    if sampler.samples % MAX_SAMPLES == 0:
-                        interval *= 2
-                progress.update(now, done)
-                if done == total:
-                    self.stop_reason = "done"
-                    if not self.drain or self._pdcs_closed() or not fab.pending():
-                        break
-                    draining = True  # stop sampling; wait for the PDCs to close
-                elif not fab.pending() or (not self.pending and not self.scheduled):
-                    # nothing in flight and nothing to start: what is left waits on
-                    # failed messages
-                    self.stop_reason = "stalled"
+        self._schedule(self.tracker.initial())
+        draining = False
+        while True:
+            done = len(self.end_ps)
+            now = fab.now
+            if not draining and sampler is not None:
+                active = {fid: v for fid, v in traced.items()
+                          if fid in self.start_ps and fid not in self.end_ps}
+                sampler.sample(now, active)
+                if sampler.samples % MAX_SAMPLES == 0:
+                    interval *= 2
+            progress.update(now, done)
+            if done == total:
+                self.stop_reason = "done"
+                if not self.drain or self._pdcs_closed() or not fab.pending():
                     break
-                if self.wall_limit and time.perf_counter() - t_wall0 >= self.wall_limit:
-                    self.stop_reason = self.stop_reason or "wall_limit"
-                    break
-                if now >= self.limit_ps:
-                    self.stop_reason = self.stop_reason or "time_limit"
-                    break
-                step = DRAIN_CHECK_PS if draining else interval
-                await fab.sleep_until(min((now // step + 1) * step, self.limit_ps))
-            self.virtual_ps = fab.now
-            progress.update(fab.now, len(self.end_ps), force=True)
+                draining = True  # stop sampling; wait for the PDCs to close
+            elif not fab.pending() or (not self.pending and not self.scheduled):
+                # nothing in flight and nothing to start: what is left waits on
+                # failed messages
+                self.stop_reason = "stalled"
+                break
+            if self.wall_limit and time.perf_counter() - t_wall0 >= self.wall_limit:
+                self.stop_reason = self.stop_reason or "wall_limit"
+                break
+            if now >= self.limit_ps:
+                self.stop_reason = self.stop_reason or "time_limit"
+                break
+            step = DRAIN_CHECK_PS if draining else interval
+            yield min((now // step + 1) * step, self.limit_ps)
+        self.virtual_ps = fab.now
+        progress.update(fab.now, len(self.end_ps), force=True)
 
     def execute(self) -> dict[str, Any]:
         t0 = time.perf_counter()
@@ -547,7 +559,10 @@ class Runner:
                                description=self.cfg["experiment"]["name"], enabled=show)
         cpu0 = time.process_time()
         with progress, quiet_collector():
-            run_async(self.drive, progress, t0)
+            if self.live:
+                run_async(self.drive_live, progress, t0)
+            else:
+                self.drive(progress, t0)
         t_ran = time.perf_counter()
         self.timing = {"build_s": t_built - t0, "run_s": t_ran - t_built,
                        "run_cpu_s": time.process_time() - cpu0}

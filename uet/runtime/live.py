@@ -46,6 +46,7 @@ from typing import Any
 
 import trio
 
+from uet.errors import LocalError
 from uet.fabric.clock import S
 from uet.fabric.endpoint import EndpointFactory
 from uet.fabric.eventlog import EventLog
@@ -568,6 +569,11 @@ class LiveFabric(Fabric):
             self._nursery.start_soon(self.edge.run)
         self._nursery.start_soon(self._drive_control)
         return self
+
+    def advance_to(self, t_ps: int) -> None:
+        """Not for a live fabric: its nodes are Trio tasks on the real clock."""
+        raise LocalError("LiveFabric.advance_to: a live fabric runs in real time under "
+                         "Trio; use await fab.sleep_until() inside `async with`")
 
     async def __aexit__(self, *exc: Any) -> bool | None:
         try:
