@@ -1,8 +1,8 @@
 """Build hook: compiles the cffi extension ``uet.native._uet_native``, the C event core and
 fabric path ``uet.native._event_core``, the codec's common frames
 ``uet.native._codec_core`` and the end point's per-packet cores ``uet.native._recovery_core``,
-``_sender_core``, ``_target_core``, ``_fep_core``, ``_ses_core`` and ``_cms_core`` (see
-docs/native.md).
+``_sender_core``, ``_target_core``, ``_fep_core``, ``_ses_core`` and ``_cms_core``, and the
+huge-page region for medium raw blocks ``uet.native._huge_heap`` (see docs/native.md).
 
 All metadata lives in pyproject.toml; this file only adds the extensions.
 """
@@ -52,5 +52,8 @@ setup(
                  Extension("uet.native._cms_core", ["uet/native/cms_core.c"],
                            depends=["uet/native/slots.h", "uet/native/pyint.h",
                                     "uet/native/records.h"],
+                           optional=True),
+                 # medium raw blocks (the frames) in a huge-page region (uet.native.huge_heap)
+                 Extension("uet.native._huge_heap", ["uet/native/huge_heap.c"],
                            optional=True)],
 )

@@ -23,7 +23,8 @@ rm -f "$TMP"/uet/native/_uet_native*.so "$TMP"/uet/native/_uet_native.c
 rm -f "$TMP"/uet/native/_event_core*.so "$TMP"/uet/native/_codec_core*.so \
     "$TMP"/uet/native/_recovery_core*.so "$TMP"/uet/native/_sender_core*.so \
     "$TMP"/uet/native/_target_core*.so "$TMP"/uet/native/_fep_core*.so \
-    "$TMP"/uet/native/_ses_core*.so "$TMP"/uet/native/_cms_core*.so
+    "$TMP"/uet/native/_ses_core*.so "$TMP"/uet/native/_cms_core*.so \
+    "$TMP"/uet/native/_huge_heap*.so
 mkdir -p "$TMP/tests"
 cp "$ROOT/tests/conftest.py" "$TMP/tests/"
 touch "$TMP/tests/__init__.py"
@@ -68,7 +69,8 @@ if ! "$CC" -shared -fPIC -O1 $SAN -I"$INC" "$TMP/uet/native/codec_core.c" \
     echo "== FAIL: build of the codec core"
     exit 1
 fi
-for core in recovery_core sender_core target_core fep_core ses_core cms_core; do  # the end point's (slots.h)
+# the end point's (slots.h), and the huge-page region for the frames (huge_heap.c)
+for core in recovery_core sender_core target_core fep_core ses_core cms_core huge_heap; do
     # shellcheck disable=SC2086
     if ! "$CC" -shared -fPIC -O1 $SAN -I"$INC" "$TMP/uet/native/$core.c" \
         -o "$TMP/uet/native/_$core$EXT" >"$TMP/build-$core.log" 2>&1; then
@@ -78,7 +80,7 @@ for core in recovery_core sender_core target_core fep_core ses_core cms_core; do
     fi
 done
 for so in _event_core _codec_core _recovery_core _sender_core _target_core _fep_core \
-    _ses_core _cms_core; do
+    _ses_core _cms_core _huge_heap; do
     if ! nm -D "$TMP/uet/native/$so$EXT" | grep -q __asan; then
         echo "== FAIL: $so is not instrumented"
         exit 1
@@ -90,6 +92,8 @@ LIBUBSAN=$("$CC" -print-file-name=libubsan.so)
 PRELOAD="$LIBASAN $LIBUBSAN"
 export PYTHONPATH="$TMP"          # the copy shadows the editable install
 export PYTHONMALLOC=malloc        # let ASan see Python's allocations too
+export UET_HUGE_HEAP=0            # ... the frames too (tests/native/test_huge_heap.py turns
+                                  # the region on in its own processes)
 export PYTHONDONTWRITEBYTECODE=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 

@@ -47,6 +47,7 @@ from uet.experiments.workload import DependencyTracker, Flow, Workload
 from uet.fabric.eventlog import EventLog, level_filter
 from uet.fabric.network import Network
 from uet.fabric.topology import build
+from uet.native import huge_heap
 from uet.runtime import run as run_async
 from uet.runtime.fabric import Fabric
 from uet.ses.messages import OpCompleted
@@ -549,6 +550,8 @@ class Runner:
         progress.update(fab.now, len(self.end_ps), force=True)
 
     def execute(self) -> dict[str, Any]:
+        # the frames in a huge-page region where the kernel offers them (uet.native.huge_heap)
+        huge_heap.enable()
         t0 = time.perf_counter()
         with paused_collector():
             fab = self.build()

@@ -1,0 +1,170 @@
+"""The huge-page region for medium raw blocks (uet.native.huge_heap, huge_heap.c).
+
+The region wraps the process's raw allocator for good, so every test that installs it runs
+in a fresh interpreter; what it checks is printed back as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from uet.native import huge_heap
+
+ROOT = Path(__file__).resolve().parents[2]
+OFFERED = sys.platform == "linux" and huge_heap.thp_mode() in ("always", "madvise")
+BUILT = huge_heap._core() is not None
+
+
+def _py(code: str, **env: str) -> dict:
+    e = {k: v for k, v in os.environ.items() if k not in ("UET_HUGE_HEAP", "UET_PURE_PYTHON")}
+    e.update(env)
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                         text=True, env=e, cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_thp_mode_reads_the_bracketed_word(tmp_path: Path) -> None:
+    f = tmp_path / "enabled"
+    f.write_text("always [madvise] never\n")
+    assert huge_heap.thp_mode(f) == "madvise"
+    f.write_text("[never]\n")
+    assert huge_heap.thp_mode(f) == "never"
+    assert huge_heap.thp_mode(tmp_path / "missing") is None
+
+
+def test_the_extension_is_built() -> None:
+    # the wheel and the editable install build it (setup.py); pure mode never loads it
+    assert BUILT
+
+
+def test_blocks_by_size_reuse_and_the_kernel_advice() -> None:
+    r = _py("""
+        import json
+        from uet.native import huge_heap as h
+        on = h.enable(64 << 20)
+        core = h._core()
+        frame = bytes(4150)             # a data frame's size: from the region
+        small = bytes(1000)             # below the region's sizes
+        big = bytes(9000)               # above the region's sizes
+        edge = [bytes(n - 33) for n in (2048, 2049, 8192, 8193)]  # bytes objects: 33 B more
+        s0 = h.stats()
+        keep = [bytes([i % 251]) * 4150 for i in range(2000)]
+        s1 = h.stats()
+        ok = all(b == bytes([i % 251]) * 4150 for i, b in enumerate(keep))
+        del keep
+        s2 = h.stats()
+        again = [bytes(4150) for _ in range(2000)]
+        s3 = h.stats()
+        print(json.dumps({"on": on, "frame": core.owns(frame), "small": core.owns(small),
+                          "big": core.owns(big), "edge": [core.owns(b) for b in edge],
+                          "ok": ok, "s0": s0, "s1": s1, "s2": s2, "s3": s3,
+                          "again": h.enable()}))
+    """)
+    if not OFFERED:
+        assert r["on"] is False and r["s0"]["installed"] is False
+        return
+    assert r["on"] and r["again"] and r["s0"]["installed"]
+    assert r["s0"]["huge_pages_advised"] and r["s0"]["reserved_bytes"] == 64 << 20
+    assert r["frame"] and not r["small"] and not r["big"]
+    assert r["edge"] == [False, True, True, False]
+    assert r["ok"]
+    s0, s1, s2, s3 = r["s0"], r["s1"], r["s2"], r["s3"]
+    assert s1["allocs"] - s0["allocs"] >= 2000
+    assert s1["in_use_bytes"] - s0["in_use_bytes"] >= 2000 * 4160
+    assert s2["frees"] - s1["frees"] >= 2000
+    assert s2["in_use_bytes"] <= s0["in_use_bytes"] + 4224 * 4  # what was freed is free
+    # the second 2,000 frames reuse the first ones' blocks: the region grows no more
+    assert s3["region_bytes"] == s1["region_bytes"]
+    assert s3["peak_in_use_bytes"] >= s1["in_use_bytes"]
+
+
+def test_a_full_region_falls_back_and_nothing_is_lost() -> None:
+    """An 8 MiB region overflows: later blocks come from the allocator before, and every
+    block keeps its bytes through seeded mixes of sizes, frees and resizes (bytearrays
+    resize through realloc, across classes and into and out of the region's sizes), while
+    the region is full and after its blocks are freed."""
+    r = _py("""
+        import json, random
+        from uet.native import huge_heap as h
+        on = h.enable(8 << 20)
+        rnd = random.Random(7)
+        hold = [bytes([i % 7]) * 4150 for i in range(2500)]  # > 8 MiB of 4,224-byte blocks
+        live = {}
+        bad = 0
+        for step in range(60000):
+            if step == 30000:  # the region's blocks come free for the rest
+                bad += sum(b != bytes([i % 7]) * 4150 for i, b in enumerate(hold))
+                hold = None
+            k = rnd.randrange(3000)
+            if k in live and rnd.random() < 0.5:
+                b, v = live.pop(k)
+                bad += b != bytes([v]) * len(b)
+            elif k in live:
+                b, v = live[k]
+                n = rnd.choice((rnd.randrange(1, 600), rnd.randrange(500, 17000),
+                                rnd.randrange(16000, 40000)))
+                if n > len(b):
+                    b.extend(bytes([v]) * (n - len(b)))
+                else:
+                    del b[n:]
+                bad += b != bytes([v]) * len(b)
+            else:
+                v = rnd.randrange(256)
+                live[k] = (bytearray([v]) * rnd.randrange(1, 20000), v)
+        bad += sum(b != bytes([v]) * len(b) for b, v in live.values())
+        s = h.stats()
+        live.clear()
+        t = h.stats()
+        print(json.dumps({"on": on, "bad": bad, "s": s, "t": t}))
+    """)
+    assert r["bad"] == 0
+    if not OFFERED:
+        assert r["on"] is False
+        return
+    s, t = r["s"], r["t"]
+    assert s["full"] > 0 and s["fallbacks"] > 0  # the region filled up
+    assert s["region_bytes"] <= s["reserved_bytes"] == 8 << 20
+    assert t["in_use_bytes"] < s["in_use_bytes"]
+    assert t["frees"] > s["frees"]
+
+
+def test_off_by_environment_and_in_pure_mode() -> None:
+    code = """
+        import json
+        from uet.native import huge_heap as h
+        print(json.dumps({"on": h.enable(), "stats": h.stats()}))
+    """
+    for env in ({"UET_HUGE_HEAP": "0"}, {"UET_HUGE_HEAP": "off"}, {"UET_PURE_PYTHON": "1"}):
+        r = _py(code, **env)
+        assert r["on"] is False and r["stats"]["installed"] is False, env
+
+
+def test_a_run_is_the_same_with_and_without_the_region(tmp_path: Path) -> None:
+    """uet run turns the region on where huge pages are offered; outputs do not change."""
+    stats = {}
+    for setting in ("1", "0"):
+        out = tmp_path / setting
+        r = _py(f"""
+            import json
+            from uet.cli import main
+            rc = main(["run", "--no-progress", "--set", "traffic.size=256KiB",
+                       "--set", "output.plots=false", "--out", {str(out)!r}])
+            from uet.native import huge_heap as h
+            print(json.dumps({{"rc": rc, "stats": h.stats()}}))
+        """, UET_HUGE_HEAP=setting)
+        assert r["rc"] == 0
+        stats[setting] = r["stats"]
+    if OFFERED:
+        st = stats["1"]
+        assert st["installed"] and st["allocs"] > 1000 and st["peak_in_use_bytes"] > 1 << 20
+    else:
+        assert stats["1"]["installed"] is False
+    assert stats["0"]["installed"] is False
+    for name in ("capture.pcapng", "timeseries.json"):
+        assert (tmp_path / "1" / name).read_bytes() == (tmp_path / "0" / name).read_bytes()

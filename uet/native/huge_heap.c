@@ -1,0 +1,223 @@
+/* uet.native._huge_heap: the medium-sized blocks of Python's raw allocator (the 4 KiB
+ * frames above all) in one region the kernel may back with 2 MiB pages.
+ *
+ * Why: a fabric of 1,024 hosts keeps ~45,000 data frames of ~4.2 KB in flight (~180 MB),
+ * and every hop reads a frame's headers. In glibc's heap of 4 KiB pages each such read
+ * tends to miss the TLB as well as the caches; with the region madvise(MADV_HUGEPAGE)d one
+ * TLB entry covers 2 MiB. (glibc does the same under GLIBC_TUNABLES=glibc.malloc.hugetlb=1,
+ * which must be set before the process starts.)
+ *
+ * What: install() wraps the PYMEM_DOMAIN_RAW allocator (PyObject_Malloc hands it every
+ * block over 512 bytes). Requests of MIN_SIZE..MAX_SIZE bytes (2-8 KiB: data frames and
+ * their payloads; a 4,096-byte payload's frame is 4,183 bytes as a bytes object) are
+ * served from a reserved,
+ * 2 MiB-aligned region, in size classes of 128 bytes; each 64 KiB run of the region holds
+ * one class (a byte per run says which), freed blocks go on their class's free list and
+ * are reused, never returned to the system. Everything else, and everything once the
+ * region is full, goes to the allocator that was installed before. A block's owner is
+ * told by its address, so blocks made before install() (or outside the region) are freed
+ * where they came from. A mutex makes it safe without the GIL, as the raw domain must be.
+ * The wrapper stays installed for the life of the process (live blocks depend on it).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define MIN_SIZE 2049 /* the frames' sizes: smaller blocks (dict and list tables of the */
+#define MAX_SIZE 8192 /* built fabric...) stay packed in the allocator before */
+#define CLASS_SHIFT 7 /* 128-byte classes: a data frame (4,183 B) and a payload (4,129 B) share one */
+#define NCLASS ((MAX_SIZE >> CLASS_SHIFT) + 1)
+#define RUN_SHIFT 16 /* 64 KiB runs, one class each */
+#define RUN_SIZE ((size_t)1 << RUN_SHIFT)
+#define HUGE_PAGE ((size_t)2 << 20)
+
+static PyMemAllocatorEx before; /* the raw allocator we wrap */
+static int installed = 0;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+static char *base = NULL, *end = NULL, *next_run = NULL;
+static uint8_t *run_class = NULL; /* per run: its class (0: not handed out) */
+static size_t reserved = 0;
+static int advised = 0;
+
+typedef struct Free {
+    struct Free *next;
+} Free;
+
+static Free *free_head[NCLASS];
+static char *bump[NCLASS], *bump_end[NCLASS];
+
+/* statistics (under the lock) */
+static unsigned long long n_alloc, n_free, n_fallback, n_full;
+static size_t in_use; /* bytes of blocks handed out (class sizes) */
+static size_t peak_in_use;
+
+static inline int owns(const void *p) { return (const char *)p >= base && (const char *)p < end; }
+
+static inline size_t class_of(size_t n) { return (n + ((1u << CLASS_SHIFT) - 1)) >> CLASS_SHIFT; }
+
+/* a block of class c, or NULL when the region is full (under the lock) */
+static void *take(size_t c) {
+    size_t cs = c << CLASS_SHIFT;
+    Free *f = free_head[c];
+    if (f != NULL) {
+        free_head[c] = f->next;
+    } else if (bump[c] != NULL && bump[c] + cs <= bump_end[c]) {
+        f = (Free *)bump[c];
+        bump[c] += cs;
+    } else if (next_run + RUN_SIZE <= end) {
+        char *run = next_run;
+        next_run += RUN_SIZE;
+        run_class[(size_t)(run - base) >> RUN_SHIFT] = (uint8_t)c;
+        f = (Free *)run;
+        bump[c] = run + cs;
+        bump_end[c] = run + (RUN_SIZE / cs) * cs;
+    } else {
+        n_full++;
+        return NULL;
+    }
+    n_alloc++;
+    in_use += cs;
+    if (in_use > peak_in_use)
+        peak_in_use = in_use;
+    return f;
+}
+
+static void *hh_malloc(void *ctx, size_t n) {
+    if (n >= MIN_SIZE && n <= MAX_SIZE) {
+        pthread_mutex_lock(&lock);
+        void *p = take(class_of(n));
+        pthread_mutex_unlock(&lock);
+        if (p != NULL)
+            return p;
+    }
+    __atomic_fetch_add(&n_fallback, 1, __ATOMIC_RELAXED);
+    return before.malloc(before.ctx, n);
+}
+
+static void *hh_calloc(void *ctx, size_t nelem, size_t elsize) {
+    if (elsize != 0 && nelem <= MAX_SIZE / elsize) {
+        size_t n = nelem * elsize;
+        if (n >= MIN_SIZE) {
+            pthread_mutex_lock(&lock);
+            void *p = take(class_of(n));
+            pthread_mutex_unlock(&lock);
+            if (p != NULL) {
+                memset(p, 0, n);
+                return p;
+            }
+        }
+    }
+    return before.calloc(before.ctx, nelem, elsize);
+}
+
+static void hh_free(void *ctx, void *p) {
+    if (p == NULL)
+        return;
+    if (!owns(p)) {
+        before.free(before.ctx, p);
+        return;
+    }
+    pthread_mutex_lock(&lock);
+    size_t c = run_class[(size_t)((char *)p - base) >> RUN_SHIFT];
+    Free *f = (Free *)p;
+    f->next = free_head[c];
+    free_head[c] = f;
+    n_free++;
+    in_use -= c << CLASS_SHIFT;
+    pthread_mutex_unlock(&lock);
+}
+
+static void *hh_realloc(void *ctx, void *p, size_t n) {
+    if (p == NULL)
+        return hh_malloc(ctx, n);
+    if (!owns(p))
+        return before.realloc(before.ctx, p, n);
+    size_t cs = run_class[(size_t)((char *)p - base) >> RUN_SHIFT] << CLASS_SHIFT;
+    if (n >= MIN_SIZE && n <= cs)
+        return p; /* still fits its block */
+    void *q = hh_malloc(ctx, n);
+    if (q == NULL)
+        return NULL; /* p stays valid, as realloc promises */
+    memcpy(q, p, n < cs ? n : cs);
+    hh_free(ctx, p);
+    return q;
+}
+
+/* install(reserve_bytes, advise) -> bool: reserve the region and wrap the raw allocator
+ * (once per process; later calls only report whether it is installed) */
+static PyObject *install(PyObject *self, PyObject *args) {
+    unsigned long long want;
+    int advise;
+    if (!PyArg_ParseTuple(args, "Kp", &want, &advise))
+        return NULL;
+    if (installed)
+        Py_RETURN_TRUE;
+    if (want < 4 * HUGE_PAGE) {
+        PyErr_SetString(PyExc_ValueError, "install: reserve at least 8 MiB");
+        return NULL;
+    }
+    size_t size = (size_t)want & ~(HUGE_PAGE - 1);
+    /* address space only (MAP_NORESERVE): pages are made when first written */
+    char *raw = mmap(NULL, size + HUGE_PAGE, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw == MAP_FAILED)
+        Py_RETURN_FALSE;
+    char *aligned = (char *)(((uintptr_t)raw + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+    if (aligned > raw)
+        munmap(raw, (size_t)(aligned - raw));
+    munmap(aligned + size, (size_t)(raw + HUGE_PAGE - aligned));
+    run_class = PyMem_RawCalloc(size >> RUN_SHIFT, 1);
+    if (run_class == NULL) {
+        munmap(aligned, size);
+        return PyErr_NoMemory();
+    }
+#ifdef MADV_HUGEPAGE
+    advised = advise && madvise(aligned, size, MADV_HUGEPAGE) == 0;
+#endif
+    base = next_run = aligned;
+    end = aligned + size;
+    reserved = size;
+    PyMem_GetAllocator(PYMEM_DOMAIN_RAW, &before);
+    PyMemAllocatorEx mine = {NULL, hh_malloc, hh_calloc, hh_realloc, hh_free};
+    PyMem_SetAllocator(PYMEM_DOMAIN_RAW, &mine);
+    installed = 1;
+    Py_RETURN_TRUE;
+}
+
+static PyObject *stats(PyObject *self, PyObject *unused) {
+    pthread_mutex_lock(&lock);
+    size_t runs = (size_t)(next_run - base) >> RUN_SHIFT;
+    unsigned long long a = n_alloc, f = n_free, fb = n_fallback, full = n_full;
+    size_t use = in_use, peak = peak_in_use;
+    pthread_mutex_unlock(&lock);
+    return Py_BuildValue("{s:O,s:O,s:n,s:n,s:n,s:n,s:K,s:K,s:K,s:K,s:n,s:n}",
+                         "installed", installed ? Py_True : Py_False,
+                         "huge_pages_advised", advised ? Py_True : Py_False,
+                         "reserved_bytes", (Py_ssize_t)reserved,
+                         "region_bytes", (Py_ssize_t)(runs << RUN_SHIFT),
+                         "in_use_bytes", (Py_ssize_t)use, "peak_in_use_bytes", (Py_ssize_t)peak,
+                         "allocs", a, "frees", f, "fallbacks", fb, "full", full,
+                         "min_size", (Py_ssize_t)MIN_SIZE, "max_size", (Py_ssize_t)MAX_SIZE);
+}
+
+/* owns(obj) -> bool: whether the object's memory is a block of the region (for tests) */
+static PyObject *py_owns(PyObject *self, PyObject *obj) {
+    return PyBool_FromLong(installed && owns(obj));
+}
+
+static PyMethodDef methods[] = {
+    {"install", install, METH_VARARGS,
+     "install(reserve_bytes, advise) -> bool: serve 2049..8192-byte raw blocks from a "
+     "reserved region (madvise(MADV_HUGEPAGE) if advise); once per process"},
+    {"stats", stats, METH_NOARGS, "stats() -> dict: the region's use and counters"},
+    {"owns", py_owns, METH_O, "owns(obj) -> bool: the object lives in the region"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_huge_heap",
+                                    "Medium raw blocks in a huge-page region.", -1, methods};
+
+PyMODINIT_FUNC PyInit__huge_heap(void) { return PyModule_Create(&module); }

@@ -1,0 +1,81 @@
+"""Huge pages for the packets: Python's medium raw blocks in one advised region.
+
+A large fabric keeps tens of thousands of ~4.2 KB frames in flight, and every hop reads a
+frame's headers; in a heap of 4 KiB pages those reads miss the TLB as often as the caches.
+:func:`enable` has ``uet.native._huge_heap`` (``huge_heap.c``) serve every raw block of
+2,049-8,192 bytes (the data frames and their payloads: a 4,096-byte payload's frame is a
+4,183-byte bytes object) from one reserved region that the kernel is asked to
+back with 2 MiB pages (``madvise(MADV_HUGEPAGE)``). Freed blocks are reused by the next
+block of their size class, never returned to the system; blocks of other sizes, and all
+blocks once the region is full, come from the allocator as before.
+
+It is on for ``uet run`` (:mod:`uet.experiments.uet_stack`) where transparent huge pages
+are offered (``/sys/kernel/mm/transparent_hugepage/enabled``: ``always`` or ``madvise``)
+and stays for the life of the process. ``UET_HUGE_HEAP=0`` leaves the allocator alone,
+and so does ``UET_PURE_PYTHON=1``. Outputs do not depend on it: only where blocks live.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from uet.native._common import load_core
+
+#: the kernel's setting for transparent huge pages
+THP_SETTING = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+
+
+def thp_mode(path: Path = THP_SETTING) -> str | None:
+    """The kernel's transparent-huge-page mode (``always``, ``madvise``, ``never``), or
+    None where there is no such setting."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    for word in text.split():
+        if word.startswith("[") and word.endswith("]"):
+            return word[1:-1]
+    return None
+
+
+def disabled_by_env() -> bool:
+    """``UET_HUGE_HEAP=0`` (or ``off``, ``no``, ``false``) turns the region off."""
+    return os.environ.get("UET_HUGE_HEAP", "").strip().lower() in ("0", "off", "no", "false")
+
+
+def enable(reserve_bytes: int | None = None) -> bool:
+    """Serve medium raw blocks from a huge-page region from now on; True if it is on.
+
+    Once per process (later calls report). ``reserve_bytes``: the region's address space
+    (default: the machine's memory; pages are only made when written)."""
+    core = _core()
+    if core is None:
+        return False
+    if core.stats()["installed"]:
+        return True
+    if disabled_by_env() or sys.platform != "linux" or thp_mode() not in ("always", "madvise"):
+        return False
+    if reserve_bytes is None:
+        reserve_bytes = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    return bool(core.install(int(reserve_bytes), True))
+
+
+def stats() -> dict[str, Any]:
+    """The region's use: ``installed``, ``huge_pages_advised``, ``reserved_bytes``,
+    ``region_bytes`` (handed out in runs so far), ``in_use_bytes``, ``peak_in_use_bytes``,
+    ``allocs``, ``frees``, ``fallbacks`` (raw blocks served by the allocator before),
+    ``full`` (requests the region could not take)."""
+    core = _core()
+    if core is None:
+        return {"installed": False}
+    return dict(core.stats())
+
+
+def _core() -> Any:
+    return load_core("_huge_heap")
+
+
+__all__ = ["disabled_by_env", "enable", "stats", "thp_mode"]
