@@ -1,13 +1,13 @@
-"""Huge pages for the packets: Python's medium raw blocks in one advised region.
+"""Huge pages for the packets: Python objects of 2-8 KiB in one advised region.
 
 A large fabric keeps tens of thousands of ~4.2 KB frames in flight, and every hop reads a
 frame's headers; in a heap of 4 KiB pages those reads miss the TLB as often as the caches.
-:func:`enable` has ``uet.native._huge_heap`` (``huge_heap.c``) serve every raw block of
-2,049-8,192 bytes (the data frames and their payloads: a 4,096-byte payload's frame is a
-4,183-byte bytes object) from one reserved region that the kernel is asked to
-back with 2 MiB pages (``madvise(MADV_HUGEPAGE)``). Freed blocks are reused by the next
-block of their size class, never returned to the system; blocks of other sizes, and all
-blocks once the region is full, come from the allocator as before.
+:func:`enable` has ``uet.native._huge_heap`` (``huge_heap.c``) serve every object
+allocation (``PyObject_Malloc``) of 2,049-8,192 bytes (the data frames and their payloads:
+a 4,096-byte payload's frame is a 4,183-byte bytes object) from one reserved region that
+the kernel is asked to back with 2 MiB pages (``madvise(MADV_HUGEPAGE)``). Freed blocks
+are reused by the next block of their size class, never returned to the system; blocks of
+other sizes, and all blocks once the region is full, come from the allocator as before.
 
 It is on for ``uet run`` (:mod:`uet.experiments.uet_stack`) where transparent huge pages
 are offered (``/sys/kernel/mm/transparent_hugepage/enabled``: ``always`` or ``madvise``)
@@ -47,7 +47,7 @@ def disabled_by_env() -> bool:
 
 
 def enable(reserve_bytes: int | None = None) -> bool:
-    """Serve medium raw blocks from a huge-page region from now on; True if it is on.
+    """Serve 2-8 KiB objects from a huge-page region from now on; True if it is on.
 
     Once per process (later calls report). ``reserve_bytes``: the region's address space
     (default: the machine's memory; pages are only made when written)."""
@@ -66,7 +66,7 @@ def enable(reserve_bytes: int | None = None) -> bool:
 def stats() -> dict[str, Any]:
     """The region's use: ``installed``, ``huge_pages_advised``, ``reserved_bytes``,
     ``region_bytes`` (handed out in runs so far), ``in_use_bytes``, ``peak_in_use_bytes``,
-    ``allocs``, ``frees``, ``fallbacks`` (raw blocks served by the allocator before),
+    ``allocs``, ``frees``, ``fallbacks`` (blocks served by the allocator before),
     ``full`` (requests the region could not take)."""
     core = _core()
     if core is None:
