@@ -339,3 +339,28 @@ def test_a_subclass_that_overrides_a_step_gets_the_python_form():
         ep.receive(5, data)
     assert seen == [7]
     assert plain.stats == watching.stats and plain.stats["fep.rx_frames"] == 1
+
+
+def test_the_ses_hands_its_message_classes_to_the_sender_core(monkeypatch):
+    """The SES (uet.ses.segmentation, at import) gives the PDS's sender core its message
+    classes, so the core makes each next segment itself: Segmenter.part is not called in
+    the C forms, and is called for every packet of a multi-packet message in the Python
+    forms, with the same frames on the wire either way."""
+    import uet.ses.segmentation as seg
+
+    calls = []
+    part = seg.Segmenter.part
+
+    def counted(self, i):
+        calls.append(i)
+        return part(self, i)
+
+    monkeypatch.setattr(seg.Segmenter, "part", counted)
+    flows = [(0, 5, 64 * 1024), (3, 9, 40_000)]  # 16 and 10 packets
+    c = trio.run(_fabric, {"kind": "fat_tree", "k": 4}, flows, 3, ["h0"], True)
+    in_c = len(calls)
+    with cores.python_forms():
+        py = trio.run(_fabric, {"kind": "fat_tree", "k": 4}, flows, 3, ["h0"], True)
+    assert c == py
+    assert in_c == 0
+    assert sorted(calls) == sorted(list(range(16)) + list(range(10)))

@@ -82,7 +82,8 @@ static const char *HDR_NAMES[H_N] = {"type", "next_hdr", "flags", "clear_psn_off
 
 static Layout L_PDC, L_REC, L_PKT, L_CTX, L_MEM, L_CFG, L_MSG, L_REQ, L_HDR, L_FRAME, L_OUT,
     L_SEG, L_SES, L_REF;
-static PyObject *next_part_fn; /* OutMessage.next_part, the function */
+static PyObject *next_part_fn; /* OutMessage.next_part, the function (NULL: no SES segments
+                                  * configured, see k_configure_segments) */
 static int64_t ses_eom;
 static PyObject *ref_poll_data, *st_established, *st_syn, *next_hdr, *hdr_defaults,
     *frame_defaults, *mac_src, *mac_dst;
@@ -554,13 +555,11 @@ done:
 }
 
 /* configure(InitiatorPdc, LossRecovery, SentPacket, PdcContext, MemoryAccount, PdsConfig,
- *           SendMessage, SendRequest, PdsRequest, Frame, constants, reference,
- *           OutMessage, Segmenter, SesStandard, PacketRef) */
+ *           SendMessage, SendRequest, PdsRequest, Frame, constants, reference) */
 static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 16 || !PyDict_Check(args[10]) || !PyCallable_Check(args[11])) {
+    if (nargs != 12 || !PyDict_Check(args[10]) || !PyCallable_Check(args[11])) {
         PyErr_SetString(PyExc_TypeError,
-                        "configure takes 10 classes, a dict of constants, the reference and "
-                        "4 classes of the SES");
+                        "configure takes 10 classes, a dict of constants and the reference");
         return NULL;
     }
     configured = 0;
@@ -569,18 +568,15 @@ static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t na
     PyObject *est = GET("established"), *syn = GET("syn"), *nh = GET("next_hdr"),
              *hd = GET("request_defaults"), *fd = GET("frame_defaults"), *ms = GET("mac_src"),
              *md = GET("mac_dst"), *tx = GET("tx_overhead"), *ar = GET("ar"),
-             *cc = GET("rud_cc_req"), *np = GET("next_part"), *se = GET("ses_eom"),
-             *sf = GET("syn_flag");
+             *cc = GET("rud_cc_req"), *sf = GET("syn_flag");
 #undef GET
     if (!est || !syn || !nh || !PyDict_Check(nh) || !hd || !PyTuple_Check(hd) ||
         PyTuple_GET_SIZE(hd) != H_N || !fd || !PyTuple_Check(fd) ||
-        PyTuple_GET_SIZE(fd) != F_N || !ms || !md || !tx || !ar || !cc || !np || !se || !sf) {
+        PyTuple_GET_SIZE(fd) != F_N || !ms || !md || !tx || !ar || !cc || !sf) {
         PyErr_SetString(PyExc_ValueError, "configure: incomplete constants");
         return NULL;
     }
-    long long txv = as_i64(tx), arv = as_i64(ar),
-              ccv = as_i64(cc), sev = as_i64(se),
-              sfv = as_i64(sf);
+    long long txv = as_i64(tx), arv = as_i64(ar), ccv = as_i64(cc), sfv = as_i64(sf);
     if (PyErr_Occurred())
         return NULL;
     if (layout(&L_PDC, args[0], PDC_NAMES, I_N) < 0 ||
@@ -592,14 +588,8 @@ static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t na
         layout(&L_MSG, args[6], MSG_NAMES, M_N) < 0 ||
         layout(&L_REQ, args[7], REQ_NAMES, Q_N) < 0 ||
         layout(&L_HDR, args[8], HDR_NAMES, H_N) < 0 ||
-        layout(&L_FRAME, args[9], FRAME_FIELDS, F_N) < 0 ||
-        layout(&L_OUT, args[12], OUT_NAMES, O_N) < 0 ||
-        layout(&L_SEG, args[13], SEG_NAMES, Z_N) < 0 ||
-        layout(&L_SES, args[14], SES_NAMES, SS_N) < 0 ||
-        layout(&L_REF, args[15], REF_NAMES, PR_N) < 0)
+        layout(&L_FRAME, args[9], FRAME_FIELDS, F_N) < 0)
         return NULL;
-    Py_XSETREF(next_part_fn, Py_NewRef(np));
-    ses_eom = sev;
     Py_XSETREF(st_established, Py_NewRef(est));
     Py_XSETREF(st_syn, Py_NewRef(syn));
     Py_XSETREF(next_hdr, Py_NewRef(nh));
@@ -613,6 +603,37 @@ static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t na
     rud_cc_req = ccv;
     syn_req_flag = sfv;
     configured = 1;
+    Py_RETURN_NONE;
+}
+
+/* configure_segments(OutMessage, Segmenter, SesStandard, PacketRef, constants): how the
+ * layer above makes a message's packets (uet.ses.segmentation hands its classes over when
+ * it is imported, so the PDS names no SES class). Until then, and for any message of
+ * another kind, head() is called (msg_head). */
+static PyObject *k_configure_segments(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5 || !PyDict_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "configure_segments(OutMessage, Segmenter, SesStandard, PacketRef, "
+                        "constants)");
+        return NULL;
+    }
+    PyObject *np = PyDict_GetItemString(args[4], "next_part"),
+             *se = PyDict_GetItemString(args[4], "ses_eom");
+    if (np == NULL || se == NULL) {
+        PyErr_SetString(PyExc_ValueError, "configure_segments: incomplete constants");
+        return NULL;
+    }
+    long long sev = as_i64(se);
+    if (PyErr_Occurred())
+        return NULL;
+    Py_CLEAR(next_part_fn); /* msg_head makes no segment while the layouts change */
+    if (layout(&L_OUT, args[0], OUT_NAMES, O_N) < 0 ||
+        layout(&L_SEG, args[1], SEG_NAMES, Z_N) < 0 ||
+        layout(&L_SES, args[2], SES_NAMES, SS_N) < 0 ||
+        layout(&L_REF, args[3], REF_NAMES, PR_N) < 0)
+        return NULL;
+    ses_eom = sev;
+    next_part_fn = Py_NewRef(np);
     Py_RETURN_NONE;
 }
 
@@ -943,8 +964,10 @@ KW_ENTRY(k_rx_ack_dispatch_kw, k_rx_ack_dispatch, ref_rx_ack_dispatch)
 static PyMethodDef methods[] = {
     {"configure", (PyCFunction)(void (*)(void))k_configure, METH_FASTCALL,
      "configure(InitiatorPdc, LossRecovery, SentPacket, PdcContext, MemoryAccount, "
-     "PdsConfig, SendMessage, SendRequest, PdsRequest, Frame, constants, reference, "
-     "OutMessage, Segmenter, SesStandard, PacketRef)"},
+     "PdsConfig, SendMessage, SendRequest, PdsRequest, Frame, constants, reference)"},
+    {"configure_segments", (PyCFunction)(void (*)(void))k_configure_segments, METH_FASTCALL,
+     "configure_segments(OutMessage, Segmenter, SesStandard, PacketRef, constants): the "
+     "SES's message packets, made as Segmenter.part makes them"},
     {"poll_data", (PyCFunction)(void (*)(void))k_poll_data_kw, METH_FASTCALL | METH_KEYWORDS,
      "poll_data(pdc, now) -> Frame | None: InitiatorPdc.poll_data"},
     {"configure_ack", (PyCFunction)(void (*)(void))k_configure_ack, METH_FASTCALL,

@@ -867,30 +867,25 @@ def _use_c_core() -> str:
 
 
 def configure(core: Any) -> None:
-    """Give the C core the classes whose slots it uses, the constants and the reference."""
+    """Give the C core the classes whose slots it uses, the constants and the reference.
+
+    The layer above hands over its own message classes (``uet.ses.segmentation``:
+    ``configure_segments``), so that the core can make an SES message's next packet; the
+    PDS names none of them."""
     from uet.native._common import field_defaults as defaults
     from uet.pds.config import PdsConfig
     from uet.pds.context import MemoryAccount
     from uet.pds.events import SendMessage, SendRequest
 
-    # the SES's message packets, which the core makes as Segmenter.part does (a layer
-    # above the PDS: named here only to hand their classes to the C core)
-    from uet.ses.messages import OutMessage, PacketRef
-    from uet.ses.segmentation import Segmenter
-    from uet.wire.constants import SesFlag
-    from uet.wire.records import SesStandard
-
-    for cls in (SesStandard, PacketRef, SendRequest):
-        defaults(cls)  # no __post_init__: the core fills their slots
+    defaults(SendRequest)  # no __post_init__: the core fills its slots
     core.configure(InitiatorPdc, LossRecovery, SentPacket, PdcContext, MemoryAccount,
                    PdsConfig, SendMessage, SendRequest, PdsRequest, Frame,
                    {"established": ST_ESTABLISHED, "syn": ST_SYN, "next_hdr": NEXT_HDR,
                     "request_defaults": defaults(PdsRequest),
                     "frame_defaults": defaults(Frame), "mac_src": _MAC_SRC,
                     "mac_dst": _MAC_DST, "tx_overhead": TX_OVERHEAD, "ar": AR,
-                    "rud_cc_req": int(RUD_CC_REQ), "next_part": OutMessage.next_part,
-                    "ses_eom": int(SesFlag.EOM), "syn_flag": int(SYN)},
-                   REFERENCE["poll_data"], OutMessage, Segmenter, SesStandard, PacketRef)
+                    "rud_cc_req": int(RUD_CC_REQ), "syn_flag": int(SYN)},
+                   REFERENCE["poll_data"])
 
 
 #: which form a new data packet is made in: "native" (C) or "python"

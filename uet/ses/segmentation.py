@@ -117,3 +117,23 @@ def segment(base: SesStandard, payload: bytes | bytearray | memoryview, mtu: int
     seg = Segmenter(base, payload, mtu, length=length)
     part = seg.part
     return [part(i) for i in range(seg.count)]
+
+
+def _configure_sender_core() -> None:
+    """Hand the PDS's C sender core (``uet.native._sender_core``) this layer's message
+    classes, so that it makes a message's next packet as :meth:`Segmenter.part` does
+    (``SendMessage.head`` over ``OutMessage.next_part``): the PDS below names no SES class.
+    Without the core (``UET_PURE_PYTHON=1``, not built) the Python makes every packet."""
+    from uet.native._common import field_defaults, load_core
+    from uet.ses.messages import OutMessage, PacketRef
+
+    core = load_core("_sender_core")
+    if core is None:
+        return
+    for cls in (SesStandard, PacketRef):
+        field_defaults(cls)  # no __post_init__: the core fills their slots
+    core.configure_segments(OutMessage, Segmenter, SesStandard, PacketRef,
+                            {"next_part": OutMessage.next_part, "ses_eom": int(SesFlag.EOM)})
+
+
+_configure_sender_core()
