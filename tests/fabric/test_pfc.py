@@ -84,3 +84,19 @@ async def test_nic_holds_a_frame_of_a_paused_class() -> None:
         await fab.sleep(5_000_000)
         assert [f for _, f in fab.endpoint(1).got] == [ctl, data]
         assert fab.counters()["nic"]["h0"]["paused_ps.0"] > 0
+
+
+def test_only_ports_with_a_lossless_class_carry_pfc_accounting() -> None:
+    """A port keeps per-class PFC ingress accounting only for its lossless classes; without
+    any (the lossy fabrics, trimming) it has none, and forwarding reads nothing for PFC."""
+    lossless = Fabric({"kind": "leaf_spine", "leaves": 2, "spines": 1, "hosts_per_leaf": 2,
+                       "trimming": False, "pfc": {"classes": [0, 3]}},
+                      endpoint_factory=traffic())
+    lossy = Fabric({"kind": "leaf_spine", "leaves": 2, "spines": 1, "hosts_per_leaf": 2},
+                   endpoint_factory=traffic())
+    for sw in lossless.net.switches.values():
+        for p in sw.ports:
+            assert p.pfc_in == [p, None, None, p, None, None, None, None], p.name
+    assert all(p.pfc_in is None for sw in lossy.net.switches.values() for p in sw.ports)
+    lossless.close()
+    lossy.close()

@@ -95,7 +95,8 @@ def _forward(self: Any, data: bytes) -> None:
         self._drop("no_route", data)
         return
     tc = sw.tos_tc[tos]
-    out.enqueue(data, tc, tos, self.pfc_in[tc])
+    pfc_in = self.pfc_in
+    out.enqueue(data, tc, tos, None if pfc_in is None else pfc_in[tc])
 
 
 class PySwitchPortCore(PyPortCore):
@@ -203,7 +204,7 @@ class SwitchPort(Port, SwitchPortCore):
         hwm: list[int]
         kmin: list[int]
         kmax: list[int]
-        pfc_in: list[SwitchPort | None]
+        pfc_in: list[SwitchPort | None] | None
         ecn_marked: int
         prio: tuple[int, ...]
 
@@ -231,7 +232,9 @@ class SwitchPort(Port, SwitchPortCore):
         self.in_hwm = [0] * 8
         self.xoff_sent = [False] * 8
         self.xoff_gen = [0] * 8
-        self.pfc_in = [None] * 8
+        #: per class, the port accounting ingress bytes for PFC; None while no class of
+        #: this port is lossless (forwarding then reads nothing per frame for PFC)
+        self.pfc_in: list[SwitchPort | None] | None = None
         self.trimmed = 0
 
     # ---------------------------------------------------------------- PFC (ingress side)
@@ -365,6 +368,8 @@ class Switch(SwitchCore):
             p.set_ecn(tc, kmin, max(kmax, kmin + 1))
         for tc in self.pfc.classes:
             p.set_limit(tc, UNLIMITED)
+            if p.pfc_in is None:
+                p.pfc_in = [None] * 8
             p.pfc_in[tc] = p
             if p.channel is not None:
                 p.in_limit[tc] = self.pfc.xoff + self.pfc.headroom_for(

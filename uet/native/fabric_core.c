@@ -1016,7 +1016,10 @@ static int swport_forward(SwitchPortCore *sp, SwitchCore *sw, PyObject *data, in
         rc = call_method_drop((PyObject *)sp, s_no_route, data);
     } else {
         int tc = sw->tos_tc[tos];
-        PyObject *ingress = sp->pfc_in ? PySequence_GetItem(sp->pfc_in, tc) : (Py_INCREF(Py_None), Py_None);
+        /* the PFC ingress accounting of this class (None: no lossless class on the port) */
+        PyObject *ingress = sp->pfc_in != NULL && sp->pfc_in != Py_None
+                                ? PySequence_GetItem(sp->pfc_in, tc)
+                                : Py_NewRef(Py_None);
         if (ingress == NULL) {
             Py_DECREF(out);
             return -1;
@@ -1258,7 +1261,8 @@ static PyGetSetDef SwitchPortCore_getset[] = {
 };
 
 static PyMemberDef SwitchPortCore_members[] = {
-    OBJ_MEMBER(SwitchPortCore, pfc_in, "per class: the ingress port accounting PFC, or None"),
+    OBJ_MEMBER(SwitchPortCore, pfc_in, "per class: the ingress port accounting PFC, or None; "
+                                       "None: no lossless class"),
     I64_MEMBER(SwitchPortCore, ecn_marked, "frames marked CE at dequeue"),
     {NULL},
 };
