@@ -168,3 +168,23 @@ def test_a_run_is_the_same_with_and_without_the_region(tmp_path: Path) -> None:
     assert stats["0"]["installed"] is False
     for name in ("capture.pcapng", "timeseries.json"):
         assert (tmp_path / "1" / name).read_bytes() == (tmp_path / "0" / name).read_bytes()
+
+
+def test_a_smaller_region_where_the_address_space_is_limited() -> None:
+    """Where the machine's memory cannot be reserved as address space (here: an address
+    space limit of 4 GiB; elsewhere vm.overcommit_memory=2), a quarter is tried, and so on."""
+    r = _py("""
+        import json, os, resource
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+        from uet.native import huge_heap as h
+        on = h.enable()
+        frame = bytes(4150)
+        s = h.stats()
+        print(json.dumps({"on": on, "stats": s, "owns": h._core().owns(frame),
+                          "ram": os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")}))
+    """)
+    if not OFFERED:
+        assert r["on"] is False
+        return
+    assert r["on"] and r["owns"]
+    assert 64 << 20 <= r["stats"]["reserved_bytes"] < min(r["ram"], 4 << 30)

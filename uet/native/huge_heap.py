@@ -58,9 +58,16 @@ def enable(reserve_bytes: int | None = None) -> bool:
         return True
     if disabled_by_env() or sys.platform != "linux" or thp_mode() not in ("always", "madvise"):
         return False
-    if reserve_bytes is None:
-        reserve_bytes = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    return bool(core.install(int(reserve_bytes), True))
+    if reserve_bytes is not None:
+        return bool(core.install(int(reserve_bytes), True))
+    # the machine's memory, or less where the kernel will not reserve that much address
+    # space (vm.overcommit_memory=2)
+    size = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    while size >= 64 << 20:
+        if core.install(size, True):
+            return True
+        size //= 4
+    return False
 
 
 def stats() -> dict[str, Any]:
