@@ -1,4 +1,4 @@
-"""The huge-page region for medium raw blocks (uet.native.huge_heap, huge_heap.c).
+"""The huge-page region for frames and pymalloc arenas (uet.native.huge_heap, huge_heap.c).
 
 The region wraps the process's raw allocator for good, so every test that installs it runs
 in a fresh interpreter; what it checks is printed back as JSON.
@@ -84,8 +84,50 @@ def test_blocks_by_size_reuse_and_the_kernel_advice() -> None:
     assert s3["peak_in_use_bytes"] >= s1["in_use_bytes"]
 
 
+def test_pymalloc_arenas_come_from_the_region_and_are_reused() -> None:
+    """After enable(), small objects live in arenas carved from the region's second half;
+    an arena pymalloc gives back is kept and handed out again, so building the same
+    objects twice grows the half once; objects made before keep their arenas."""
+    r = _py("""
+        import json
+        from uet.native import huge_heap as h
+        before = [(i, str(i)) for i in range(1000)]
+        on = h.enable(256 << 20)
+        core = h._core()
+        s0 = h.stats()
+        first = [(i, str(i)) for i in range(300_000)]   # ~30 MB of small objects
+        ok1 = all(t == (i, str(i)) for i, t in enumerate(first))
+        s1 = h.stats()
+        mine = sum(core.in_arenas(t) for t in first)
+        old = sum(core.in_arenas(t) for t in before)
+        del first
+        s2 = h.stats()
+        second = [(i, str(i)) for i in range(300_000)]
+        ok2 = all(t == (i, str(i)) for i, t in enumerate(second))
+        s3 = h.stats()
+        print(json.dumps({"on": on, "ok": ok1 and ok2, "mine": mine, "old": old,
+                          "s0": s0, "s1": s1, "s2": s2, "s3": s3}))
+    """)
+    assert r["ok"]
+    if not OFFERED:
+        assert r["on"] is False
+        return
+    s0, s1, s2, s3 = r["s0"], r["s1"], r["s2"], r["s3"]
+    # (a few land in arenas pymalloc had already started)
+    assert r["mine"] >= 270_000 and r["old"] < 100  # new objects in the region's arenas
+    assert s1["arena_size"] >= 256 << 10  # pymalloc's ARENA_SIZE (1 MiB since 3.10)
+    grown = s1["arena_region_bytes"] - s0["arena_region_bytes"]
+    assert grown >= 16 * s1["arena_size"]
+    assert s2["arena_frees"] - s1["arena_frees"] >= 10 and s2["arenas_free"] >= 10
+    assert s2["arenas_live"] + s2["arenas_free"] == s2["arena_region_bytes"] // s2["arena_size"]
+    # the second build reuses the freed arenas: the half grows by a few arenas at most
+    assert s3["arena_region_bytes"] - s2["arena_region_bytes"] <= 4 * s1["arena_size"]
+    assert s3["arena_fallbacks"] == 0
+
+
 def test_a_full_region_falls_back_and_nothing_is_lost() -> None:
-    """An 8 MiB region overflows: later blocks come from the allocator before, and every
+    """An 8 MiB region overflows (4 MiB of blocks, 4 MiB of arenas): later blocks and
+    arenas come from the allocators before, and every
     block keeps its bytes through seeded mixes of sizes, frees and resizes (bytearrays
     resize through realloc, across classes and into and out of the region's sizes), while
     the region is full and after its blocks are freed."""
@@ -94,7 +136,8 @@ def test_a_full_region_falls_back_and_nothing_is_lost() -> None:
         from uet.native import huge_heap as h
         on = h.enable(8 << 20)
         rnd = random.Random(7)
-        hold = [bytes([i % 7]) * 4150 for i in range(2500)]  # > 8 MiB of 4,224-byte blocks
+        hold = [bytes([i % 7]) * 4150 for i in range(2500)]  # > 4 MiB of 4,224-byte blocks
+        pairs = [(i, -i) for i in range(1000, 201000)]  # > 4 MiB of arenas
         live = {}
         bad = 0
         for step in range(60000):
@@ -118,6 +161,7 @@ def test_a_full_region_falls_back_and_nothing_is_lost() -> None:
                 v = rnd.randrange(256)
                 live[k] = (bytearray([v]) * rnd.randrange(1, 20000), v)
         bad += sum(b != bytes([v]) * len(b) for b, v in live.values())
+        bad += sum(p != (i, -i) for i, p in enumerate(pairs, 1000))
         s = h.stats()
         live.clear()
         t = h.stats()
@@ -129,7 +173,10 @@ def test_a_full_region_falls_back_and_nothing_is_lost() -> None:
         return
     s, t = r["s"], r["t"]
     assert s["full"] > 0 and s["fallbacks"] > 0  # the region filled up
-    assert s["region_bytes"] <= s["reserved_bytes"] == 8 << 20
+    assert s["region_bytes"] <= s["reserved_bytes"] // 2 and s["reserved_bytes"] == 8 << 20
+    # so did the arenas' 4 MiB half: pymalloc's later arenas came from the allocator before
+    assert s["arena_fallbacks"] > 0
+    assert s["arena_region_bytes"] <= s["reserved_bytes"] // 2
     assert t["in_use_bytes"] < s["in_use_bytes"]
     assert t["frees"] > s["frees"]
 
@@ -163,6 +210,7 @@ def test_a_run_is_the_same_with_and_without_the_region(tmp_path: Path) -> None:
     if OFFERED:
         st = stats["1"]
         assert st["installed"] and st["allocs"] > 1000 and st["peak_in_use_bytes"] > 1 << 20
+        assert st["arena_allocs"] > 0 and st["arena_region_bytes"] > 0
     else:
         assert stats["1"]["installed"] is False
     assert stats["0"]["installed"] is False

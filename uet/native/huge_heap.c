@@ -1,24 +1,35 @@
-/* uet.native._huge_heap: Python objects of 2-8 KiB (the data frames above all) in one
- * region the kernel may back with 2 MiB pages.
+/* uet.native._huge_heap: the run's Python objects in memory the kernel may back with
+ * 2 MiB pages.
  *
- * Why: a fabric of 1,024 hosts keeps ~45,000 data frames of ~4.2 KB in flight (~180 MB),
- * and every hop reads a frame's headers. In glibc's heap of 4 KiB pages each such read
- * tends to miss the TLB as well as the caches; with the region madvise(MADV_HUGEPAGE)d one
- * TLB entry covers 2 MiB. (glibc does the same under GLIBC_TUNABLES=glibc.malloc.hugetlb=1,
- * which must be set before the process starts.)
+ * Why: a fabric of 1,024 hosts keeps ~45,000 data frames of ~4.2 KB in flight (~180 MB)
+ * and hundreds of MB of small objects (PDCs, packet records, route tables), and a hop reads
+ * a dozen of them cold. In 4 KiB pages each such read tends to miss the TLB as well as the
+ * caches (the second-level TLB covers ~6 MiB of 4 KiB pages); one 2 MiB page's entry covers
+ * 512 of them. (glibc does the same for malloc under GLIBC_TUNABLES=glibc.malloc.hugetlb=1,
+ * which must be set before the process starts and does not reach pymalloc's arenas.)
  *
- * What: install() wraps the object allocator (PYMEM_DOMAIN_OBJ: PyObject_Malloc, which
- * makes every bytes object; whether pymalloc or malloc is under it). Requests of
- * MIN_SIZE..MAX_SIZE bytes (2-8 KiB: data frames and their payloads; a 4,096-byte
- * payload's frame is 4,183 bytes as a bytes object) are served from a reserved,
- * 2 MiB-aligned region, in size classes of 128 bytes; each 64 KiB run of the region holds
- * one class (a byte per run says which), freed blocks go on their class's free list and
- * are reused, never returned to the system. Everything else, and everything once the
- * region is full, goes to the allocator that was installed before. A block's owner is
- * told by its address, so blocks made before install() (or outside the region) are freed
- * where they came from. The object domain runs under the GIL, which serialises every
- * call; a build without a GIL (Py_GIL_DISABLED) takes a mutex instead.
- * The wrapper stays installed for the life of the process (live blocks depend on it).
+ * What: install() reserves one 2 MiB-aligned region (address space only) advised with
+ * madvise(MADV_HUGEPAGE) and splits it in two halves:
+ *
+ * - blocks: it wraps the object allocator (PYMEM_DOMAIN_OBJ: PyObject_Malloc, which makes
+ *   every bytes object; whether pymalloc or malloc is under it). Requests of
+ *   MIN_SIZE..MAX_SIZE bytes (2-8 KiB: data frames and their payloads; a 4,096-byte
+ *   payload's frame is 4,183 bytes as a bytes object) are served from the first half, in
+ *   size classes of 128 bytes; each 64 KiB run holds one class (a byte per run says which),
+ *   freed blocks go on their class's free list and are reused, never returned to the
+ *   system. Everything else, and everything once the half is full, goes to the allocator
+ *   that was installed before. A block's owner is told by its address, so blocks made
+ *   before install() (or outside the region) are freed where they came from.
+ * - arenas: it replaces pymalloc's arena allocator (PyObject_SetArenaAllocator), so every
+ *   arena made from then on (1 MiB each in CPython 3.10+, holding every object of 512 bytes
+ *   or less) is carved from the second half. An arena pymalloc frees goes on a free list
+ *   for its next arena; arenas made before install(), arenas of another size and arenas
+ *   asked for once the half is full go to the arena allocator before.
+ *
+ * The object domain and the arena allocator run under the GIL, which serialises every
+ * call; a build without a GIL (Py_GIL_DISABLED) takes a mutex instead. Both stay installed
+ * for the life of the process (live blocks and arenas depend on them). Neither half ever
+ * holds more than its peak use: freed memory is only reused.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -56,6 +67,14 @@ typedef struct Free {
 } Free;
 
 static Free *free_head[NCLASS];
+
+/* the arenas' half */
+static PyObjectArenaAllocator arena_before; /* pymalloc's arena allocator we replace */
+static char *abase = NULL, *aend = NULL, *anext = NULL;
+static Free *arena_free_list = NULL; /* arenas pymalloc gave back, for its next ones */
+static size_t arena_size = 0;           /* the first size asked for: pymalloc's ARENA_SIZE */
+static unsigned long long n_arena, n_arena_free, n_arena_fallback;
+static size_t arenas_live, arenas_free;
 static char *bump[NCLASS], *bump_end[NCLASS];
 
 /* statistics */
@@ -64,6 +83,10 @@ static size_t in_use; /* bytes of blocks handed out (class sizes) */
 static size_t peak_in_use;
 
 static inline int owns(const void *p) { return (const char *)p >= base && (const char *)p < end; }
+
+static inline int owns_arena(const void *p) {
+    return (const char *)p >= abase && (const char *)p < aend;
+}
 
 static inline size_t class_of(size_t n) { return (n + ((1u << CLASS_SHIFT) - 1)) >> CLASS_SHIFT; }
 
@@ -155,6 +178,48 @@ static void *hh_realloc(void *ctx, void *p, size_t n) {
     return q;
 }
 
+/* pymalloc asks for an arena (ARENA_SIZE bytes, always the same size) */
+static void *ar_alloc(void *ctx, size_t size) {
+    void *p = NULL;
+    LOCK();
+    if (arena_size == 0 && size > 0 && size <= (size_t)(aend - abase))
+        arena_size = size;
+    if (size == arena_size) {
+        if (arena_free_list != NULL) {
+            p = arena_free_list;
+            arena_free_list = arena_free_list->next;
+            arenas_free--;
+        } else if ((size_t)(aend - anext) >= size) {
+            p = anext;
+            anext += size;
+        }
+    }
+    if (p != NULL) {
+        n_arena++;
+        arenas_live++;
+    }
+    UNLOCK();
+    if (p != NULL)
+        return p;
+    n_arena_fallback++;
+    return arena_before.alloc(arena_before.ctx, size);
+}
+
+static void ar_free(void *ctx, void *p, size_t size) {
+    if (!owns_arena(p)) {
+        arena_before.free(arena_before.ctx, p, size);
+        return;
+    }
+    LOCK();
+    Free *f = (Free *)p;
+    f->next = arena_free_list;
+    arena_free_list = f;
+    arenas_free++;
+    arenas_live--;
+    n_arena_free++;
+    UNLOCK();
+}
+
 /* install(reserve_bytes, advise) -> bool: reserve the region and wrap the object allocator
  * (once per process; later calls only report whether it is installed) */
 static PyObject *install(PyObject *self, PyObject *args) {
@@ -168,7 +233,7 @@ static PyObject *install(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "install: reserve at least 8 MiB");
         return NULL;
     }
-    size_t size = (size_t)want & ~(HUGE_PAGE - 1);
+    size_t size = (size_t)want & ~(2 * HUGE_PAGE - 1); /* two halves of whole huge pages */
     /* address space only (MAP_NORESERVE): pages are made when first written */
     char *raw = mmap(NULL, size + HUGE_PAGE, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -178,7 +243,8 @@ static PyObject *install(PyObject *self, PyObject *args) {
     if (aligned > raw)
         munmap(raw, (size_t)(aligned - raw));
     munmap(aligned + size, (size_t)(raw + HUGE_PAGE - aligned));
-    run_class = PyMem_RawCalloc(size >> RUN_SHIFT, 1);
+    size_t half = size / 2;
+    run_class = PyMem_RawCalloc(half >> RUN_SHIFT, 1);
     if (run_class == NULL) {
         munmap(aligned, size);
         return PyErr_NoMemory();
@@ -187,11 +253,15 @@ static PyObject *install(PyObject *self, PyObject *args) {
     advised = advise && madvise(aligned, size, MADV_HUGEPAGE) == 0;
 #endif
     base = next_run = aligned;
-    end = aligned + size;
+    end = abase = anext = aligned + half;
+    aend = aligned + size;
     reserved = size;
     PyMem_GetAllocator(PYMEM_DOMAIN_OBJ, &before);
     PyMemAllocatorEx mine = {NULL, hh_malloc, hh_calloc, hh_realloc, hh_free};
     PyMem_SetAllocator(PYMEM_DOMAIN_OBJ, &mine);
+    PyObject_GetArenaAllocator(&arena_before);
+    PyObjectArenaAllocator arenas = {NULL, ar_alloc, ar_free};
+    PyObject_SetArenaAllocator(&arenas);
     installed = 1;
     Py_RETURN_TRUE;
 }
@@ -201,15 +271,22 @@ static PyObject *stats(PyObject *self, PyObject *unused) {
     size_t runs = (size_t)(next_run - base) >> RUN_SHIFT;
     unsigned long long a = n_alloc, f = n_free, fb = n_fallback, full = n_full;
     size_t use = in_use, peak = peak_in_use;
+    size_t a_bytes = (size_t)(anext - abase), a_live = arenas_live, a_free = arenas_free;
+    size_t a_size = arena_size;
+    unsigned long long na = n_arena, naf = n_arena_free, nafb = n_arena_fallback;
     UNLOCK();
-    return Py_BuildValue("{s:O,s:O,s:n,s:n,s:n,s:n,s:K,s:K,s:K,s:K,s:n,s:n}",
+    return Py_BuildValue("{s:O,s:O,s:n,s:n,s:n,s:n,s:K,s:K,s:K,s:K,s:n,s:n,"
+                         "s:n,s:n,s:n,s:n,s:K,s:K,s:K}",
                          "installed", installed ? Py_True : Py_False,
                          "huge_pages_advised", advised ? Py_True : Py_False,
                          "reserved_bytes", (Py_ssize_t)reserved,
                          "region_bytes", (Py_ssize_t)(runs << RUN_SHIFT),
                          "in_use_bytes", (Py_ssize_t)use, "peak_in_use_bytes", (Py_ssize_t)peak,
                          "allocs", a, "frees", f, "fallbacks", fb, "full", full,
-                         "min_size", (Py_ssize_t)MIN_SIZE, "max_size", (Py_ssize_t)MAX_SIZE);
+                         "min_size", (Py_ssize_t)MIN_SIZE, "max_size", (Py_ssize_t)MAX_SIZE,
+                         "arena_size", (Py_ssize_t)a_size, "arena_region_bytes", (Py_ssize_t)a_bytes,
+                         "arenas_live", (Py_ssize_t)a_live, "arenas_free", (Py_ssize_t)a_free,
+                         "arena_allocs", na, "arena_frees", naf, "arena_fallbacks", nafb);
 }
 
 /* owns(obj) -> bool: whether the object's memory is a block of the region (for tests) */
@@ -217,15 +294,22 @@ static PyObject *py_owns(PyObject *self, PyObject *obj) {
     return PyBool_FromLong(installed && owns(obj));
 }
 
+/* in_arenas(obj) -> bool: whether the object lives in an arena of the region (for tests) */
+static PyObject *py_in_arenas(PyObject *self, PyObject *obj) {
+    return PyBool_FromLong(installed && owns_arena(obj));
+}
+
 static PyMethodDef methods[] = {
     {"install", install, METH_VARARGS,
-     "install(reserve_bytes, advise) -> bool: serve 2049..8192-byte objects from a "
-     "reserved region (madvise(MADV_HUGEPAGE) if advise); once per process"},
+     "install(reserve_bytes, advise) -> bool: serve 2049..8192-byte objects and pymalloc's "
+     "arenas from a reserved region (madvise(MADV_HUGEPAGE) if advise); once per process"},
     {"stats", stats, METH_NOARGS, "stats() -> dict: the region's use and counters"},
-    {"owns", py_owns, METH_O, "owns(obj) -> bool: the object lives in the region"},
+    {"owns", py_owns, METH_O, "owns(obj) -> bool: the object is a block of the region"},
+    {"in_arenas", py_in_arenas, METH_O,
+     "in_arenas(obj) -> bool: the object lives in one of the region's pymalloc arenas"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_huge_heap",
-                                    "2-8 KiB objects in a huge-page region.", -1, methods};
+                                    "Frames and pymalloc arenas in a huge-page region.", -1, methods};
 
 PyMODINIT_FUNC PyInit__huge_heap(void) { return PyModule_Create(&module); }

@@ -1,18 +1,23 @@
-"""Huge pages for the packets: Python objects of 2-8 KiB in one advised region.
+"""Huge pages for the run's objects: frames and pymalloc's arenas in one advised region.
 
-A large fabric keeps tens of thousands of ~4.2 KB frames in flight, and every hop reads a
-frame's headers; in a heap of 4 KiB pages those reads miss the TLB as often as the caches.
-:func:`enable` has ``uet.native._huge_heap`` (``huge_heap.c``) serve every object
-allocation (``PyObject_Malloc``) of 2,049-8,192 bytes (the data frames and their payloads:
-a 4,096-byte payload's frame is a 4,183-byte bytes object) from one reserved region that
-the kernel is asked to back with 2 MiB pages (``madvise(MADV_HUGEPAGE)``). Freed blocks
-are reused by the next block of their size class, never returned to the system; blocks of
-other sizes, and all blocks once the region is full, come from the allocator as before.
+A large fabric keeps tens of thousands of ~4.2 KB frames in flight and hundreds of MB of
+small objects (PDCs, per-packet records, route tables), and every hop reads a dozen of them
+cold; in 4 KiB pages those reads miss the TLB as often as the caches. :func:`enable` has
+``uet.native._huge_heap`` (``huge_heap.c``) reserve one region that the kernel is asked to
+back with 2 MiB pages (``madvise(MADV_HUGEPAGE)``) and serve from it, from then on:
 
-It is on for ``uet run`` (:mod:`uet.experiments.uet_stack`) where transparent huge pages
-are offered (``/sys/kernel/mm/transparent_hugepage/enabled``: ``always`` or ``madvise``)
-and stays for the life of the process. ``UET_HUGE_HEAP=0`` leaves the allocator alone,
-and so does ``UET_PURE_PYTHON=1``. Outputs do not depend on it: only where blocks live.
+- every object allocation (``PyObject_Malloc``) of 2,049-8,192 bytes (the data frames and
+  their payloads: a 4,096-byte payload's frame is a 4,183-byte bytes object), from the
+  region's first half. Freed blocks are reused by the next block of their size class,
+  never returned to the system; other sizes go to the allocator as before;
+- every new pymalloc arena (1 MiB, holding all objects of 512 bytes or less), from the
+  second half. An arena pymalloc frees is kept for its next one.
+
+Once a half is full, its requests go where they went before. It is on for ``uet run``
+(:mod:`uet.experiments.uet_stack`) where transparent huge pages are offered
+(``/sys/kernel/mm/transparent_hugepage/enabled``: ``always`` or ``madvise``) and stays
+for the life of the process. ``UET_HUGE_HEAP=0`` leaves the allocators alone, and so does
+``UET_PURE_PYTHON=1``. Outputs do not depend on it: only where objects live.
 """
 
 from __future__ import annotations
@@ -47,7 +52,8 @@ def disabled_by_env() -> bool:
 
 
 def enable(reserve_bytes: int | None = None) -> bool:
-    """Serve 2-8 KiB objects from a huge-page region from now on; True if it is on.
+    """Serve 2-8 KiB objects and pymalloc's arenas from a huge-page region from now on;
+    True if it is on.
 
     Once per process (later calls report). ``reserve_bytes``: the region's address space
     (default: the machine's memory; pages are only made when written)."""
@@ -74,7 +80,10 @@ def stats() -> dict[str, Any]:
     """The region's use: ``installed``, ``huge_pages_advised``, ``reserved_bytes``,
     ``region_bytes`` (handed out in runs so far), ``in_use_bytes``, ``peak_in_use_bytes``,
     ``allocs``, ``frees``, ``fallbacks`` (blocks served by the allocator before),
-    ``full`` (requests the region could not take)."""
+    ``full`` (requests the region could not take); for the arenas ``arena_size``,
+    ``arena_region_bytes`` (handed out so far), ``arenas_live``, ``arenas_free`` (kept for
+    reuse), ``arena_allocs``, ``arena_frees``, ``arena_fallbacks`` (arenas served by the
+    allocator before: the half was full)."""
     core = _core()
     if core is None:
         return {"installed": False}
