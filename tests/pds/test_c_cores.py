@@ -364,3 +364,43 @@ def test_the_ses_hands_its_message_classes_to_the_sender_core(monkeypatch):
     assert c == py
     assert in_c == 0
     assert sorted(calls) == sorted(list(range(16)) + list(range(10)))
+
+
+def test_a_bulk_message_sends_the_shared_zero_chunk_in_both_forms():
+    """send_message without data of its own: every full packet the sender core makes
+    carries the one shared zeros(mtu) (the Segmenter's zero_chunk), as the Python forms
+    do, and the frames are the same bytes either way (with no packet memoryview each);
+    the core's packets share the ints of their sizes (pyint.h, memo_int)."""
+    from uet.ses.segmentation import zeros
+
+    def frames(dsts: tuple[str, ...] = (B_IP,)) -> tuple[list, list]:
+        a = FabricEndpoint(ip=A_IP)
+        for d in dsts:
+            a.send_message(0, d, 10 * 4096 + 100)
+        out = []
+        for t in range(0, 10 ** 9, 10 ** 6):
+            f = a.poll_frame(t)
+            if f is None:
+                break
+            out.append(f)
+        return out, [list(p.outstanding.values()) for p in a.pds.pdcs()]
+
+    c, _ = frames()
+    with cores.python_forms():
+        py, _ = frames()
+    # the sizes every full packet carries are one int each, not one per packet, and the
+    # i-th packets of two messages share the ints of their index and offset
+    _, (one, two) = frames((B_IP, "10.0.0.3"))
+    full = one[1:-1]
+    assert len(full) == 9
+    for field in (lambda p: p.nbytes, lambda p: p.cost, lambda p: p.req.ses.payload_length):
+        assert len({id(field(p)) for p in full}) == 1
+    assert [p.req.ses.message_offset for p in one[1:-1]] == [4096 * i for i in range(1, 10)]
+    for p, q in zip(one[1:-1], two[1:-1], strict=True):
+        assert p.req.ses.message_offset is q.req.ses.message_offset
+        assert p.req.msg_ref.index is q.req.msg_ref.index
+    assert len(c) == len(py) == 11
+    assert [f.payload is zeros(4096) for f in c] == [True] * 10 + [False]
+    assert [f.payload is zeros(4096) for f in py] == [True] * 10 + [False]
+    assert bytes(c[-1].payload) == bytes(100)
+    assert [encode_frame(f) for f in c] == [encode_frame(f) for f in py]

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from uet.ses.headers import choose_header, single_header, view
 from uet.ses.messages import OutMessage, PacketRef
 from uet.ses.reassembly import Intervals, Reassembly
-from uet.ses.segmentation import Segmenter, read_slice, segment, segments
+from uet.ses.segmentation import Segmenter, read_slice, segment, segments, zeros
 from uet.wire.constants import DeliveryMode, FepCap, NextHeader, SesFlag, SesOpcode
 from uet.wire.records import SesMedium, SesSmall, SesStandard
 
@@ -197,3 +197,40 @@ def test_ses_queues_a_multi_packet_message_as_one_item():
         one_by_one.append(p)
     assert len(one_by_one) == 489 and not eps[1].outq
     assert [whole.next_packet() for _ in range(489)] == one_by_one
+
+
+@pytest.mark.parametrize("size", [10 * 4096 + 100, 10 * 4096, 4096 + 1])
+def test_a_zero_payload_shares_one_chunk_per_full_packet(size):
+    """A payload from ``zeros()`` (bulk transfers without data of their own): every full
+    packet carries the one shared ``zeros(mtu)``, not a slice of its own, and the packets
+    are the ones an equal payload of other bytes objects gives."""
+    mtu = 4096
+    z = zeros(size)
+    assert zeros(size) is z and z == bytes(size)
+    base = SesStandard(opcode=SesOpcode.WRITE, flags=int(SesFlag.REL), message_id=1,
+                       request_length=size, job_id=5)
+    seg = Segmenter(base, z, mtu)
+    other = Segmenter(base, bytes(size), mtu)  # the same bytes, not the shared object
+    got = [seg.part(i) for i in range(seg.count)]
+    ref = [other.part(i) for i in range(other.count)]
+    assert [(h, bytes(c)) for h, c in got] == [(h, bytes(c)) for h, c in ref]
+    full = [c for _, c in got if len(c) == mtu]
+    assert len(full) == size // mtu
+    assert all(c is zeros(mtu) for c in full)
+    assert all(type(c) is memoryview for _, c in ref)  # slices of the caller's bytes
+    if size % mtu:
+        assert bytes(got[-1][1]) == bytes(size % mtu)
+
+
+def test_the_shared_zero_payloads_are_bounded():
+    """Eight sizes are kept (the oldest goes first); payloads above 64 MiB are never kept."""
+    from uet.ses import segmentation
+
+    sizes = [1000 + i for i in range(12)]
+    made = [zeros(n) for n in sizes]
+    assert len(segmentation._ZEROS) <= 8
+    assert zeros(sizes[-1]) is made[-1]
+    assert zeros(sizes[0]) is not made[0] and zeros(sizes[0]) == made[0]
+    big = (64 << 20) + 1
+    assert zeros(big) is not zeros(big)
+    assert big not in segmentation._ZEROS

@@ -47,6 +47,7 @@ from uet.ses.endpoint import SesEndpoint
 from uet.ses.initiator import Operation
 from uet.ses.memory import Perm
 from uet.ses.messages import OpCompleted, OutMessage, RecvCompleted, TargetAddr, TargetReply
+from uet.ses.segmentation import zeros
 from uet.tss.config import TssConfig
 from uet.tss.sublayer import TssSublayer, frame_is_secured, is_secured
 from uet.wire.codec import decode_frame, decode_uet, encode_frame, encode_uet
@@ -795,7 +796,7 @@ class FabricEndpoint:
         ``dc``: delivery complete (the response waits for host memory, docs/ses.md).
         """
         tgt = self.target(dst, resource_index=SINK_INDEX)
-        data = payload if payload is not None else _zeros(nbytes)
+        data = payload if payload is not None else zeros(nbytes)
         op = self.call(now, "write", tgt, SINK_KEY, offset, data, mode=self.mode, dc=dc)
         msg = BulkMessage(op, self.ip, tgt.dst, nbytes, now)
         self.messages.append(msg)
@@ -823,26 +824,6 @@ class FabricEndpoint:
 
     def idle(self) -> bool:
         return self.pds.idle() and not self._open_bulk
-
-
-#: zero payloads of bulk transfers that carry no data of their own (send_message), by
-#: size: bytes are immutable, so every message of one size shares one. A fresh
-#: ``bytes(n)`` is zero pages the kernel maps in as each packet first reads its 4 KiB (a
-#: page fault per packet sent, several microseconds in a VM); a shared one, once.
-_ZEROS: dict[int, bytes] = {}
-_ZEROS_KEPT = 8  # sizes kept (oldest dropped first)
-_ZEROS_MAX_BYTES = 1 << 26  # larger payloads are made per message
-
-
-def _zeros(n: int) -> bytes:
-    z = _ZEROS.get(n)
-    if z is None:
-        z = bytes(n)
-        if n <= _ZEROS_MAX_BYTES:
-            if len(_ZEROS) >= _ZEROS_KEPT:
-                del _ZEROS[next(iter(_ZEROS))]
-            _ZEROS[n] = z
-    return z
 
 
 def _ip_id(ip: str) -> int:

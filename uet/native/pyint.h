@@ -40,4 +40,22 @@ static inline long long as_i64(PyObject *v) {
     return x;
 }
 
+/* A Python int for v (a new reference), shared with earlier calls for the same value while
+ * it stays in `memo` (1 << bits slots, direct-mapped by value; each module keeps its own
+ * tables). For per-packet fields that take a bounded set of values (payload and frame
+ * sizes, a packet's index and offset in its message): a packet in flight then holds a
+ * shared int instead of one of its own, an object less to make, to read cold when its ACK
+ * comes and to free. Ints are immutable, so sharing is invisible. */
+static inline PyObject *memo_int(PyObject **memo, int bits, long long v) {
+    size_t i = (size_t)(((unsigned long long)v * 0x9E3779B97F4A7C15ULL) >> (64 - bits));
+    PyObject *o = memo[i];
+    if (o != NULL && as_i64(o) == v)
+        return Py_NewRef(o);
+    PyObject *n = PyLong_FromLongLong(v);
+    if (n == NULL)
+        return NULL;
+    Py_XSETREF(memo[i], Py_NewRef(n));
+    return n;
+}
+
 #endif

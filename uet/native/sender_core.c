@@ -56,10 +56,10 @@ static const char *MSG_NAMES[M_N] = {"count", "dst_ip", "mode", "job_id", "tc", 
 enum { O_TAKEN, O_COUNT, O_PARTS, O_OP_ID, O_ATTEMPT, O_N };
 static const char *OUT_NAMES[O_N] = {"taken", "count", "parts", "op_id", "attempt"};
 enum { Z_CARRY, Z_TOTAL, Z_MTU, Z_PAYLOAD, Z_COUNT, Z_LAST_OFF, Z_FIELDS, Z_COMMON,
-       Z_HEADER_DATA, Z_FIRST_FLAGS, Z_MID_FLAGS, Z_RLEN, Z_N };
+       Z_HEADER_DATA, Z_FIRST_FLAGS, Z_MID_FLAGS, Z_RLEN, Z_ZERO_CHUNK, Z_N };
 static const char *SEG_NAMES[Z_N] = {"carry", "total", "mtu", "payload", "count", "last_off",
                                      "fields", "common", "header_data", "first_flags",
-                                     "mid_flags", "rlen"};
+                                     "mid_flags", "rlen", "zero_chunk"};
 /* SesStandard, PacketRef and SendRequest: every field, in order */
 enum { SS_N = 15 };
 static const char *SES_NAMES[SS_N] = {
@@ -94,10 +94,17 @@ static PyObject *s_can_send, *s_choose_ev, *s_window_full, *s_on_send, *s_on_sen
     *s_blocked_memory, *s_blocked_syn, *s_tx_packets, *s_tx_bytes, *kw_can_send, *kw_window_full,
     *kw_on_send;
 
+/* shared ints (pyint.h, memo_int): the sizes every packet carries, and a packet's index
+ * and offset in its message (the same for every message of a size) */
+#define SIZE_BITS 4
+#define PLACE_BITS 11
+static PyObject *size_ints[1 << SIZE_BITS], *index_ints[1 << PLACE_BITS],
+    *offset_ints[1 << PLACE_BITS];
+
 /* a new SentPacket(psn, req, nbytes, cost), as its __init__ makes it */
 static PyObject *new_packet(PyObject *psn, PyObject *req, PyObject *nbytes, int64_t cost) {
     PyObject *o = L_PKT.type->tp_alloc(L_PKT.type, 0);
-    PyObject *c = PyLong_FromLongLong(cost);
+    PyObject *c = memo_int(size_ints, SIZE_BITS, cost);
     if (o == NULL || c == NULL) {
         Py_XDECREF(o);
         Py_XDECREF(c);
@@ -197,7 +204,11 @@ static PyObject *msg_head(PyObject *head) {
         lo = off;
         hd = NULL;
     }
-    if (carry) {
+    PyObject *zc = SLOT(parts, L_SEG, Z_ZERO_CHUNK);
+    if (carry && zc != NULL && zc != Py_None && hi - lo == mtu) {
+        chunk = Py_NewRef(zc); /* an all-zero payload's full packet: the shared zeros(mtu) */
+        plen = mtu;
+    } else if (carry) {
         chunk = PySequence_GetSlice(payload, lo, hi);
         if (chunk == NULL)
             return NULL;
@@ -218,8 +229,8 @@ static PyObject *msg_head(PyObject *head) {
     for (int k = 0; k < 8; k++)
         sv[3 + k] = Py_NewRef(PyTuple_GET_ITEM(common, k));
     sv[11] = hd != NULL ? Py_NewRef(hd) : PyLong_FromLong(0);
-    sv[12] = PyLong_FromLongLong(hd != NULL ? 0 : plen);
-    sv[13] = PyLong_FromLongLong(hd != NULL ? 0 : off);
+    sv[12] = memo_int(size_ints, SIZE_BITS, hd != NULL ? 0 : plen);
+    sv[13] = memo_int(offset_ints, PLACE_BITS, hd != NULL ? 0 : off);
     sv[14] = Py_NewRef(SLOT(parts, L_SEG, Z_RLEN));
     for (int k = 0; k < SS_N; k++)
         if (sv[k] == NULL) {
@@ -230,7 +241,8 @@ static PyObject *msg_head(PyObject *head) {
         }
     PyObject *ses = new_filled(&L_SES, sv);
     PyObject *rv[PR_N] = {Py_NewRef(SLOT(out, L_OUT, O_OP_ID)),
-                          Py_NewRef(SLOT(out, L_OUT, O_ATTEMPT)), PyLong_FromLongLong(i)};
+                          Py_NewRef(SLOT(out, L_OUT, O_ATTEMPT)),
+                          memo_int(index_ints, PLACE_BITS, i)};
     PyObject *ref = rv[2] ? new_filled(&L_REF, rv) : NULL;
     if (rv[2] == NULL) {
         Py_DECREF(rv[0]);
@@ -453,7 +465,7 @@ static PyObject *k_poll_data(PyObject *mod, PyObject *const *args, Py_ssize_t na
     }
     PyObject *payload = SLOT(req, L_REQ, Q_PAYLOAD);
     Py_ssize_t nb = payload ? PyObject_Length(payload) : -1;
-    PyObject *nbytes_obj = nb >= 0 ? PyLong_FromSsize_t(nb) : NULL, *pkt = NULL,
+    PyObject *nbytes_obj = nb >= 0 ? memo_int(size_ints, SIZE_BITS, nb) : NULL, *pkt = NULL,
              *frame = NULL, *psn_obj = NULL;
     int64_t infl, used, limit;
     if (nbytes_obj == NULL || cc_inflight(rec, &infl) < 0)

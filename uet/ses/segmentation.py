@@ -22,6 +22,29 @@ _EOM = int(SesFlag.EOM)
 _HD = int(SesFlag.HD)
 
 
+#: all-zero payloads by size, shared: bulk transfers that carry no data of their own (the
+#: fabric end point's ``send_message``) send one of these. bytes are immutable, so every
+#: message of one size can share one; a fresh ``bytes(n)`` is zero pages the kernel maps in
+#: as each packet first reads its 4 KiB (a page fault per packet sent, several
+#: microseconds in a VM). A :class:`Segmenter` knows them: each full packet of one carries
+#: the shared ``zeros(mtu)`` instead of a slice of its own.
+_ZEROS: dict[int, bytes] = {}
+_ZEROS_KEPT = 8  # sizes kept (oldest dropped first)
+_ZEROS_MAX_BYTES = 1 << 26  # larger payloads are made per message
+
+
+def zeros(n: int) -> bytes:
+    """``n`` zero bytes, shared with every other caller of the same size while kept."""
+    z = _ZEROS.get(n)
+    if z is None:
+        z = bytes(n)
+        if n <= _ZEROS_MAX_BYTES:
+            if len(_ZEROS) >= _ZEROS_KEPT:
+                del _ZEROS[next(iter(_ZEROS))]
+            _ZEROS[n] = z
+    return z
+
+
 def segments(length: int, mtu: int) -> list[tuple[int, int]]:
     """``(offset, size)`` of each packet of a ``length``-byte message (one for length 0)."""
     if length <= 0:
@@ -45,7 +68,7 @@ class Segmenter:
     """
 
     __slots__ = ("carry", "total", "mtu", "payload", "count", "last_off", "fields", "common",
-                 "header_data", "first_flags", "mid_flags", "rlen")
+                 "header_data", "first_flags", "mid_flags", "rlen", "zero_chunk")
 
     def __init__(self, base: SesStandard, payload: bytes | bytearray | memoryview, mtu: int,
                  *, length: int | None = None) -> None:
@@ -67,6 +90,10 @@ class Segmenter:
             # a mutable buffer is copied once, now, so that changes made after the operation
             # was posted do not leak into packets made later
             payload = bytes(payload)
+        #: a payload from :func:`zeros`: each full packet carries the shared ``zeros(mtu)``
+        #: (the same bytes as its slice, without a slice object per packet in flight)
+        self.zero_chunk = (zeros(mtu) if carry and total > mtu and payload is _ZEROS.get(total)
+                           else None)
         if total <= mtu:
             self.count = 1
             self.last_off = 0
@@ -88,15 +115,22 @@ class Segmenter:
                     self.payload[:total] if carry else b"")
         mtu = self.mtu
         off = i * mtu
+        zc = self.zero_chunk
         if i == 0:
             return (SesStandard(*self.fields, self.first_flags, *self.common,
                                 self.header_data, 0, 0, self.rlen),
-                    self.payload[:mtu] if carry else b"")
+                    (self.payload[:mtu] if zc is None else zc) if carry else b"")
         if off == self.last_off:
-            chunk = self.payload[off:total] if carry else b""
+            if total - off == mtu and zc is not None:
+                chunk = zc
+            else:
+                chunk = self.payload[off:total] if carry else b""
             return (SesStandard(*self.fields, self.mid_flags | _EOM, *self.common, 0,
                                 len(chunk), off, self.rlen), chunk)
-        chunk = self.payload[off:off + mtu] if carry else b""
+        if zc is not None:
+            chunk = zc
+        else:
+            chunk = self.payload[off:off + mtu] if carry else b""
         return (SesStandard(*self.fields, self.mid_flags, *self.common, 0, len(chunk), off,
                             self.rlen), chunk)
 
