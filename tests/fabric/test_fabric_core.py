@@ -131,6 +131,52 @@ def test_limits_thresholds_and_queues_read_back() -> None:
         port.set_limit(8, 1)
 
 
+@pytest.mark.skipif(FABRIC_CORE is None, reason="the route table is the C path's")
+def test_the_route_table_holds_known_destinations_only() -> None:
+    """The C path keeps a table of the IPv4 destinations a switch looked up (route_lookup):
+    it enters only destinations the switch's dicts hold and shares their few distinct
+    answers, so a flood of frames to unknown addresses (seeded) adds nothing; a change of
+    either dict empties it, and the next frames follow the change."""
+    import random
+
+    from uet.fabric.endpoint import HostContext
+
+    loop = EventLoop()
+    sw, a, b = _switch(loop)
+    c = sw.add_port("02:00:00:00:00:03")
+    qos = QosConfig()
+    hosts = [HostContext(index=i, name=f"h{i}", ip=f"10.0.{i // 200}.{i % 200 + 1}",
+                         mac="02:00:00:00:01:01", rate_bps=10**11, qos=qos, seed=i)
+             for i in range(300)]
+    for h in hosts[1:]:
+        sw.add_route(bytes(int(x) for x in h.ip.split(".")), [b, c])  # one shared answer
+    for p in (b, c):
+        p.queued = 0
+        p.wake_pending = True  # keep what is queued: no cable to send on
+        p.set_limit(0, 1 << 30)
+    for i, h in enumerate(hosts[1:]):
+        loop.at(i, a.on_frame, data_frame(hosts[0], h, payload=64))
+    loop.run()
+    t = sw.route_table
+    assert t == {"entries": 299, "slots": 1024, "answers": 1}
+    assert b.queue_len(0) + c.queue_len(0) == 299
+    rng = random.Random(11)
+    unknown = [HostContext(index=0, name="x", ip=f"10.{rng.randrange(1, 256)}.{rng.randrange(256)}"
+                           f".{rng.randrange(256)}", mac="02:00:00:00:01:02", rate_bps=10**11,
+                           qos=qos, seed=0) for _ in range(2000)]
+    for i, h in enumerate(unknown):
+        loop.at(1000 + i, a.on_frame, data_frame(hosts[0], h, payload=64))
+    loop.run()
+    assert sw.route_table == t and a.drops["no_route"] == 2000
+    # a new route for a known destination: the table is emptied, and the frame follows it
+    sw.add_route(bytes(int(x) for x in hosts[1].ip.split(".")), [c])
+    before = c.queue_len(0)
+    loop.at(10_000, a.on_frame, data_frame(hosts[0], hosts[1], payload=64))
+    loop.run()
+    assert c.queue_len(0) == before + 1
+    assert sw.route_table["entries"] == 1
+
+
 def test_a_failing_tap_stops_the_run_with_its_error() -> None:
     """An exception raised inside the per-frame path (here by a tap) ends ``run()`` with it,
     like any event's; the loop stays usable."""

@@ -97,12 +97,31 @@ typedef struct {
     char clean, rx_native; /* rx_native: the far end is a SwitchPortCore or NicCore */
 } ChannelCore;
 
+/* A switch's table of IPv4 destinations already looked up (route_lookup): slot -> one of
+ * the switch's distinct (direct, host-route) answers. */
+typedef struct {
+    uint32_t ip;
+    uint16_t answer; /* index into the switch's answers */
+    uint16_t used;
+} RouteSlot;
+
+typedef struct {
+    PyObject *dval, *cands; /* borrowed from the tables (NULL: absent) */
+} RouteAnswer;
+
 typedef struct {
     PyObject_HEAD
     PyObject *direct, *cache, *rng, *tos_list, *routes;
     int ip_proto;
     unsigned long long ecmp_seed;
     uint8_t tos_tc[256];
+    /* route_lookup's table: valid while direct and routes are the dicts it was filled from,
+     * unchanged since (their version tags) */
+    RouteSlot *rt;
+    RouteAnswer *rt_answers;
+    uint32_t rt_cap, rt_n, rt_nanswers, rt_acap;
+    const void *rt_direct, *rt_routes;
+    uint64_t rt_vdirect, rt_vroutes;
 } SwitchCore;
 
 /* The cyclic-GC pair of a type from the list of its object fields: T_traverse visits them
@@ -861,22 +880,97 @@ static int on_frame_py(SwitchPortCore *sp, PyObject *data) {
     return 0;
 }
 
-/* A direct-mapped memo of the switches' two table lookups (direct, routes) per IPv4
- * destination: a hop otherwise makes a bytes key, hashes it and compares it with the
- * table's key, twice. An entry is used only while both tables are the same dicts, unchanged
- * since (CPython 3.11's dict version tags are unique over all dicts and mutations, so a
- * table that changed or was replaced never matches), and then its borrowed values are still
- * the tables' own. Other Python versions skip the memo. */
+/* Each switch keeps a table of the IPv4 destinations it has looked up (open addressing,
+ * 8 bytes a slot, at most half full) and the few distinct answers they share (a fat-tree
+ * switch has one per down port and one for its uplinks): a hop otherwise makes a bytes key,
+ * hashes it and compares it with each table's key, in two dicts of every destination (a
+ * handful of cache lines, cold at 1,024 hosts). The table is used only while both dicts
+ * are the ones it was filled from, unchanged since (CPython 3.11's dict version tags are
+ * unique over all dicts and mutations, so a table that changed or was replaced never
+ * matches), and then its borrowed answers are still the dicts' own values; otherwise it is
+ * emptied and filled again. Only destinations the dicts hold are entered, so it never
+ * holds more slots than twice their keys (a flood of unknown addresses adds nothing), and
+ * a switch with more than 65,535 distinct answers looks the rest up in the dicts. Other
+ * Python versions always use the dicts. */
 #if PY_VERSION_HEX < 0x030C0000
-#define ROUTE_MEMO_BITS 15
-typedef struct {
-    const void *sw, *direct, *routes;
-    uint64_t vdirect, vroutes;
-    PyObject *dval, *cands; /* borrowed from the tables; NULL: no entry */
-    uint32_t ip;
-} RouteMemo;
-static RouteMemo route_memo[1 << ROUTE_MEMO_BITS];
 #define DICT_TAG(d) (((PyDictObject *)(d))->ma_version_tag)
+#define RT_HASH(ip) ((uint32_t)(((uint64_t)(ip) * 0x9E3779B97F4A7C15ULL) >> 32))
+
+/* whether sw's table answers for its dicts as they are now; if not, empty it for them */
+static int rt_current(SwitchCore *sw) {
+    if (sw->rt_direct == (const void *)sw->direct && sw->rt_routes == (const void *)sw->routes &&
+        sw->rt_vdirect == DICT_TAG(sw->direct) && sw->rt_vroutes == DICT_TAG(sw->routes))
+        return 1;
+    if (sw->rt != NULL)
+        memset(sw->rt, 0, sw->rt_cap * sizeof(RouteSlot));
+    sw->rt_n = 0;
+    sw->rt_nanswers = 0;
+    sw->rt_direct = sw->direct;
+    sw->rt_routes = sw->routes;
+    sw->rt_vdirect = DICT_TAG(sw->direct);
+    sw->rt_vroutes = DICT_TAG(sw->routes);
+    return 0;
+}
+
+static const RouteAnswer *rt_find(const SwitchCore *sw, uint32_t ip) {
+    if (sw->rt_n == 0)
+        return NULL;
+    uint32_t mask = sw->rt_cap - 1;
+    for (uint32_t i = RT_HASH(ip) & mask;; i = (i + 1) & mask) {
+        const RouteSlot *e = &sw->rt[i];
+        if (!e->used)
+            return NULL;
+        if (e->ip == ip)
+            return &sw->rt_answers[e->answer];
+    }
+}
+
+static void rt_put(RouteSlot *tab, uint32_t cap, uint32_t ip, uint16_t answer) {
+    uint32_t mask = cap - 1, i = RT_HASH(ip) & mask;
+    while (tab[i].used)
+        i = (i + 1) & mask;
+    tab[i].ip = ip;
+    tab[i].answer = answer;
+    tab[i].used = 1;
+}
+
+/* enter ip -> (dval, cands); nothing is entered when memory or answers run short (the
+ * dicts still answer) */
+static void rt_enter(SwitchCore *sw, uint32_t ip, PyObject *dval, PyObject *cands) {
+    uint32_t a = 0;
+    while (a < sw->rt_nanswers &&
+           (sw->rt_answers[a].dval != dval || sw->rt_answers[a].cands != cands))
+        a++;
+    if (a == sw->rt_nanswers) {
+        if (a >= 0xFFFF)
+            return;
+        if (a == sw->rt_acap) {
+            uint32_t ncap = sw->rt_acap ? 2 * sw->rt_acap : 8;
+            RouteAnswer *na = PyMem_Realloc(sw->rt_answers, ncap * sizeof(RouteAnswer));
+            if (na == NULL)
+                return;
+            sw->rt_answers = na;
+            sw->rt_acap = ncap;
+        }
+        sw->rt_answers[a].dval = dval;
+        sw->rt_answers[a].cands = cands;
+        sw->rt_nanswers++;
+    }
+    if (2 * (sw->rt_n + 1) > sw->rt_cap) {
+        uint32_t ncap = sw->rt_cap ? 2 * sw->rt_cap : 64;
+        RouteSlot *nt = PyMem_Calloc(ncap, sizeof(RouteSlot));
+        if (nt == NULL)
+            return;
+        for (uint32_t i = 0; i < sw->rt_cap; i++)
+            if (sw->rt[i].used)
+                rt_put(nt, ncap, sw->rt[i].ip, sw->rt[i].answer);
+        PyMem_Free(sw->rt);
+        sw->rt = nt;
+        sw->rt_cap = ncap;
+    }
+    rt_put(sw->rt, sw->rt_cap, ip, (uint16_t)a);
+    sw->rt_n++;
+}
 #endif
 
 /* the direct and host-route entries (borrowed, NULL when absent) of the destination at
@@ -885,17 +979,17 @@ static int route_lookup(SwitchCore *sw, const uint8_t *dst, Py_ssize_t len, PyOb
                         PyObject **cands) {
     int routes = sw->routes != NULL && PyDict_CheckExact(sw->routes);
 #if PY_VERSION_HEX < 0x030C0000
-    RouteMemo *e = NULL;
+    int table = len == 4 && routes && PyDict_CheckExact(sw->direct);
     uint32_t ip = 0;
-    if (len == 4 && routes) {
+    if (table) {
         ip = (uint32_t)dst[0] << 24 | (uint32_t)dst[1] << 16 | (uint32_t)dst[2] << 8 | dst[3];
-        uint64_t h = ((uint64_t)(uintptr_t)sw ^ ((uint64_t)ip << 17)) * 0x9E3779B97F4A7C15ULL;
-        e = &route_memo[h >> (64 - ROUTE_MEMO_BITS)];
-        if (e->sw == sw && e->ip == ip && e->direct == sw->direct && e->routes == sw->routes &&
-            e->vdirect == DICT_TAG(sw->direct) && e->vroutes == DICT_TAG(sw->routes)) {
-            *dval = e->dval;
-            *cands = e->cands;
-            return 0;
+        if (rt_current(sw)) {
+            const RouteAnswer *a = rt_find(sw, ip);
+            if (a != NULL) {
+                *dval = a->dval;
+                *cands = a->cands;
+                return 0;
+            }
         }
     }
 #endif
@@ -915,16 +1009,9 @@ static int route_lookup(SwitchCore *sw, const uint8_t *dst, Py_ssize_t len, PyOb
     }
     Py_DECREF(dkey);
 #if PY_VERSION_HEX < 0x030C0000
-    if (e != NULL) {
-        e->sw = sw;
-        e->ip = ip;
-        e->direct = sw->direct;
-        e->routes = sw->routes;
-        e->vdirect = DICT_TAG(sw->direct);
-        e->vroutes = DICT_TAG(sw->routes);
-        e->dval = *dval;
-        e->cands = *cands;
-    }
+    /* (the lookups changed no dict: the table is still current) */
+    if (table && (*dval != NULL || *cands != NULL))
+        rt_enter(sw, ip, *dval, *cands);
 #endif
     return 0;
 }
@@ -1749,6 +1836,8 @@ GC_FUNCS(SwitchCore, SWITCH_OBJS, 0)
 static void SwitchCore_dealloc(SwitchCore *self) {
     PyObject_GC_UnTrack(self);
     SwitchCore_clear_own(self);
+    PyMem_Free(self->rt);
+    PyMem_Free(self->rt_answers);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -1764,8 +1853,17 @@ static int SW_set_tos(SwitchCore *s, PyObject *v, void *c) {
     return set_tos_table(v, s->tos_tc, &s->tos_list);
 }
 
+/* route_lookup's table, for tests and reports: {"entries", "slots", "answers"} */
+static PyObject *SW_get_route_table(SwitchCore *s, void *c) {
+    return Py_BuildValue("{s:I,s:I,s:I}", "entries", (unsigned)s->rt_n, "slots",
+                         (unsigned)s->rt_cap, "answers", (unsigned)s->rt_nanswers);
+}
+
 static PyGetSetDef SwitchCore_getset[] = {
     {"tos_tc", (getter)SW_get_tos, (setter)SW_set_tos, "TOS byte -> traffic class", NULL},
+    {"route_table", (getter)SW_get_route_table, NULL,
+     "the C path's table of IPv4 destinations looked up: entries, slots, distinct answers",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

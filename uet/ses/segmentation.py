@@ -127,10 +127,12 @@ class Segmenter:
                 chunk = self.payload[off:total] if carry else b""
             return (SesStandard(*self.fields, self.mid_flags | _EOM, *self.common, 0,
                                 len(chunk), off, self.rlen), chunk)
-        if zc is not None:
+        if zc is not None:  # an all-zero payload's full packet
             chunk = zc
+        elif carry:
+            chunk = self.payload[off:off + mtu]
         else:
-            chunk = self.payload[off:off + mtu] if carry else b""
+            chunk = b""
         return (SesStandard(*self.fields, self.mid_flags, *self.common, 0, len(chunk), off,
                             self.rlen), chunk)
 
