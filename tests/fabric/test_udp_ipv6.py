@@ -114,15 +114,15 @@ def test_two_endpoints_over_ipv6_with_valid_udp_checksums(netns, tmp_path: Path)
          "-o", "uet.check_udp_checksum:FALSE",  # partial sums on loopback (docs/fabric.md)
          "-o", "udp.try_heuristic_first:TRUE",  # an EV source port may be another's port
          "-T", "fields", "-E", "separator=|", "-e", "ipv6.src", "-e", "udp.checksum",
-         "-e", "uet.pds.type", "-e", "_ws.expert.severity"],
+         "-e", "uet.pds.type", "-e", "_ws.expert.severity", "-e", "_ws.expert.message"],
         capture_output=True, text=True, timeout=60)
     assert rows.returncode == 0, rows.stderr
     frames = [r.split("|") for r in rows.stdout.splitlines()]
     assert len(frames) >= 24  # 12 WRITE + 12 READ data packets, their ACKs
-    for src, checksum, pds_type, severity in frames:
+    for src, checksum, pds_type, severity, message in frames:
         assert src in ("fd00::5", "fd00::6") and pds_type, (src, pds_type)
         assert checksum != "0x0000", checksum
-        assert not severity, severity  # no expert info from our dissector
+        assert not severity, (severity, message)  # no expert info from our dissector
     assert {int(f[2]) for f in frames} >= {2, 8}  # RUD requests and ACK_CC
 
 
