@@ -116,6 +116,7 @@ class Segmenter:
         mtu = self.mtu
         off = i * mtu
         zc = self.zero_chunk
+        chunk: bytes | bytearray | memoryview
         if i == 0:
             return (SesStandard(*self.fields, self.first_flags, *self.common,
                                 self.header_data, 0, 0, self.rlen),
