@@ -115,27 +115,22 @@ class Segmenter:
                     self.payload[:total] if carry else b"")
         mtu = self.mtu
         off = i * mtu
+        last = off == self.last_off
+        hi = total if last else off + mtu
         zc = self.zero_chunk
         chunk: bytes | bytearray | memoryview
+        if not carry:
+            chunk = b""
+        elif zc is not None and hi - off == mtu:  # an all-zero payload's full packet
+            chunk = zc
+        else:
+            chunk = self.payload[off:hi]
         if i == 0:
             return (SesStandard(*self.fields, self.first_flags, *self.common,
-                                self.header_data, 0, 0, self.rlen),
-                    (self.payload[:mtu] if zc is None else zc) if carry else b"")
-        if off == self.last_off:
-            if total - off == mtu and zc is not None:
-                chunk = zc
-            else:
-                chunk = self.payload[off:total] if carry else b""
-            return (SesStandard(*self.fields, self.mid_flags | _EOM, *self.common, 0,
-                                len(chunk), off, self.rlen), chunk)
-        if zc is not None:  # an all-zero payload's full packet
-            chunk = zc
-        elif carry:
-            chunk = self.payload[off:off + mtu]
-        else:
-            chunk = b""
-        return (SesStandard(*self.fields, self.mid_flags, *self.common, 0, len(chunk), off,
-                            self.rlen), chunk)
+                                self.header_data, 0, 0, self.rlen), chunk)
+        flags = self.mid_flags | _EOM if last else self.mid_flags
+        return (SesStandard(*self.fields, flags, *self.common, 0, len(chunk), off, self.rlen),
+                chunk)
 
     def payload_bytes(self, i: int) -> int:
         """Payload bytes of packets ``i`` to the last."""
