@@ -550,7 +550,8 @@ class Runner:
         progress.update(fab.now, len(self.end_ps), force=True)
 
     def execute(self) -> dict[str, Any]:
-        # the frames in a huge-page region where the kernel offers them (uet.native.huge_heap)
+        # the frames and pymalloc's arenas in a huge-page region where the kernel offers
+        # them (uet.native.huge_heap), before the fabric is built
         huge_heap.enable()
         t0 = time.perf_counter()
         with paused_collector():

@@ -67,6 +67,7 @@ typedef struct Free {
 } Free;
 
 static Free *free_head[NCLASS];
+static char *bump[NCLASS], *bump_end[NCLASS];
 
 /* the arenas' half */
 static PyObjectArenaAllocator arena_before; /* pymalloc's arena allocator we replace */
@@ -75,7 +76,6 @@ static Free *arena_free_list = NULL; /* arenas pymalloc gave back, for its next 
 static size_t arena_size = 0;           /* the first size asked for: pymalloc's ARENA_SIZE */
 static unsigned long long n_arena, n_arena_free, n_arena_fallback;
 static size_t arenas_live, arenas_free;
-static char *bump[NCLASS], *bump_end[NCLASS];
 
 /* statistics */
 static unsigned long long n_alloc, n_free, n_fallback, n_full;
