@@ -61,6 +61,35 @@ def test_write_read_send_cross_the_list_and_every_frame_round_trips(decoded):
     assert a.counters["rx_decode_error"] == b.counters["rx_decode_error"] == 0
 
 
+def test_received_payloads_are_views_of_the_frame_on_the_c_path_and_land_intact():
+    """The C receive path hands the PDS a data frame's payload as a read-only view of the
+    received bytes (no copy out of a frame its SES may only count); a storing region gets
+    every byte, a scratch one counts them; the Python path hands bytes, to the same end."""
+    from uet.endpoint import fep as fep_mod
+
+    a, b = pair("hpc")
+    wire = Wire(a, b)
+    mem = _region(b, 70_000)
+    scratch = bytearray(70_000)
+    b.ses.resources.add_region(b.job_id, 0, 2, KEY, scratch, Perm.ALL, store=False)
+    seen: list[type] = []
+    rx = b.pds._rx
+    for t, handler in list(rx.items()):
+        def spy(now, frame, hdr, handler=handler):
+            seen.append(type(frame.payload))
+            return handler(now, frame, hdr)
+        rx[t] = spy
+    data = random.Random(11).randbytes(60_000)
+    w1 = a.call(0, "write", _tgt(b), KEY, 7, data)
+    w2 = a.call(0, "write", _tgt(b, index=2), KEY, 0, data)
+    assert wire.run_until(lambda: w1.done and w2.done)
+    assert w1.return_code == w2.return_code == Rc.OK
+    assert mem[7:60_007] == data and scratch == bytearray(70_000)
+    assert b.audit.seen == 2 * 15 and b.audit.duplicates == 0
+    native = fep_mod.IMPLEMENTATION == "native"
+    assert seen and set(seen) == ({memoryview} if native else {bytes})
+
+
 def test_losses_are_recovered_and_nothing_is_delivered_twice():
     a, b = pair("hpc")
     rng = random.Random(7)

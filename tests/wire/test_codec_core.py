@@ -53,6 +53,45 @@ def test_c_packs_and_unpacks_as_the_python_fast_path(f: Frame, flips, port) -> N
             data[6:12]) is None or codec._mac_text.get(data[:6]) is None
     else:
         _same_record(cd, pyd)
+        # an end point's receive path: the payload as a view of the same bytes, no copy
+        view = codec._c_decode(data, port, True)
+        assert view == pyd and bytes(view.payload) == pyd.payload
+        if pyd.payload:
+            assert type(view.payload) is memoryview and view.payload.obj is data
+        else:
+            assert type(view.payload) is bytes
+
+
+def test_c_decodes_a_data_payload_as_a_read_only_view_of_the_frame() -> None:
+    """``decode(data, port, True)``: a data frame's payload is a read-only memoryview of the
+    received bytes (one byte per item, contiguous), the rest as without it; an ACK keeps its
+    empty bytes."""
+    payload = bytes(range(256)) * 16
+    data = Frame(PdsRequest(2, 3, 0x01, -1, 1000, 5, 6),
+                 SesStandard(1, 0, 0x20, 9, 0, 1, 0, 0x7FF, 0, 12, 0x51, 0, 4096, 8192,
+                             100000), payload=payload, ev=77)
+    wire = codec.encode_frame(data)
+    codec.decode_frame(wire)  # fills the address caches
+    got = codec._c_decode(wire, 4793, True)
+    _same_fields = [k for k in Frame.__slots__ if k != "payload"]
+    plain = codec._c_decode(wire, 4793)
+    assert [getattr(got, k) for k in _same_fields] == [getattr(plain, k) for k in _same_fields]
+    v = got.payload
+    assert type(v) is memoryview and v.readonly and v.obj is wire
+    assert (v.ndim, v.itemsize, v.format, v.nbytes, len(v)) == (1, 1, "B", 4096, 4096)
+    assert v.tobytes() == payload == plain.payload and v[:3] == payload[:3]
+    assert v[-1] == payload[-1] and bytes(v[100:200]) == payload[100:200]
+    assert hash(v) == hash(payload)  # a read-only byte view hashes as its bytes
+    with pytest.raises(TypeError):
+        v[0] = 1
+    del plain, got
+    assert v.tobytes() == payload  # the view keeps the frame's bytes alive
+    ack = codec.encode_frame(Frame(PdsAckCc(8, 0, 0, 0, 1000, 6, 5, 0, 0, 4, 1, 3), ev=7))
+    codec.decode_frame(ack)
+    assert codec._c_decode(ack, 4793, True).payload == b""
+    assert type(codec._c_decode(ack, 4793, True).payload) is bytes
+    with pytest.raises(TypeError):
+        codec._c_decode(wire)
 
 
 def test_c_takes_the_frames_of_a_run() -> None:

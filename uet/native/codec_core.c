@@ -417,11 +417,39 @@ static PyObject *text_of(PyObject *cache, const uint8_t *b, Py_ssize_t n) {
     return Py_NewRef(v);
 }
 
+/* data[lo:hi] as a read-only memoryview of ``data`` (a bytes object), without copying:
+ * the view is made over the whole object, then narrowed as a slice would narrow it (a
+ * one-dimensional view of bytes with unit strides: start, length and shape change, its
+ * contiguity does not). Anything else takes the general slice. */
+static PyObject *view_of(PyObject *data, Py_ssize_t lo, Py_ssize_t hi) {
+    PyObject *mv = PyMemoryView_FromObject(data);
+    if (mv == NULL)
+        return NULL;
+    Py_buffer *v = PyMemoryView_GET_BUFFER(mv);
+    if (v->ndim == 1 && v->itemsize == 1 && v->readonly && v->shape != NULL &&
+        v->strides != NULL && v->strides[0] == 1 && v->suboffsets == NULL) {
+        v->buf = (char *)v->buf + lo;
+        v->len = v->shape[0] = hi - lo;
+        return mv;
+    }
+    PyObject *a = PyLong_FromSsize_t(lo), *z = PyLong_FromSsize_t(hi);
+    PyObject *sl = (a && z) ? PySlice_New(a, z, NULL) : NULL;
+    PyObject *r = sl ? PyObject_GetItem(mv, sl) : NULL;
+    Py_XDECREF(a);
+    Py_XDECREF(z);
+    Py_XDECREF(sl);
+    Py_DECREF(mv);
+    return r;
+}
+
 static PyObject *decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "decode(data, udp_port)");
+    if (nargs != 2 && nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "decode(data, udp_port, view=False)");
         return NULL;
     }
+    int view = 0;
+    if (nargs == 3 && (view = PyObject_IsTrue(args[2])) < 0)
+        return NULL;
     if (!configured || !PyBytes_CheckExact(args[0]))
         Py_RETURN_NONE;
     long udp_port = -1;
@@ -555,7 +583,10 @@ static PyObject *decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     fv[F_SES] = ses;
     fv[F_EXT] = Py_None;
     Py_INCREF(Py_None);
-    fv[F_PAYLOAD] = PyBytes_FromStringAndSize((const char *)b + hl, end - hl);
+    /* an end point's receive path asks for a view: a data frame's payload is then read
+     * only if its SES keeps the data (a scratch sink counts it), not copied out cold */
+    fv[F_PAYLOAD] = view && end > hl ? view_of(args[0], hl, end)
+                                     : PyBytes_FromStringAndSize((const char *)b + hl, end - hl);
     fv[F_SRC_MAC] = smac;
     fv[F_DST_MAC] = dmac;
     fv[F_SRC_IP] = src;
@@ -809,8 +840,9 @@ static PyMethodDef methods[] = {
     {"encode", (PyCFunction)encode, METH_O,
      "encode(frame) -> bytes or None: the two common frames, as _encode_fast packs them."},
     {"decode", (PyCFunction)(void (*)(void))decode, METH_FASTCALL,
-     "decode(data, udp_port) -> Frame or None: the two common frames, as _decode_fast "
-     "unpacks them."},
+     "decode(data, udp_port, view=False) -> Frame or None: the two common frames, as "
+     "_decode_fast unpacks them; view: the payload is a read-only memoryview of data (no "
+     "copy) instead of bytes."},
     {NULL, NULL, 0, NULL},
 };
 

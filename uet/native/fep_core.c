@@ -87,8 +87,9 @@ static PyObject *k_receive(PyObject *mod, PyObject *const *args, Py_ssize_t narg
     int clear = cleartext(fep);
     if (clear <= 0)
         return clear < 0 ? NULL : PyObject_Vectorcall(ref_receive, args, nargs, NULL);
-    PyObject *da[2] = {data, Py_None};
-    PyObject *frame = PyObject_Vectorcall(c_decode, da, 2, NULL);
+    /* the payload as a view of the frame: the SES reads it only to keep it */
+    PyObject *da[3] = {data, Py_None, Py_True};
+    PyObject *frame = PyObject_Vectorcall(c_decode, da, 3, NULL);
     if (frame == NULL || frame == Py_None) {
         /* not the C decoder's (or an error it found): the reference decodes and reports */
         PyErr_Clear();

@@ -183,6 +183,18 @@ static int iv_add(PyObject *iv, int64_t start, int64_t end) {
     return add_i64(iv, &L_IV, V_COVERED, added);
 }
 
+/* a payload this core takes: bytes, or a one-dimensional memoryview of bytes (the view
+ * an end point's receive path decodes, uet/native/codec_core.c) */
+static int is_octets(PyObject *p) {
+    if (PyBytes_CheckExact(p))
+        return 1;
+    if (!PyMemoryView_Check(p))
+        return 0;
+    Py_buffer *v = PyMemoryView_GET_BUFFER(p);
+    return v->ndim == 1 && v->itemsize == 1 && v->strides != NULL && v->strides[0] == 1 &&
+           v->suboffsets == NULL;
+}
+
 /* handle(target, src, ses, ext, payload, mode, psn, conn, now, refuse) */
 static PyObject *k_handle(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     if (!configured) {
@@ -190,7 +202,7 @@ static PyObject *k_handle(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
         return NULL;
     }
     if (nargs != 10 || !Py_IS_TYPE(args[0], target_type) || !PyUnicode_CheckExact(args[1]) ||
-        !Py_IS_TYPE(args[2], L_SES.type) || !PyBytes_CheckExact(args[4]) ||
+        !Py_IS_TYPE(args[2], L_SES.type) || !is_octets(args[4]) ||
         !(args[5] == mode_rud || args[5] == mode_rod) || args[9] != Py_None ||
         !is_int(args[7]) || !is_int(args[8]))
         return ref(args, nargs);
@@ -208,7 +220,8 @@ static PyObject *k_handle(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
         get_i64(ses, &L_SES, S_MEMORY_KEY, &memkey) < 0 ||
         get_i64(ses, &L_SES, S_RI_GENERATION, &gen) < 0)
         return NULL;
-    Py_ssize_t plen = PyBytes_GET_SIZE(payload);
+    Py_ssize_t plen = PyBytes_CheckExact(payload) ? PyBytes_GET_SIZE(payload)
+                                                  : PyMemoryView_GET_BUFFER(payload)->len;
     int64_t end = moff + plen;
     if (!plen || end > rlen)
         return ref(args, nargs);

@@ -523,6 +523,9 @@ class Frame:
     ``udp_checksum`` selects whether the UDP checksum is computed (always for IPv6) or
     sent as 0 (the default over IPv4, ref. 8). ``trailer`` holds bytes after the UET
     payload that the frame carries as is (e.g. a CRC-32C trailer or a GCM tag).
+    ``payload`` is ``bytes`` as decoded by :func:`uet.wire.codec.decode_frame`; a sender may
+    give any bytes-like object, and an end point's C receive path hands its PDS and SES a
+    read-only ``memoryview`` of the received frame (no copy).
     """
 
     pds: PdsHeader
