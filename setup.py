@@ -14,8 +14,10 @@ setup(
     # the fabric's event core (uet.fabric.scheduler) and the per-frame path of its ports,
     # switch ports and channels (uet/native/fabric_core.c): CPython extension types, since
     # they hold the callbacks and frames they run (cffi cannot keep Python objects)
+    # (and the run sampler's change-only series, uet/native/series_core.c)
     ext_modules=[Extension("uet.native._event_core",
-                           ["uet/native/event_core.c", "uet/native/fabric_core.c"],
+                           ["uet/native/event_core.c", "uet/native/fabric_core.c",
+                            "uet/native/series_core.c"],
                            depends=["uet/native/event_core.h", "uet/native/pyint.h"],
                            optional=True),
                  # the codec's two common frames (uet.wire.codec's fast path), in C

@@ -35,9 +35,10 @@ cp -r "$ROOT/tests/pds" "$TMP/tests/pds"  # the end point's C cores against thei
 cp -r "$ROOT/tests/ses" "$TMP/tests/ses"
 cp -r "$ROOT/tests/fep" "$TMP/tests/fep"  # the FEP core's audit and pump
 cp -r "$ROOT/tests/cms" "$TMP/tests/cms"  # the CMS core's NSCC and sender gates
-mkdir -p "$TMP/tests/experiments"  # EvLoad's C tap (EvTally, in codec_core.c)
+# EvLoad's C tap (EvTally, in codec_core.c) and the sampler's ChangeCore (series_core.c)
+mkdir -p "$TMP/tests/experiments"
 cp "$ROOT/tests/experiments/__init__.py" "$ROOT/tests/experiments/test_ev_tally.py" \
-    "$TMP/tests/experiments/"
+    "$ROOT/tests/experiments/test_timeseries.py" "$TMP/tests/experiments/"
 cp "$ROOT/pyproject.toml" "$TMP/"
 
 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -g"
@@ -56,7 +57,8 @@ EXT=$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))'
 INC=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 # shellcheck disable=SC2086
 if ! "$CC" -shared -fPIC -O1 $SAN -I"$INC" "$TMP/uet/native/event_core.c" \
-    "$TMP/uet/native/fabric_core.c" -o "$TMP/uet/native/_event_core$EXT" >"$TMP/build2.log" 2>&1
+    "$TMP/uet/native/fabric_core.c" "$TMP/uet/native/series_core.c" \
+    -o "$TMP/uet/native/_event_core$EXT" >"$TMP/build2.log" 2>&1
 then
     cat "$TMP/build2.log"
     echo "== FAIL: build of the event core"
@@ -112,7 +114,8 @@ ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:strict_string_checks=1 LD_PRELOAD="
     "$PY" -m pytest -q -p no:cacheprovider tests/native tests/fabric/test_scheduler.py \
     tests/fabric/test_fabric_core.py tests/fabric/test_pfc.py tests/fabric/test_impairments.py \
     tests/fabric/test_ecn_trim.py tests/wire/test_codec_core.py tests/wire/test_fast_paths.py \
-    tests/experiments/test_ev_tally.py tests/pds/test_recovery_core.py \
+    tests/experiments/test_ev_tally.py tests/experiments/test_timeseries.py \
+    tests/fep/test_fep_wire.py tests/pds/test_recovery_core.py \
     tests/pds/test_c_cores.py tests/pds/test_ack_core.py tests/ses/test_ses_core.py \
     tests/fep/test_fep_core.py tests/cms/test_cms_core.py tests/cms/test_cms_nscc.py "$@"
 

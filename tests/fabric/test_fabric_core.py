@@ -119,6 +119,20 @@ def test_ecn_marks_like_the_codec(ecn: int, v6: bool) -> None:
     assert get_dscp_ecn(out)[1] == (3 if ecn else 0)
     assert port.ecn_marked == (1 if ecn in (1, 2) else 0)
     assert port._dequeue(0) is None
+    # the sampler's total over every class
+    port.set_limit(1, 1 << 20)
+    port.enqueue(frame, 0, frame[15], None)
+    port.enqueue(frame, 1, frame[15], None)
+    assert port.qtotal == 2 * len(frame) == sum(port.qbytes) and port.qbytes[1] == len(frame)
+    assert port._dequeue(0) is not None and port.qtotal == len(frame)
+    assert port._dequeue(0) is not None and port.qtotal == 0
+
+
+def test_the_python_core_totals_its_classes_as_the_c_one() -> None:
+    core = PySwitchPortCore.__new__(PySwitchPortCore)
+    assert core.qtotal == 0
+    core.qbytes[2], core.qbytes[7] = 4150, 64
+    assert core.qtotal == 4214
 
 
 def test_limits_thresholds_and_queues_read_back() -> None:

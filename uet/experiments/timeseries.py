@@ -99,20 +99,40 @@ class Points:
         return [[t, v] for t, v in zip(self.t, self.v, strict=True)]
 
 
+def _change_core() -> Any:
+    """The C form of :class:`ChangeRecorder`'s bookkeeping (``uet/native/series_core.c``),
+    or None (``UET_PURE_PYTHON=1``, or not built)."""
+    from uet.native._common import load_core
+
+    core = load_core("_event_core")
+    return getattr(core, "ChangeCore", None) if core is not None else None
+
+
+_ChangeCore = _change_core()
+
+
 class ChangeRecorder:
     """Samples of a fixed set of integer series taken together (e.g. every link's
     cumulative bytes): a point is stored only where a series changed, plus the last sample
     of a flat stretch before a change (so a step plot of the points is exact), and every
     series is closed with its last sample (:meth:`close`). A sample where nothing changed
-    costs one list comparison; otherwise the work is per changed series."""
+    costs one list comparison; otherwise the work is per changed series.
 
-    def __init__(self, names: Sequence[str], series: dict[str, Any]) -> None:
+    With the C core (``uet.native._event_core.ChangeCore``, the same rule) the points are
+    kept in C and reach the :class:`Points` at :meth:`close`; ``native=False`` keeps the
+    Python form (the reference the tests hold the core to)."""
+
+    def __init__(self, names: Sequence[str], series: dict[str, Any], *,
+                 native: bool = True) -> None:
         self.names = list(names)
         self.points = [Points() for _ in self.names]
         for name, pts in zip(self.names, self.points, strict=True):
             series[name] = pts
         self.last: list[int] | None = None
         self.prev_t = 0
+        self._core = _ChangeCore(len(self.names)) if native and _ChangeCore else None
+        if self._core is not None:
+            self.sample = self._core.sample  # type: ignore[method-assign]
 
     def sample(self, now: int, values: list[int]) -> None:
         """Values of every series (in ``names`` order) at ``now`` (after the last sample)."""
@@ -136,6 +156,14 @@ class ChangeRecorder:
 
     def close(self) -> None:
         """End every series with the last sample (if it was not stored already)."""
+        core = self._core
+        if core is not None:
+            core.close()
+            for i, pts in enumerate(self.points):
+                t, v = core.take(i)
+                pts.t.frombytes(t)
+                pts.v.frombytes(v)
+            return
         if self.last is None:
             return
         prev = self.prev_t

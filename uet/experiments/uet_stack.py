@@ -193,7 +193,7 @@ class Sampler:
         dst)."""
         self.samples += 1
         self.links.sample(now, [ch.tx_bytes for ch in self.channels])
-        self.queues.sample(now, [sum(p.qbytes) for p in self.ports])
+        self.queues.sample(now, [p.qtotal for p in self.ports])
         signals = self.flow_signals
         if signals is None:
             return

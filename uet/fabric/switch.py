@@ -122,6 +122,11 @@ class PySwitchPortCore(PyPortCore):
 
     on_frame = _forward
 
+    @property
+    def qtotal(self) -> int:
+        """Bytes queued in every class together."""
+        return sum(self.qbytes)
+
     def set_limit(self, tc: int, nbytes: int) -> None:
         """Byte limit of class ``tc``."""
         self.limit[tc] = nbytes
@@ -200,6 +205,7 @@ class SwitchPort(Port, SwitchPortCore):
     if TYPE_CHECKING:  # the core's (PySwitchPortCore or C)
         switch: Switch
         qbytes: list[int]
+        qtotal: int
         limit: list[int]
         hwm: list[int]
         kmin: list[int]

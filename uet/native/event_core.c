@@ -349,7 +349,7 @@ PyMODINIT_FUNC PyInit__event_core(void) {
         Py_DECREF(m);
         return NULL;
     }
-    if (fabric_core_init(m) < 0) {
+    if (fabric_core_init(m) < 0 || series_core_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

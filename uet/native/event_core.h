@@ -44,4 +44,7 @@ int fabric_dispatch(int kind, PyObject *fn, PyObject *arg, int64_t now);
 /* Add the fabric types to the module; -1 on error. */
 int fabric_core_init(PyObject *module);
 
+/* Add the sampler's ChangeCore (series_core.c) to the module; -1 on error. */
+int series_core_init(PyObject *module);
+
 #endif

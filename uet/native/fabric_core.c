@@ -1226,6 +1226,12 @@ static PyObject *class_list(const SwitchPortCore *s, size_t off) {
 static PyObject *SP_get_qbytes(SwitchPortCore *s, void *c) {
     return class_list(s, offsetof(PortClass, qbytes));
 }
+static PyObject *SP_get_qtotal(SwitchPortCore *s, void *c) {
+    int64_t total = 0;
+    for (int i = 0; i < NTC; i++)
+        total += s->cls[i].qbytes;
+    return PyLong_FromLongLong(total);
+}
 static PyObject *SP_get_limit(SwitchPortCore *s, void *c) {
     return class_list(s, offsetof(PortClass, limit));
 }
@@ -1366,6 +1372,7 @@ static PyObject *SP_queue_len(SwitchPortCore *s, PyObject *arg) {
 
 static PyGetSetDef SwitchPortCore_getset[] = {
     {"qbytes", (getter)SP_get_qbytes, NULL, "bytes queued per class (a copy)", NULL},
+    {"qtotal", (getter)SP_get_qtotal, NULL, "bytes queued in every class together", NULL},
     {"limit", (getter)SP_get_limit, NULL, "byte limit per class (a copy; set_limit)", NULL},
     {"hwm", (getter)SP_get_hwm, NULL, "high-water mark per class, bytes (a copy)", NULL},
     {"kmin", (getter)SP_get_kmin, NULL, "ECN kmin per class (a copy; set_ecn)", NULL},
