@@ -103,6 +103,52 @@ def test_audit_core_matches_the_python_op_by_op(seed):
             type(py.flow_bytes[k]) for k in (30, 60, 90, 120, 150)]
 
 
+class _Recording(dict):
+    """A counts mapping with its own item store (called by Python's ``+=`` and by the C
+    cores' counting alike)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stores = 0
+
+    def __missing__(self, key):
+        return 0
+
+    def __setitem__(self, key, value) -> None:
+        self.stores += 1
+        super().__setitem__(key, value)
+
+
+@pytest.mark.parametrize("kind", ["Counter", "own store"])
+def test_per_flow_counts_reach_every_mapping_as_python_stores_them(kind):
+    """The cores store a Counter's counts straight into the dict (its item assignment is
+    dict's; the generic path cost ~1,000 instructions a store); a mapping with its own
+    ``__setitem__`` still gets every store through it, and both forms count the same."""
+    from collections import Counter
+
+    rng = random.Random(5)
+    calls = _stream(rng, 400, 4096)
+    audits = [DeliveryAudit(mtu_payload=4096), DeliveryAudit(mtu_payload=4096)]
+    for a in audits:
+        flows = a.count_flows()
+        for m in range(400):
+            flows["10.0.0.1", m] = flows["10.0.0.2", m] = m % 7
+        if kind == "own store":
+            a.flow_bytes, a.flow_dups = _Recording(), _Recording()
+    c, py = audits
+    ref = AUDIT_REFERENCE["see"]
+    for src, ses, nbytes, conn in calls:
+        args = (src, ses, nbytes) if conn is None else (src, ses, nbytes, conn)
+        assert c.see(*args) is ref(py, *args)
+    assert dict(c.flow_bytes) == dict(py.flow_bytes) and sum(c.flow_bytes.values()) > 0
+    assert dict(c.flow_dups) == dict(py.flow_dups) and sum(c.flow_dups.values()) > 0
+    if kind == "own store":
+        assert c.flow_bytes.stores == py.flow_bytes.stores > 100
+        assert c.flow_dups.stores == py.flow_dups.stores > 0
+    else:
+        assert type(c.flow_bytes) is Counter and type(c.flow_dups) is Counter
+
+
 @pytest.mark.skipif(not NATIVE, reason="the FEP core is off: nothing to compare")
 def test_audit_core_takes_keywords_and_odd_arguments_as_the_python():
     c, py = DeliveryAudit(), DeliveryAudit()
