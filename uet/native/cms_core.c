@@ -492,16 +492,17 @@ static int keywords(PyObject *const *args, Py_ssize_t nargs, PyObject *kw, Py_ss
         out[i] = NULL;
     for (Py_ssize_t j = 0; j < nkw; j++) {
         PyObject *k = PyTuple_GET_ITEM(kw, j);
-        int found = 0;
-        for (int i = 0; i < n && !found; i++)
-            if (k == names[i] || PyUnicode_Compare(k, names[i]) == 0) {
-                if (out[i] != NULL)
-                    return 0;
-                out[i] = args[nargs + j];
-                found = 1;
-            }
-        if (!found)
+        /* keyword names are interned: the same object first; comparing the text of every
+         * name before the one that matches cost ~1% of a run */
+        int i = 0;
+        while (i < n && k != names[i])
+            i++;
+        if (i == n)
+            for (i = 0; i < n && PyUnicode_Compare(k, names[i]) != 0; i++)
+                ;
+        if (i == n || out[i] != NULL)
             return 0;
+        out[i] = args[nargs + j];
     }
     return 1;
 }

@@ -1019,12 +1019,12 @@ PyMODINIT_FUNC PyInit__sender_core(void) {
         intern_str(&s_after_progress, "_after_progress") || intern_str(&s_wake, "wake") ||
         intern_str(&s_wake_waiters, "wake_waiters") || intern_str(&s_waiters, "waiters") ||
         intern_str(&s_report_acked, "report_acked") ||
-        intern_str(&s_by_id, "by_id") || (kw_fb = Py_BuildValue("(s)", "fb")) == NULL ||
-        (kw_from_cp = Py_BuildValue("(s)", "from_cp")) == NULL)
+        intern_str(&s_by_id, "by_id") || (kw_fb = names_tuple(1, "fb")) == NULL ||
+        (kw_from_cp = names_tuple(1, "from_cp")) == NULL)
         return NULL;
-    kw_can_send = Py_BuildValue("(ss)", "nbytes", "in_flight");
-    kw_window_full = Py_BuildValue("(ss)", "nbytes", "in_flight");
-    kw_on_send = Py_BuildValue("(sss)", "nbytes", "ev", "retx");
+    kw_can_send = names_tuple(2, "nbytes", "in_flight");
+    kw_window_full = names_tuple(2, "nbytes", "in_flight");
+    kw_on_send = names_tuple(3, "nbytes", "ev", "retx");
     if (kw_can_send == NULL || kw_window_full == NULL || kw_on_send == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&moddef);

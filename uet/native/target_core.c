@@ -1457,12 +1457,12 @@ PyMODINIT_FUNC PyInit__target_core(void) {
         (empty_bytes = PyBytes_FromStringAndSize("", 0)) == NULL)
         return NULL;
     if (intern_str(&str_ack_cc, "ack_cc") || intern_str(&s_fill_ack_cc, "fill_ack_cc") ||
-        intern_str(&s_ack_tx, "ack_tx") || (kw_ack = Py_BuildValue("(s)", "ack")) == NULL ||
+        intern_str(&s_ack_tx, "ack_tx") || (kw_ack = names_tuple(1, "ack")) == NULL ||
         (py_zero = PyLong_FromLong(0)) == NULL || (py_one = PyLong_FromLong(1)) == NULL)
         return NULL;
-    kw_on_data = Py_BuildValue("(sssss)", "nbytes", "ecn_ce", "credit_target", "in_order",
+    kw_on_data = names_tuple(5, "nbytes", "ecn_ce", "credit_target", "in_order",
                                "ooo_count");
-    kw_ccx_on_data = Py_BuildValue("(ss)", "nbytes", "ecn_ce");
+    kw_ccx_on_data = names_tuple(2, "nbytes", "ecn_ce");
     if (kw_on_data == NULL || kw_ccx_on_data == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&moddef);
