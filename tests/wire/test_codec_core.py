@@ -94,6 +94,30 @@ def test_c_decodes_a_data_payload_as_a_read_only_view_of_the_frame() -> None:
         codec._c_decode(wire)
 
 
+def test_c_shares_the_ints_of_fields_that_repeat() -> None:
+    """Two packets of one message: the fields that repeat (PDC IDs, message ID, lengths,
+    key, job, initiator, the full payload's length) are the same int objects, from the
+    decoder's memo; the PSN is the packet's own; a key past 2^63 is made fresh, right."""
+    def frame(psn: int, off: int, key: int) -> bytes:
+        f = Frame(PdsRequest(2, 3, 0x01, -1, psn, 5000, 6000),
+                  SesStandard(1, 0, 0x20, 900, 0, 70000, 0, 0x7FF, 123456, 1 << 20, key, 0,
+                              4096, off, 100000), payload=bytes(4096), ev=7)
+        wire = codec.encode_frame(f)
+        codec.decode_frame(wire)  # the address caches
+        return wire
+
+    for key in (0x51, 2**64 - 1):
+        a = codec._c_decode(frame(10**6, 8192, key), 4793)
+        b = codec._c_decode(frame(10**6 + 1, 12288, key), 4793)
+        for name in ("message_id", "job_id", "buffer_offset", "initiator", "payload_length",
+                     "request_length"):
+            assert getattr(a.ses, name) is getattr(b.ses, name), name
+        assert a.pds.spdcid is b.pds.spdcid and a.pds.dpdcid is b.pds.dpdcid
+        assert a.pds.psn == 10**6 and b.pds.psn == 10**6 + 1
+        assert a.ses.memory_key == b.ses.memory_key == key
+        assert (a.ses.memory_key is b.ses.memory_key) == (key < 2**63)
+
+
 def test_c_takes_the_frames_of_a_run() -> None:
     """Not decorative: the data and ACK frames go through C, and odd values do not."""
     data = Frame(PdsRequest(2, 3, 0x01, -1, 1000, 5, 6),

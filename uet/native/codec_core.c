@@ -366,9 +366,21 @@ fallback:
 
 /* ------------------------------------------------------------------ decode */
 
-static int fill_ints(PyObject **vals, const unsigned long long *v, int n) {
+/* Decoded header fields that repeat from packet to packet (a PDC's IDs; a message's ID,
+ * length, key and buffer offset; a flow's job and initiator; the payload length and the
+ * offset of a full packet) share one int per value while it stays in this direct-mapped
+ * memo: an int fewer to make and to free per field and frame. PSNs, bitmaps and counts
+ * change every frame and are made fresh. Ints are immutable, so sharing is invisible. */
+#define FIELD_MEMO_BITS 10
+static PyObject *field_memo[1 << FIELD_MEMO_BITS];
+
+/* ints for v[0..n) (new references in vals), the fields of `shared` (bit i: field i)
+ * from the memo */
+static int fill_ints(PyObject **vals, const unsigned long long *v, int n, uint32_t shared) {
     for (int i = 0; i < n; i++) {
-        vals[i] = PyLong_FromUnsignedLongLong(v[i]);
+        vals[i] = (shared >> i & 1) && v[i] <= (unsigned long long)LLONG_MAX
+                      ? memo_int(field_memo, FIELD_MEMO_BITS, (long long)v[i])
+                      : PyLong_FromUnsignedLongLong(v[i]);
         if (vals[i] == NULL) {
             for (int j = 0; j < i; j++)
                 Py_DECREF(vals[j]);
@@ -377,6 +389,17 @@ static int fill_ints(PyObject **vals, const unsigned long long *v, int n) {
     }
     return 0;
 }
+
+#define BIT(i) (1u << (i))
+/* the request's: its sender's PDC ID (the DPDCID is made below, from the memo too) */
+#define REQ_SHARED BIT(R_SPDCID)
+/* the standard header's */
+#define SES_SHARED                                                                          \
+    (BIT(S_MESSAGE_ID) | BIT(S_JOB_ID) | BIT(S_BUFFER_OFFSET) | BIT(S_INITIATOR) |           \
+     BIT(S_MEMORY_KEY) | BIT(S_HEADER_DATA) | BIT(S_PAYLOAD_LENGTH) | BIT(S_MESSAGE_OFFSET) | \
+     BIT(S_REQUEST_LENGTH))
+/* the ACK_CC's: both PDC IDs */
+#define ACK_SHARED (BIT(A_SPDCID) | BIT(A_DPDCID))
 
 /* A direct-mapped memo in front of the text caches (4 or 6 address bytes -> their text):
  * the mapping is a pure function of the bytes, so an entry stays right whatever happens to
@@ -516,14 +539,14 @@ static PyObject *decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             goto none; /* an extension header follows (atomics, rendezvous): Python */
         PyObject *rv[R_N];
         unsigned long long iv[R_N] = {t, 3, flags, 0, psn, spdcid, 0, 0, 0, ccc, credit};
-        if (fill_ints(rv, iv, R_N) < 0)
+        if (fill_ints(rv, iv, R_N, REQ_SHARED) < 0)
             goto error;
         Py_SETREF(rv[R_CLEAR_PSN_OFFSET], PyLong_FromLong((int16_t)cpo_raw));
         if (flags & 0x04) {
             Py_SETREF(rv[R_USE_RSV_PDC], PyBool_FromLong(last >= 0x8000));
             Py_SETREF(rv[R_PSN_OFFSET], PyLong_FromLong(last & 0xFFF));
         } else {
-            Py_SETREF(rv[R_DPDCID], PyLong_FromLong(last));
+            Py_SETREF(rv[R_DPDCID], memo_int(field_memo, FIELD_MEMO_BITS, last));
             Py_SETREF(rv[R_USE_RSV_PDC], PyBool_FromLong(0));
         }
         if (rv[R_CLEAR_PSN_OFFSET] == NULL || rv[R_PSN_OFFSET] == NULL || rv[R_DPDCID] == NULL) {
@@ -542,7 +565,7 @@ static PyObject *decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             (b1 & 0x01) ? tail : 0, (b1 & 0x01) ? 0 : (tail >> 32 & 0x3FFF),
             (b1 & 0x01) ? 0 : (tail & 0xFFFFFFFF), get32(s + 40)};
         PyObject *svals[S_N];
-        if (fill_ints(svals, sv, S_N) < 0)
+        if (fill_ints(svals, sv, S_N, SES_SHARED) < 0)
             goto error;
         ses = new_filled(&L_SES, svals);
         if (ses == NULL)
@@ -558,7 +581,7 @@ static PyObject *decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             b[54] & 0xF, b[55], 0, get64(b + 58), cc ? 0 : get16(b + 66), 0,
             cc ? 0 : (c >> 24 & 0x7F), cc ? 0 : (c & 0xFFFFFF), cc ? get32(b + 66) >> 8 : 0,
             get16(b + 72), 0, 0};
-        if (fill_ints(av, iv, A_N) < 0)
+        if (fill_ints(av, iv, A_N, ACK_SHARED) < 0)
             goto error;
         Py_SETREF(av[A_ACK_PSN_OFFSET], PyLong_FromLong((int16_t)get16(p + 2)));
         Py_SETREF(av[A_SACK_PSN_OFFSET], PyLong_FromLong((int16_t)get16(b + 56)));
