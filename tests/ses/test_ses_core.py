@@ -181,3 +181,15 @@ def test_payload_views_are_taken_as_their_bytes(seed, cast, monkeypatch):
             assert in_python == len(stream) >= as_bytes
         else:  # the same ones as views as it took as bytes (some: these seeds have them)
             assert in_python == as_bytes < len(stream)
+
+
+def test_a_released_view_goes_to_the_reference():
+    """A payload view released by its owner is refused as the Python refuses it (bytes() of
+    it raises ValueError), not counted from its stale length."""
+    stream = _stream(1)
+    b, _ = _target()
+    src, ses, ext, payload, mode, psn, conn, now = stream[0]
+    v = memoryview(bytes(payload))
+    v.release()
+    with pytest.raises(ValueError):
+        b.target.handle(src, ses, ext, v, mode, psn, conn, now, None)

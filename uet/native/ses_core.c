@@ -188,8 +188,8 @@ static int iv_add(PyObject *iv, int64_t start, int64_t end) {
 static int is_octets(PyObject *p) {
     if (PyBytes_CheckExact(p))
         return 1;
-    if (!PyMemoryView_Check(p))
-        return 0;
+    if (!PyMemoryView_Check(p) || ((PyMemoryViewObject *)p)->flags & _Py_MEMORYVIEW_RELEASED)
+        return 0; /* a released view: the Python raises, as bytes() of it does */
     Py_buffer *v = PyMemoryView_GET_BUFFER(p);
     return v->ndim == 1 && v->itemsize == 1 && v->strides != NULL && v->strides[0] == 1 &&
            v->suboffsets == NULL;
