@@ -49,7 +49,7 @@ if ! (cd "$TMP" && UET_NATIVE_CFLAGS="$SAN" UET_NATIVE_LDFLAGS="$SAN" \
     echo "== FAIL: build"
     exit 1
 fi
-if ! nm -D "$TMP"/uet/native/_uet_native*.so | grep -q __asan; then
+if ! nm -D "$TMP"/uet/native/_uet_native*.so | grep __asan >/dev/null; then
     echo "== FAIL: the extension is not instrumented"
     exit 1
 fi
@@ -81,9 +81,11 @@ for core in recovery_core sender_core target_core fep_core ses_core cms_core hug
         exit 1
     fi
 done
+# (grep reads nm's whole output: with pipefail, grep -q leaving early could fail nm with
+# SIGPIPE once a module's symbol table outgrows the pipe's buffer)
 for so in _event_core _codec_core _recovery_core _sender_core _target_core _fep_core \
     _ses_core _cms_core _huge_heap; do
-    if ! nm -D "$TMP/uet/native/$so$EXT" | grep -q __asan; then
+    if ! nm -D "$TMP/uet/native/$so$EXT" | grep __asan >/dev/null; then
         echo "== FAIL: $so is not instrumented"
         exit 1
     fi
