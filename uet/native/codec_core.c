@@ -440,29 +440,22 @@ static PyObject *text_of(PyObject *cache, const uint8_t *b, Py_ssize_t n) {
     return Py_NewRef(v);
 }
 
-/* data[lo:hi] as a read-only memoryview of ``data`` (a bytes object), without copying:
- * the view is made over the whole object, then narrowed as a slice would narrow it (a
- * one-dimensional view of bytes with unit strides: start, length and shape change, its
- * contiguity does not). Anything else takes the general slice. */
+/* data[lo:hi] as a read-only memoryview of ``data`` (an exact bytes object), without
+ * copying: the view is made over the whole object, then narrowed as a slice narrows it
+ * (start, length and shape change; a byte buffer's contiguity does not). A bytes object
+ * always exports such a buffer; were it not so, the payload is copied as without a view. */
 static PyObject *view_of(PyObject *data, Py_ssize_t lo, Py_ssize_t hi) {
     PyObject *mv = PyMemoryView_FromObject(data);
     if (mv == NULL)
         return NULL;
     Py_buffer *v = PyMemoryView_GET_BUFFER(mv);
-    if (v->ndim == 1 && v->itemsize == 1 && v->readonly && v->shape != NULL &&
-        v->strides != NULL && v->strides[0] == 1 && v->suboffsets == NULL) {
-        v->buf = (char *)v->buf + lo;
-        v->len = v->shape[0] = hi - lo;
-        return mv;
+    if (!v->readonly || !byte_buffer(v)) {
+        Py_DECREF(mv);
+        return PyBytes_FromStringAndSize(PyBytes_AS_STRING(data) + lo, hi - lo);
     }
-    PyObject *a = PyLong_FromSsize_t(lo), *z = PyLong_FromSsize_t(hi);
-    PyObject *sl = (a && z) ? PySlice_New(a, z, NULL) : NULL;
-    PyObject *r = sl ? PyObject_GetItem(mv, sl) : NULL;
-    Py_XDECREF(a);
-    Py_XDECREF(z);
-    Py_XDECREF(sl);
-    Py_DECREF(mv);
-    return r;
+    v->buf = (char *)v->buf + lo;
+    v->len = v->shape[0] = hi - lo;
+    return mv;
 }
 
 static PyObject *decode(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {

@@ -190,9 +190,7 @@ static int is_octets(PyObject *p) {
         return 1;
     if (!PyMemoryView_Check(p) || ((PyMemoryViewObject *)p)->flags & _Py_MEMORYVIEW_RELEASED)
         return 0; /* a released view: the Python raises, as bytes() of it does */
-    Py_buffer *v = PyMemoryView_GET_BUFFER(p);
-    return v->ndim == 1 && v->itemsize == 1 && v->strides != NULL && v->strides[0] == 1 &&
-           v->suboffsets == NULL;
+    return byte_buffer(PyMemoryView_GET_BUFFER(p));
 }
 
 /* handle(target, src, ses, ext, payload, mode, psn, conn, now, refuse) */

@@ -337,6 +337,13 @@ static inline int intern_str(PyObject **p, const char *s) {
     return *p == NULL;
 }
 
+/* a buffer of single bytes, one-dimensional and contiguous (what a memoryview of a bytes
+ * object is, and what the cores take as a payload) */
+static inline int byte_buffer(const Py_buffer *v) {
+    return v->ndim == 1 && v->itemsize == 1 && v->shape != NULL && v->strides != NULL &&
+           v->strides[0] == 1 && v->suboffsets == NULL;
+}
+
 /* a tuple of n interned names (new reference, NULL on error): the keyword names of a call,
  * which callees (C cores, and CPython for Python functions) match by identity first, and
  * by comparing text only when that fails (names made by Py_BuildValue("(s)") are not

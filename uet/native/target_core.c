@@ -1460,8 +1460,7 @@ PyMODINIT_FUNC PyInit__target_core(void) {
         intern_str(&s_ack_tx, "ack_tx") || (kw_ack = names_tuple(1, "ack")) == NULL ||
         (py_zero = PyLong_FromLong(0)) == NULL || (py_one = PyLong_FromLong(1)) == NULL)
         return NULL;
-    kw_on_data = names_tuple(5, "nbytes", "ecn_ce", "credit_target", "in_order",
-                               "ooo_count");
+    kw_on_data = names_tuple(5, "nbytes", "ecn_ce", "credit_target", "in_order", "ooo_count");
     kw_ccx_on_data = names_tuple(2, "nbytes", "ecn_ce");
     if (kw_on_data == NULL || kw_ccx_on_data == NULL)
         return NULL;
