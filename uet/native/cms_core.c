@@ -587,7 +587,7 @@ static PyObject *k_choose_ev(PyObject *mod, PyObject *const *args, Py_ssize_t na
         PyObject *q = cached_attr(sel, s_recycled, &c_recycled);
         Py_ssize_t n = q ? PyObject_Size(q) : -1;
         if (n > 0)
-            out = PyObject_CallMethodNoArgs(q, s_popleft);
+            out = mc_call0(q, s_popleft);
         Py_XDECREF(q);
         if (n < 0 || out != NULL || PyErr_Occurred()) {
             Py_DECREF(sel);
@@ -595,7 +595,7 @@ static PyObject *k_choose_ev(PyObject *mod, PyObject *const *args, Py_ssize_t na
         }
     }
     PyObject *a[2] = {sel, args[1]};
-    out = PyObject_VectorcallMethod(s_next_ev, a, 2, NULL);
+    out = mc_call(s_next_ev, a, 2, NULL);
     Py_DECREF(sel);
     return out;
 }

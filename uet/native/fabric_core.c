@@ -36,6 +36,7 @@
 #include <structmember.h>
 
 #include "event_core.h"
+#include "method_cache.h"
 #include "pyint.h"
 
 #define NTC 8
@@ -195,7 +196,7 @@ static int py_push(PyObject *push, int64_t t, PyObject *fn, PyObject *arg) {
 }
 
 static int call_method_drop(PyObject *self, PyObject *reason, PyObject *data) {
-    PyObject *r = PyObject_CallMethodObjArgs(self, s_drop, reason, data, NULL);
+    PyObject *r = mc_call2(self, s_drop, reason, data);
     if (r == NULL)
         return -1;
     Py_DECREF(r);
@@ -206,9 +207,18 @@ static int call_method_drop(PyObject *self, PyObject *reason, PyObject *data) {
 static PyObject *call_ints(PyObject *o, PyObject *name, PyObject *first, long long a,
                            long long b, PyObject *last) {
     PyObject *pa = PyLong_FromLongLong(a), *pb = PyLong_FromLongLong(b), *r = NULL;
-    if (pa != NULL && pb != NULL)
-        r = first == NULL ? PyObject_CallMethodObjArgs(o, name, pa, pb, last, NULL)
-                          : PyObject_CallMethodObjArgs(o, name, first, pa, pb, last, NULL);
+    if (pa != NULL && pb != NULL) {
+        PyObject *args[5]; /* o, [first,] pa, pb[, last] (as CallMethodObjArgs: to a NULL) */
+        size_t n = 0;
+        args[n++] = o;
+        if (first != NULL)
+            args[n++] = first;
+        args[n++] = pa;
+        args[n++] = pb;
+        if (last != NULL)
+            args[n++] = last;
+        r = mc_call(name, args, n, NULL);
+    }
     Py_XDECREF(pa);
     Py_XDECREF(pb);
     return r;
@@ -407,7 +417,7 @@ static int port_start(PortCore *p, int64_t now) {
     if (ctl < 0)
         return -1;
     if (ctl) {
-        data = PyObject_CallMethodNoArgs(p->mac_ctl, s_popleft);
+        data = mc_call0(p->mac_ctl, s_popleft);
         if (data == NULL)
             return -1;
         p->pause_tx++;
@@ -421,7 +431,7 @@ static int port_start(PortCore *p, int64_t now) {
             PyObject *pt = PyLong_FromLongLong(now);
             if (pt == NULL)
                 return -1;
-            data = PyObject_CallMethodOneArg((PyObject *)p, s_dequeue, pt);
+            data = mc_call1((PyObject *)p, s_dequeue, pt);
             Py_DECREF(pt);
             if (data == NULL)
                 return -1;
@@ -760,7 +770,7 @@ static PyObject *swport_dequeue(SwitchPortCore *sp, int64_t now) {
                 PyErr_SetString(PyExc_AttributeError, "switch port has no switch generator");
                 return NULL;
             }
-            PyObject *r = PyObject_CallMethodNoArgs(sw->rng, s_random);
+            PyObject *r = mc_call0(sw->rng, s_random);
             if (r == NULL) {
                 Py_DECREF(data);
                 return NULL;
@@ -890,7 +900,7 @@ static PyObject *c_route(SwitchCore *sw, const uint8_t *b, int v6, int proto, Py
 
 /* A frame the C path leaves to the Python reference (SwitchPort._on_frame_py). */
 static int on_frame_py(SwitchPortCore *sp, PyObject *data) {
-    PyObject *r = PyObject_CallMethodOneArg((PyObject *)sp, s_on_frame_py, data);
+    PyObject *r = mc_call1((PyObject *)sp, s_on_frame_py, data);
     if (r == NULL)
         return -1;
     Py_DECREF(r);
@@ -1074,7 +1084,7 @@ static int swport_forward(SwitchPortCore *sp, SwitchCore *sw, PyObject *data, in
         tos = (b[14] & 0x0F) << 4 | b[15] >> 4;
         dst_off = 38, dst_len = 16, proto = b[20], key_off = 22, key_len = 36;
     } else if (et == 0x8808) {
-        PyObject *r = PyObject_CallMethodOneArg((PyObject *)sp, s_on_pause, data);
+        PyObject *r = mc_call1((PyObject *)sp, s_on_pause, data);
         if (r == NULL)
             return -1;
         Py_DECREF(r);
@@ -1110,7 +1120,7 @@ static int swport_forward(SwitchPortCore *sp, SwitchCore *sw, PyObject *data, in
             }
         }
         if (out == NULL)
-            out = PyObject_CallMethodObjArgs((PyObject *)sw, s_route, data, key, NULL);
+            out = mc_call2((PyObject *)sw, s_route, data, key);
         Py_DECREF(key);
         if (out == NULL)
             return -1;
@@ -1444,7 +1454,7 @@ static int nic_deadline(NicCore *n, int64_t *d) {
         PyErr_SetString(PyExc_AttributeError, "NIC has no end point");
         return -1;
     }
-    PyObject *r = PyObject_CallMethodNoArgs(n->ep, s_next_deadline);
+    PyObject *r = mc_call0(n->ep, s_next_deadline);
     if (r == NULL)
         return -1;
     if (r == Py_None) {
@@ -1492,7 +1502,7 @@ static int call_ep_now(PyObject *ep, PyObject *name, int64_t now, PyObject **out
     PyObject *pt = PyLong_FromLongLong(now);
     if (pt == NULL)
         return -1;
-    *out = PyObject_CallMethodOneArg(ep, name, pt);
+    *out = mc_call1(ep, name, pt);
     Py_DECREF(pt);
     return *out == NULL ? -1 : 0;
 }
@@ -1553,7 +1563,7 @@ static PyObject *nic_dequeue(NicCore *n, int64_t now) {
             }
             if (len > 0 && pu <= now) {
                 n->held_n--;
-                PyObject *data = PyObject_CallMethodNoArgs(dq, s_popleft);
+                PyObject *data = mc_call0(dq, s_popleft);
                 Py_DECREF(dq);
                 return data;
             }
@@ -1587,7 +1597,7 @@ static PyObject *nic_dequeue(NicCore *n, int64_t now) {
         if (pu <= now)
             break;
         PyObject *dq = PySequence_GetItem(n->held, tc);
-        PyObject *r = dq ? PyObject_CallMethodOneArg(dq, s_append, data) : NULL;
+        PyObject *r = dq ? mc_call1(dq, s_append, data) : NULL;
         Py_XDECREF(dq);
         Py_DECREF(data);
         if (r == NULL)
@@ -1608,7 +1618,7 @@ static PyObject *nic_dequeue(NicCore *n, int64_t now) {
 static int nic_on_frame(NicCore *n, PyObject *data, int64_t now) {
     PortCore *p = &n->port;
     if (!PyBytes_CheckExact(data)) {
-        PyObject *r = PyObject_CallMethodOneArg((PyObject *)n, s_on_frame_py, data);
+        PyObject *r = mc_call1((PyObject *)n, s_on_frame_py, data);
         if (r == NULL)
             return -1;
         Py_DECREF(r);
@@ -1621,7 +1631,7 @@ static int nic_on_frame(NicCore *n, PyObject *data, int64_t now) {
     if (run_taps(p->taps, now, data, s_rx) < 0)
         return -1;
     if (len >= 14 && b[12] == 0x88 && b[13] == 0x08) {
-        PyObject *r = PyObject_CallMethodOneArg((PyObject *)n, s_on_pause, data);
+        PyObject *r = mc_call1((PyObject *)n, s_on_pause, data);
         if (r == NULL)
             return -1;
         Py_DECREF(r);
@@ -1635,7 +1645,7 @@ static int nic_on_frame(NicCore *n, PyObject *data, int64_t now) {
     PyObject *pt = PyLong_FromLongLong(now);
     if (pt == NULL)
         return -1;
-    PyObject *r = PyObject_CallMethodObjArgs(n->ep, s_receive, pt, data, NULL);
+    PyObject *r = mc_call2(n->ep, s_receive, pt, data);
     Py_DECREF(pt);
     if (r == NULL)
         return -1;

@@ -138,7 +138,7 @@ static PyObject *k_receive(PyObject *mod, PyObject *const *args, Py_ssize_t narg
         Py_DECREF(handler);
     } else { /* not for us, or an unknown type: PdsEndpoint.receive counts it */
         PyObject *a[3] = {pds, now, frame};
-        r = PyObject_VectorcallMethod(s_receive, a, 3, NULL);
+        r = mc_call(s_receive, a, 3, NULL);
     }
     if (r == NULL)
         goto fail;
@@ -169,7 +169,7 @@ static PyObject *encode(PyObject *fep, PyObject *now, PyObject *frame) {
     Py_DECREF(ftss);
     if (!plain) { /* a secured frame: the end point's own _encode seals it */
         PyObject *a[3] = {fep, now, frame};
-        return PyObject_VectorcallMethod(s_encode, a, 3, NULL);
+        return mc_call(s_encode, a, 3, NULL);
     }
     PyObject *mac = FEP(fep, FE_MAC), *macs = FEP(fep, FE_PEER_MACS);
     PyObject *gw = FEP(fep, FE_GATEWAY_MAC), *dst = FRAME(frame, F_DST_IP);
@@ -182,7 +182,7 @@ static PyObject *encode(PyObject *fep, PyObject *now, PyObject *frame) {
             goto done;
         dmac = Py_NewRef(dmac ? dmac : gw);
     } else {
-        dmac = PyObject_CallMethodObjArgs(macs, s_get, dst, gw, NULL);
+        dmac = mc_call2(macs, s_get, dst, gw);
         if (dmac == NULL)
             goto done;
     }
@@ -214,7 +214,7 @@ static PyObject *pop(PyObject *fep, PyObject *now, int control, PyObject *counte
         return NULL;
     for (;;) {
         PyObject *a[3] = {pds, now, control ? Py_True : Py_False};
-        PyObject *frame = PyObject_VectorcallMethod(s_poll_transmit, a, 3, NULL);
+        PyObject *frame = mc_call(s_poll_transmit, a, 3, NULL);
         if (frame == NULL || frame == Py_None) {
             Py_DECREF(pds);
             return frame;
@@ -652,7 +652,7 @@ static PyObject *k_deliver(PyObject *mod, PyObject *const *args, Py_ssize_t narg
                            SLOT(ev, L_DELIVERED, D_EXT), SLOT(ev, L_DELIVERED, D_PAYLOAD),
                            SLOT(ev, L_DELIVERED, D_MODE), SLOT(ev, L_DELIVERED, D_PSN),
                            SLOT(ev, L_DELIVERED, D_PDC_ID), now, Py_None};
-        if ((reply = PyObject_VectorcallMethod(s_handle, a, 10, NULL)) == NULL)
+        if ((reply = mc_call(s_handle, a, 10, NULL)) == NULL)
             goto done;
     }
     if (!Py_IS_TYPE(reply, L_REPLY.type)) {
@@ -678,7 +678,7 @@ static PyObject *k_deliver(PyObject *mod, PyObject *const *args, Py_ssize_t narg
         PyObject *a[5] = {audit, SLOT(ev, L_DELIVERED, D_SRC_IP), ses, nb,
                           SLOT(ev, L_DELIVERED, D_PDC_ID)};
         res = Py_IS_TYPE(audit, L_AUDIT.type) ? k_see(mod, a, 5)
-                                               : PyObject_VectorcallMethod(s_see, a, 5, NULL);
+                                               : mc_call(s_see, a, 5, NULL);
         Py_DECREF(audit);
         Py_DECREF(nb);
         if (res == NULL)
@@ -733,11 +733,11 @@ static PyObject *ref_pump, *s_now, *s_events, *s_outq, *s_next_event, *s_pump_ev
 /* pds.next_event(): a new reference, None when empty */
 static PyObject *next_event(PyObject *pds, PyObject *events) {
     if (!Py_IS_TYPE(pds, pds_type))
-        return PyObject_CallMethodNoArgs(pds, s_next_event);
+        return mc_call0(pds, s_next_event);
     int any = PyObject_IsTrue(events);
     if (any <= 0)
         return any < 0 ? NULL : Py_NewRef(Py_None);
-    PyObject *ev = PyObject_CallMethodNoArgs(events, s_popleft);
+    PyObject *ev = mc_call0(events, s_popleft);
     if (ev == NULL || !Py_IS_TYPE(ev, L_DELIVERED.type))
         return ev;
     PyObject *token = SLOT(ev, L_DELIVERED, D_TOKEN);
@@ -748,7 +748,7 @@ static PyObject *next_event(PyObject *pds, PyObject *events) {
         if (seen != NULL && PyList_CheckExact(seen)) {
             rc = PyList_Append(seen, token);
         } else if (seen != NULL) {
-            PyObject *r = PyObject_CallMethodOneArg(seen, s_append, token);
+            PyObject *r = mc_call1(seen, s_append, token);
             rc = r ? 0 : -1;
             Py_XDECREF(r);
         }
@@ -767,7 +767,7 @@ static PyObject *next_event(PyObject *pds, PyObject *events) {
 /* fep.<name>(now) is truthy: 1, 0, -1 */
 static int call_truth(PyObject *fep, PyObject *name, PyObject *now) {
     PyObject *a[2] = {fep, now};
-    PyObject *r = PyObject_VectorcallMethod(name, a, 2, NULL);
+    PyObject *r = mc_call(name, a, 2, NULL);
     int t = r ? PyObject_IsTrue(r) : -1;
     Py_XDECREF(r);
     return t;
@@ -807,7 +807,7 @@ static PyObject *k_pump(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) 
                 x = k_deliver(mod, a, 3);
             } else {
                 PyObject *a[3] = {fep, now, ev};
-                x = PyObject_VectorcallMethod(s_pump_event, a, 3, NULL);
+                x = mc_call(s_pump_event, a, 3, NULL);
             }
             Py_DECREF(ev);
             if (x == NULL)

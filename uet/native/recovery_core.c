@@ -195,7 +195,7 @@ static int detector_delivered(PyObject *rec, PyObject *pkt, int always) {
     PyObject *seq = SLOT(pkt, L_PKT, P_SEQ);
     if (seq == NULL)
         return unset(pkt, &L_PKT, P_SEQ);
-    PyObject *r = PyObject_CallMethodOneArg(det, s_delivered, seq);
+    PyObject *r = mc_call1(det, s_delivered, seq);
     if (r == NULL)
         return -1;
     Py_DECREF(r);
@@ -729,7 +729,7 @@ static PyObject *k_on_sent(PyObject *mod, PyObject *const *args, Py_ssize_t narg
     if (order) {
         PyObject *so = SLOT(rec, L_REC, R_SENT_ORDER);
         PyObject *item = so ? PyTuple_Pack(2, seqo, pkt) : NULL;
-        PyObject *r = item ? PyObject_CallMethodOneArg(so, s_append, item) : NULL;
+        PyObject *r = item ? mc_call1(so, s_append, item) : NULL;
         Py_XDECREF(item);
         if (r == NULL) {
             if (so == NULL)
@@ -751,7 +751,7 @@ static PyObject *k_on_sent(PyObject *mod, PyObject *const *args, Py_ssize_t narg
             return NULL;
         d = now + base;
     } else { /* backoff: Python's arithmetic (no overflow to care about) */
-        PyObject *r = PyObject_CallMethodOneArg(rto, s_rto_for, SLOT(pkt, L_PKT, P_RETRIES));
+        PyObject *r = mc_call1(rto, s_rto_for, SLOT(pkt, L_PKT, P_RETRIES));
         if (r == NULL)
             return NULL;
         long long p = as_i64(r);
@@ -839,7 +839,7 @@ static PyObject *k_rack_scan(PyObject *mod, PyObject *const *args, Py_ssize_t na
             goto fail_so;
         if (!t)
             break;
-        PyObject *r = PyObject_CallMethodNoArgs(so, s_popleft);
+        PyObject *r = mc_call0(so, s_popleft);
         if (r == NULL)
             goto fail_so;
         Py_DECREF(r);
@@ -1003,7 +1003,7 @@ static PyObject *k_rtt_sample(PyObject *mod, PyObject *const *args, Py_ssize_t n
         Py_RETURN_NONE;
     int64_t wait = b; /* rto.rto_for(oldest.retries) */
     if (retries != 0) {
-        PyObject *r = PyObject_CallMethodOneArg(rto, s_rto_for, SLOT(oldest, L_PKT, P_RETRIES));
+        PyObject *r = mc_call1(rto, s_rto_for, SLOT(oldest, L_PKT, P_RETRIES));
         long long w = r ? as_i64(r) : -1;
         Py_XDECREF(r);
         if (w == -1 && PyErr_Occurred()) {

@@ -172,7 +172,7 @@ static PyObject *msg_head(PyObject *head) {
         PyTuple_GET_SIZE(SLOT(parts, L_SEG, Z_COMMON)) != 8) {
         PyErr_Clear(); /* anything unusual: the Python (it raises what it raises) */
         PyObject *a[1] = {head};
-        return PyObject_VectorcallMethod(s_head, a, 1, NULL);
+        return mc_call(s_head, a, 1, NULL);
     }
     if ((carry = truth(parts, &L_SEG, Z_CARRY)) < 0 || get_i64(parts, &L_SEG, Z_MTU, &mtu) < 0 ||
         get_i64(parts, &L_SEG, Z_TOTAL, &total) < 0 ||
@@ -739,7 +739,7 @@ static PyObject *k_rx_ack(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
     PyList_SET_ITEM(newly, 1, PyLong_FromLong(0));
     {
         PyObject *a[7] = {rec, now_obj, ack, ap, retx ? Py_True : Py_False, newly, Py_False};
-        if ((rtt = PyObject_VectorcallMethod(s_on_ack, a, 7, NULL)) == NULL)
+        if ((rtt = mc_call(s_on_ack, a, 7, NULL)) == NULL)
             goto done;
     }
     int64_t mpr;

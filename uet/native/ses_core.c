@@ -380,7 +380,7 @@ static PyObject *k_handle(PyObject *mod, PyObject *const *args, Py_ssize_t nargs
         goto done;
     if (covered >= need) { /* the message is complete: its response (Python) */
         PyObject *a[4] = {target, key, ses, SLOT(ses, L_SES, S_REQUEST_LENGTH)};
-        result = PyObject_VectorcallMethod(s_write_done, a, 4, NULL);
+        result = mc_call(s_write_done, a, 4, NULL);
     } else {
         result = Py_NewRef(reply_none);
     }

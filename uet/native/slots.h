@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <structmember.h>
 
+#include "method_cache.h"
 #include "pyint.h"
 
 #define M32 0xFFFFFFFFLL
@@ -312,7 +313,7 @@ static inline int64_t psn_sdiff(int64_t a, int64_t b) {
 /* obj.name(*args, **kw): args[0] is obj, the last len(kwnames) are the keywords' values */
 static inline PyObject *call(PyObject *name, PyObject **args, size_t n, PyObject *kwnames) {
     size_t npos = n - (kwnames ? (size_t)PyTuple_GET_SIZE(kwnames) : 0);
-    return PyObject_VectorcallMethod(name, args, npos, kwnames);
+    return mc_call(name, args, npos, kwnames);
 }
 
 /* the same, the result dropped: 0, -1 */

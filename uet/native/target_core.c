@@ -920,7 +920,7 @@ static int finalize_seen(PyObject *ep, PyObject *now, PyObject *seen);
 static int not_done(PyObject *src, PyObject *psn) {
     if (!Py_IS_TYPE(src, L_SRC.type)) {
         PyObject *a[2] = {src, psn};
-        PyObject *r = PyObject_VectorcallMethod(s_not_done, a, 2, NULL);
+        PyObject *r = mc_call(s_not_done, a, 2, NULL);
         int t = r ? PyObject_IsTrue(r) : -1;
         Py_XDECREF(r);
         return t;
@@ -965,7 +965,7 @@ static PyObject *next_ack_impl(PyObject *sched, PyObject *now, PyObject *src) {
                 return NULL;
             break;
         }
-        PyObject *item = PyObject_CallMethodNoArgs(owed, s_popleft);
+        PyObject *item = mc_call0(owed, s_popleft);
         if (item == NULL)
             return NULL;
         if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 3) {
@@ -1078,7 +1078,7 @@ static PyObject *ring_ack(PyObject *pdc, PyObject *now) {
         if (PyErr_Occurred())
             return NULL;
         PyObject *a[3] = {acks, now, pdc};
-        return PyObject_VectorcallMethod(s_next_ack, a, 3, NULL);
+        return mc_call(s_next_ack, a, 3, NULL);
     }
     PyObject *f = PyObject_GetAttr(pdc, s_freed);
     int freed = f ? PyObject_IsTrue(f) : -1;
@@ -1086,7 +1086,7 @@ static PyObject *ring_ack(PyObject *pdc, PyObject *now) {
     if (freed)
         return freed < 0 ? NULL : Py_NewRef(Py_None);
     PyObject *a[2] = {pdc, now};
-    return PyObject_VectorcallMethod(s_next_ack, a, 2, NULL);
+    return mc_call(s_next_ack, a, 2, NULL);
 }
 
 /* poll_transmit(ep, now, control) */
@@ -1112,7 +1112,7 @@ static PyObject *k_poll_transmit(PyObject *mod, PyObject *const *args, Py_ssize_
             return NULL;
         int any = PyObject_IsTrue(q);
         if (any) {
-            r = any < 0 ? NULL : PyObject_CallMethodNoArgs(q, s_popleft);
+            r = any < 0 ? NULL : mc_call0(q, s_popleft);
             Py_DECREF(q);
             return r;
         }
@@ -1125,7 +1125,7 @@ static PyObject *k_poll_transmit(PyObject *mod, PyObject *const *args, Py_ssize_
                 r = more < 0 ? NULL : Py_NewRef(Py_None);
                 break;
             }
-            PyObject *pdc = PyObject_CallMethodNoArgs(q, s_popleft);
+            PyObject *pdc = mc_call0(q, s_popleft);
             if (pdc == NULL)
                 break;
             PyObject *frame = ring_ack(pdc, now);
@@ -1143,7 +1143,7 @@ static PyObject *k_poll_transmit(PyObject *mod, PyObject *const *args, Py_ssize_
             }
             int pend = acks_pending(pdc), rc = -1;
             if (pend > 0) {
-                PyObject *x = PyObject_CallMethodOneArg(q, s_append, pdc);
+                PyObject *x = mc_call1(q, s_append, pdc);
                 rc = x ? 0 : -1;
                 Py_XDECREF(x);
             } else if (pend == 0) {
@@ -1163,23 +1163,23 @@ static PyObject *k_poll_transmit(PyObject *mod, PyObject *const *args, Py_ssize_
     Py_ssize_t n = PyObject_Length(q);
     r = n < 0 ? NULL : Py_NewRef(Py_None);
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *sender = PyObject_CallMethodNoArgs(q, s_popleft), *frame = NULL;
+        PyObject *sender = mc_call0(q, s_popleft), *frame = NULL;
         if (sender == NULL) {
             Py_CLEAR(r);
             break;
         }
         PyObject *a[2] = {sender, now};
-        if ((frame = PyObject_VectorcallMethod(s_poll_data, a, 2, NULL)) == NULL) {
+        if ((frame = mc_call(s_poll_data, a, 2, NULL)) == NULL) {
             Py_DECREF(sender);
             Py_CLEAR(r);
             break;
         }
         if (frame != Py_None) {
-            PyObject *w = PyObject_CallMethodNoArgs(sender, s_has_data_work), *x = NULL;
+            PyObject *w = mc_call0(sender, s_has_data_work), *x = NULL;
             int work = w ? PyObject_IsTrue(w) : -1, rc = -1;
             Py_XDECREF(w);
             if (work > 0) {
-                x = PyObject_CallMethodOneArg(q, s_append, sender);
+                x = mc_call1(q, s_append, sender);
                 rc = x ? 0 : -1;
                 Py_XDECREF(x);
             } else if (work == 0) {
