@@ -1946,7 +1946,42 @@ static int intern(PyObject **slot, const char *s) {
     return *slot == NULL ? -1 : 0;
 }
 
+/* call_method(obj, name, *args): obj.name(*args) as the cores call methods, through the
+ * method cache (method_cache.h); for its tests */
+static PyObject *py_call_method(PyObject *mod, PyObject *const *args, Py_ssize_t n) {
+    if (n < 2 || n > 9 || !PyUnicode_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "call_method(obj, name: str, *args) (up to 7 args)");
+        return NULL;
+    }
+    PyObject *a[8];
+    a[0] = args[0];
+    for (Py_ssize_t i = 2; i < n; i++)
+        a[i - 1] = args[i];
+    return mc_call(args[1], a, (size_t)(n - 1), NULL);
+}
+
+/* method_cached(type, name) -> bool: the cache holds a usable entry for (type, name) */
+static PyObject *py_method_cached(PyObject *mod, PyObject *const *args, Py_ssize_t n) {
+    if (n != 2 || !PyType_Check(args[0]) || !PyUnicode_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "method_cached(type, name: str)");
+        return NULL;
+    }
+    PyTypeObject *t = (PyTypeObject *)args[0];
+    MethodEntry *e = mc_slot(t, args[1]);
+    return PyBool_FromLong(e->type == t && e->name == args[1] && e->tag == t->tp_version_tag &&
+                           PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG));
+}
+
+static PyMethodDef fabric_module_methods[] = {
+    {"call_method", (PyCFunction)(void (*)(void))py_call_method, METH_FASTCALL,
+     "call_method(obj, name, *args): obj.name(*args) through the cores' method cache"},
+    {"method_cached", (PyCFunction)(void (*)(void))py_method_cached, METH_FASTCALL,
+     "method_cached(type, name) -> bool: the method cache holds (type, name)"},
+    {NULL, NULL, 0, NULL}};
+
 int fabric_core_init(PyObject *m) {
+    if (PyModule_AddFunctions(m, fabric_module_methods) < 0)
+        return -1;
     if (intern(&s_dequeue, "_dequeue") || intern(&s_on_pause, "_on_pause") ||
         intern(&s_drop, "_drop") || intern(&s_route, "route") ||
         intern(&s_overflow, "_overflow") || intern(&s_account, "_account") ||
