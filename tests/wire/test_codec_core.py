@@ -118,6 +118,42 @@ def test_c_shares_the_ints_of_fields_that_repeat() -> None:
         assert (a.ses.memory_key is b.ses.memory_key) == (key < 2**63)
 
 
+def test_c_reads_int_subclasses_and_wide_ints_like_ints() -> None:
+    """Field values that are int subclasses (IntEnum / IntFlag members, bools) are read
+    from their digits inline, values of three digits and more through the API: the same
+    bytes as plain ints, and what does not fit still goes to the Python path."""
+    from enum import IntEnum, IntFlag
+
+    class E(IntEnum):
+        A = 0x01
+        BIG = 5000
+
+    class F(IntFlag):
+        X = 0x20
+
+    def frame(**kw) -> Frame:
+        v = {"type": 0x01, "psn": 2**31 + 5, "spdcid": 5000, "mid": 900, "flags": 0x20,
+             "key": 2**62 + 3, "ev": 7}
+        v.update(kw)
+        return Frame(PdsRequest(2, 3, v["type"], -1, v["psn"], v["spdcid"], 6000),
+                     SesStandard(1, 0, v["flags"], v["mid"], 0, 70000, 0, 0x7FF, 123456,
+                                 1 << 20, v["key"], 0, 4096, 0, 100000),
+                     payload=bytes(4096), ev=v["ev"])
+
+    plain = frame()
+    codec.decode_frame(codec.encode_frame(plain))  # the address caches
+    want = codec._c_encode(plain)
+    assert want is not None and want == codec._encode_fast(plain, plain.pds)
+    odd = frame(type=E.A, spdcid=E.BIG, flags=F.X)
+    assert codec._c_encode(odd) == want
+    assert codec._c_encode(frame(ev=True)) == codec._encode_fast(frame(ev=1), frame(ev=1).pds)
+    # negative and too wide values are refused by C (None) exactly as by the range check
+    assert codec._c_encode(frame(psn=2**32)) is None
+    assert codec._c_encode(frame(psn=-1)) is None
+    assert codec._c_encode(frame(key=2**64 - 1)) == codec._encode_fast(
+        frame(key=2**64 - 1), frame(key=2**64 - 1).pds)
+
+
 def test_c_takes_the_frames_of_a_run() -> None:
     """Not decorative: the data and ACK frames go through C, and odd values do not."""
     data = Frame(PdsRequest(2, 3, 0x01, -1, 1000, 5, 6),

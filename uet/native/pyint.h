@@ -11,28 +11,45 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-static inline long long as_i64(PyObject *v) {
+/* 1 and *out = v's value where v is an int (int subclasses too: IntEnum and IntFlag
+ * members, bool) of at most two digits, read inline; else 0 (nothing set). An int
+ * subclass keeps the int's digits, and the API reads them without calling __index__. */
+static inline int small_i64(PyObject *v, long long *out) {
 #if PY_VERSION_HEX < 0x030C0000 /* 3.11's int layout: a signed digit count, 30-bit digits */
-    if (PyLong_CheckExact(v)) {
+    if (PyLong_Check(v)) {
         const digit *d = ((PyLongObject *)v)->ob_digit;
         switch (Py_SIZE(v)) {
         case 0:
-            return 0;
+            *out = 0;
+            return 1;
         case 1:
-            return (long long)d[0];
+            *out = (long long)d[0];
+            return 1;
         case -1:
-            return -(long long)d[0];
+            *out = -(long long)d[0];
+            return 1;
         case 2:
-            return (long long)d[0] | ((long long)d[1] << PyLong_SHIFT);
+            *out = (long long)d[0] | ((long long)d[1] << PyLong_SHIFT);
+            return 1;
         case -2:
-            return -((long long)d[0] | ((long long)d[1] << PyLong_SHIFT));
+            *out = -((long long)d[0] | ((long long)d[1] << PyLong_SHIFT));
+            return 1;
         default:
             break;
         }
     }
 #endif
+    (void)v;
+    (void)out;
+    return 0;
+}
+
+static inline long long as_i64(PyObject *v) {
+    long long x;
+    if (small_i64(v, &x))
+        return x;
     int overflow;
-    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    x = PyLong_AsLongLongAndOverflow(v, &overflow);
     if (overflow) {
         PyErr_SetString(PyExc_OverflowError, "Python int too large to convert to C long long");
         return -1;
