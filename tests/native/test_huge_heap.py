@@ -92,6 +92,76 @@ def test_blocks_by_size_reuse_and_the_kernel_advice() -> None:
     assert s3["peak_in_use_bytes"] >= s1["in_use_bytes"]
 
 
+def test_the_raw_domain_serves_the_frames_and_the_object_domain_only_without_pymalloc(
+) -> None:
+    """With pymalloc, objects of more than 512 bytes reach the raw allocator, which the
+    region wraps: the object allocator is left alone (no call in front of each small
+    object). Under PYTHONMALLOC=malloc objects never reach the raw domain, so the object
+    domain is wrapped as well; frames land in the region either way."""
+    code = """
+        import json
+        from uet.native import huge_heap as h
+        on = h.enable(64 << 20)
+        frame = bytes(4150)
+        lst = list(range(700))          # a list's items (5.6 KB) come from PyMem_Malloc
+        print(json.dumps({"on": on, "frame": h._core().owns(frame),
+                          "stats": h.stats()}))
+    """
+    for malloc, wraps in (("pymalloc", False), ("malloc", True)):
+        r = _py(code, PYTHONMALLOC=malloc)
+        if not OFFERED:
+            assert r["on"] is False
+            continue
+        assert r["on"] and r["frame"], malloc
+        assert r["stats"]["object_domain"] is wraps, malloc
+
+
+def test_raw_blocks_from_threads_without_the_gil() -> None:
+    """The raw domain is called without the GIL: eight threads allocating, filling,
+    checking and freeing region-sized blocks at once (through ctypes, which lets the GIL
+    go) lose nothing and share no block."""
+    r = _py("""
+        import ctypes, json, threading
+        from uet.native import huge_heap as h
+        on = h.enable(64 << 20)
+        lib = ctypes.CDLL(None)            # calls release the GIL
+        lib.PyMem_RawMalloc.restype = ctypes.c_void_p
+        lib.PyMem_RawMalloc.argtypes = [ctypes.c_size_t]
+        lib.PyMem_RawFree.argtypes = [ctypes.c_void_p]
+        lib.memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
+        core = h._core()
+        s0 = h.stats()
+        bad = []
+        def work(k):
+            held = []
+            for i in range(4000):
+                n = 2100 + (i * 37 + k * 101) % 6000
+                p = lib.PyMem_RawMalloc(n)
+                lib.memset(p, k, n)
+                held.append((p, n))
+                if len(held) > 16:
+                    q, m = held.pop(0)
+                    if ctypes.string_at(q, m) != bytes([k]) * m:
+                        bad.append(k)
+                    lib.PyMem_RawFree(q)
+            for q, m in held:
+                if ctypes.string_at(q, m) != bytes([k]) * m:
+                    bad.append(k)
+                lib.PyMem_RawFree(q)
+        ts = [threading.Thread(target=work, args=(k,)) for k in range(1, 9)]
+        for t in ts: t.start()
+        for t in ts: t.join()
+        s1 = h.stats()
+        print(json.dumps({"on": on, "bad": bad, "s0": s0, "s1": s1}))
+    """)
+    assert r["bad"] == []
+    if OFFERED:
+        s0, s1 = r["s0"], r["s1"]
+        # (the checks' bytes objects are region-sized too: 32,000 more of each)
+        assert s1["allocs"] - s0["allocs"] == s1["frees"] - s0["frees"] >= 32_000
+        assert s1["in_use_bytes"] == s0["in_use_bytes"]
+
+
 def test_pymalloc_arenas_come_from_the_region_and_are_reused() -> None:
     """After enable(), small objects live in arenas carved from the region's second half;
     an arena pymalloc gives back is kept and handed out again, so building the same

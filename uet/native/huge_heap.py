@@ -6,10 +6,13 @@ cold; in 4 KiB pages those reads miss the TLB as often as the caches. :func:`ena
 ``uet.native._huge_heap`` (``huge_heap.c``) reserve one region that the kernel is asked to
 back with 2 MiB pages (``madvise(MADV_HUGEPAGE)``) and serve from it, from then on:
 
-- every object allocation (``PyObject_Malloc``) of 2,049-8,192 bytes (the data frames and
-  their payloads: a 4,096-byte payload's frame is a 4,183-byte bytes object), from the
-  region's first half. Freed blocks are reused by the next block of their size class,
-  never returned to the system; other sizes go to the allocator as before;
+- every allocation of 2,049-8,192 bytes (the data frames and their payloads: a 4,096-byte
+  payload's frame is a 4,183-byte bytes object), from the region's first half. It wraps
+  the raw allocator, where pymalloc sends every object of more than 512 bytes (so objects
+  of 512 bytes or less pay nothing for it), and the object allocator too where pymalloc is
+  not under it (``PYTHONMALLOC=malloc``). Freed blocks are reused by the next block of
+  their size class, never returned to the system; other sizes go to the allocator as
+  before;
 - every new pymalloc arena (1 MiB, holding all objects of 512 bytes or less), from the
   second half. An arena pymalloc frees is kept for its next one.
 
@@ -77,7 +80,8 @@ def enable(reserve_bytes: int | None = None) -> bool:
 
 
 def stats() -> dict[str, Any]:
-    """The region's use: ``installed``, ``huge_pages_advised``, ``reserved_bytes``,
+    """The region's use: ``installed``, ``huge_pages_advised``, ``object_domain`` (the
+    object allocator is wrapped too: no pymalloc under it), ``reserved_bytes``,
     ``region_bytes`` (handed out in runs so far), ``in_use_bytes``, ``peak_in_use_bytes``,
     ``allocs``, ``frees``, ``fallbacks`` (blocks served by the allocator before),
     ``full`` (requests the region could not take); for the arenas ``arena_size``,
