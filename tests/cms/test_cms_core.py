@@ -291,11 +291,11 @@ def test_the_core_takes_the_common_case_itself():
     refs = (NSCC_REFERENCE["on_ack"], REFERENCE["on_ack"], REFERENCE["can_send"],
             REFERENCE["window_full"], REFERENCE["on_send"])
     names = ("nscc.on_ack", "on_ack", "can_send", "window_full", "on_send")
-    from uet.cms.ev_selection import MixedEv
+    from uet.cms.ev_selection import BitmapEv, MixedEv
 
     choose = REFERENCE["choose_ev"]
     consts = {"nscc": int(CcType.NSCC), "good": sender_mod._GOOD, "ecn": sender_mod._ECN,
-              "mixed": MixedEv, "choose_ev": counted("choose_ev", choose)}
+              "mixed": MixedEv, "bitmap": BitmapEv, "choose_ev": counted("choose_ev", choose)}
     classes = (Nscc, NsccParams, CmsSender, AckFeedback, PdsAckCc)
     core.configure(*classes, tuple(counted(n, f) for n, f in zip(names, refs, strict=True)),
                    consts)
@@ -324,3 +324,43 @@ def test_the_core_takes_the_common_case_itself():
     assert {"fair_increase", "proportional_increase", "fast_increase", "fulfill",
             "quick_adapt", "dec_quick_bytes", "multiplicative_decrease", "dec_multi_bytes",
             "dec_receiver", "restore"} <= reactions, reactions
+
+
+@pytest.mark.parametrize("kind", ["bitmap", "mixed"])
+def test_the_bitmap_selectors_common_case_runs_in_c(kind, monkeypatch):
+    """BitmapEv.next_ev's common case (the index reached has no penalty: it moves on, and a
+    new XOR mask is drawn at the end of each round) is the core's; a penalised index (the
+    skipping loop) is the Python's. Seeded feedback (good, ECN, NACK, timeout) against a
+    twin driven through the Python reference: the same EVs, penalties and rng state after
+    every call, and the Python's next_ev runs only for the penalised cases."""
+    from uet.cms.ev_selection import BitmapEv, PathFeedback
+
+    cfg = CmsConfig(algorithm="nscc", base_rtt_ps=12 * US, ev_count=8, ev_selector=kind)
+    c, py = _pair(cfg, 21)
+    assert type(c.selector).__name__.lower().startswith(kind)
+    python_calls = []
+    original = BitmapEv.next_ev
+
+    def counted(self, now):
+        if self is c.selector:
+            python_calls.append(now)
+        return original(self, now)
+
+    monkeypatch.setattr(BitmapEv, "next_ev", counted)
+    rng = random.Random(5)
+    kinds = [PathFeedback.GOOD] * 60 + [PathFeedback.ECN] * 3 + [PathFeedback.NACK,
+                                                                  PathFeedback.TIMEOUT]
+    n_calls = 0
+    for now in range(1, 4000):
+        if rng.random() < 0.4:
+            ev, fb = rng.randrange(1 << 16), rng.choice(kinds)
+            c.selector.feedback(now, ev, fb)
+            py.selector.feedback(now, ev, fb)
+        else:
+            n_calls += 1
+            got, want = CmsSender.choose_ev(c, now), REFERENCE["choose_ev"](py, now)
+            assert got == want and type(got) is int, now
+        assert _selector(c.selector) == _selector(py.selector), now
+    # a few rounds wrapped (new masks drawn by the core), and most calls never left C
+    assert c.selector.rng.getstate() == py.selector.rng.getstate()
+    assert 0 < len(python_calls) < n_calls // 2, (len(python_calls), n_calls)

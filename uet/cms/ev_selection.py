@@ -29,8 +29,12 @@ class PathFeedback(IntEnum):
 
 
 class EvSelector:
-    """Base class: ``next_ev(now)`` for each data packet, ``feedback(now, ev, kind)``."""
+    """Base class: ``next_ev(now)`` for each data packet, ``feedback(now, ev, kind)``.
 
+    The selectors keep their state in ``__slots__``: the CMS core (``uet/native/cms_core.c``)
+    reads and writes the bitmap selector's at fixed offsets for every packet."""
+
+    __slots__ = ()
     name = "base"
 
     def next_ev(self, now: int) -> int:
@@ -43,6 +47,7 @@ class EvSelector:
 class FixedEv(EvSelector):
     """One EV for the whole PDC (per-flow ECMP); ROD PDCs always use this."""
 
+    __slots__ = ("ev",)
     name = "fixed"
 
     def __init__(self, rng: random.Random, ev: int | None = None) -> None:
@@ -66,6 +71,7 @@ class ObliviousEv(EvSelector):
     same hosts still hash differently.
     """
 
+    __slots__ = ("rng", "n", "mask", "upper", "xor", "index")
     name = "oblivious"
 
     def __init__(self, rng: random.Random, n: int) -> None:
@@ -101,6 +107,7 @@ class BitmapEv(ObliviousEv):
     after a full lap is used anyway.
     """
 
+    __slots__ = ("penalty",)
     name = "bitmap"
     MAX_PENALTY = 15
     PENALTY = {
@@ -207,6 +214,8 @@ class RepsEv(EvSelector):
     ``explore`` random EVs first. ECN-marked or NACKed EVs are simply not recycled.
     """
 
+    __slots__ = ("rng", "n", "mask", "upper", "trimming", "buffer", "freeze_ps", "explore",
+                 "frozen", "frozen_until", "explore_left")
     name = "reps"
 
     def __init__(
@@ -273,6 +282,7 @@ class MixedEv(BitmapEv):
     bounded by the window; ``max(n, 64)`` entries cap it anyway (oldest dropped).
     """
 
+    __slots__ = ("recycled",)
     name = "mixed"
 
     def __init__(self, rng: random.Random, n: int) -> None:

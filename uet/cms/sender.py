@@ -269,7 +269,7 @@ def _use_c_core() -> str:
     core = load_core("_cms_core")
     if core is None:
         return "python"
-    from uet.cms.ev_selection import MixedEv
+    from uet.cms.ev_selection import BitmapEv, MixedEv
     from uet.cms.nscc import NsccParams
     from uet.wire.records import PdsAckCc
 
@@ -277,6 +277,7 @@ def _use_c_core() -> str:
                    (NSCC_REFERENCE["on_ack"], REFERENCE["on_ack"], REFERENCE["can_send"],
                     REFERENCE["window_full"], REFERENCE["on_send"]),
                    {"nscc": int(CcType.NSCC), "good": _GOOD, "ecn": _ECN, "mixed": MixedEv,
+                    "bitmap": BitmapEv,
                     "choose_ev": REFERENCE["choose_ev"]})
     Nscc.on_ack = core.nscc_on_ack_method  # type: ignore[method-assign]
     CmsSender.on_ack = core.on_ack_method  # type: ignore[method-assign]

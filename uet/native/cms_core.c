@@ -22,8 +22,10 @@
 static PyObject *ref_nscc_on_ack, *ref_on_ack, *ref_can_send, *ref_window_full, *ref_on_send;
 static PyObject *fb_good, *fb_ecn; /* PathFeedback.GOOD, .ECN */
 static PyTypeObject *mixed_type;  /* MixedEv: its recycling FIFO is worked here */
-static SlotCache c_recycled;
+static PyTypeObject *bitmap_type; /* BitmapEv (optional): its common case is worked here */
+static SlotCache c_recycled, c_index, c_xor, c_mask, c_n, c_upper, c_penalty, c_rng;
 static PyObject *s_recycled, *s_append, *s_popleft, *s_next_ev, *ref_choose_ev;
+static PyObject *s_index, *s_xor, *s_mask, *s_n, *s_upper, *s_penalty, *s_rng, *s_randrange;
 static int64_t cc_nscc;            /* CcType.NSCC */
 static int configured;
 static PyObject *s_feedback, *s_on_ack, *s_nbytes, *s_in_flight, *s_retx, *s_ev, *s_fb;
@@ -569,8 +571,67 @@ reference:
     return reference(ref_on_ack, args, nargs, kw);
 }
 
+/* BitmapEv.next_ev (uet.cms.ev_selection) where the EV index reached carries no penalty,
+ * the common case: 1 and *out (the EV); 0 where the Python must run (a penalised index:
+ * its skipping loop; anything unusual), before any change; -1 on an error. The same steps
+ * in the same order: the index moves on, and at the end of a round it restarts at 0 and
+ * a new XOR mask is drawn from the selector's rng. */
+static int bitmap_next(PyObject *sel, PyObject **out) {
+    PyObject *o[6] = {cached_attr(sel, s_index, &c_index), cached_attr(sel, s_xor, &c_xor),
+                      cached_attr(sel, s_mask, &c_mask), cached_attr(sel, s_n, &c_n),
+                      cached_attr(sel, s_upper, &c_upper),
+                      cached_attr(sel, s_penalty, &c_penalty)};
+    int rc = 0;
+    long long v[5];
+    for (int i = 0; i < 6; i++)
+        if (o[i] == NULL)
+            rc = -1;
+    if (rc < 0) {
+        PyErr_Clear(); /* an attribute missing: the Python says so */
+        rc = 0;
+        goto done;
+    }
+    for (int i = 0; i < 5; i++)
+        if (!PyLong_CheckExact(o[i]) || !small_i64(o[i], &v[i]) || v[i] < 0)
+            goto done;
+    long long index = v[0], low = (v[0] ^ v[1]) & v[2], n = v[3], upper = v[4];
+    PyObject *pen = o[5];
+    if (!PyList_CheckExact(pen) || low >= PyList_GET_SIZE(pen))
+        goto done;
+    PyObject *p = PyList_GET_ITEM(pen, low);
+    if (!PyLong_CheckExact(p) || Py_SIZE(p) > 0) /* penalised (> 0), or not an int */
+        goto done;
+    index += 1;
+    int wrap = index == n;
+    PyObject *io = PyLong_FromLongLong(wrap ? 0 : index);
+    if (io == NULL || cached_set(sel, s_index, io, &c_index) < 0) {
+        Py_XDECREF(io);
+        rc = -1;
+        goto done;
+    }
+    Py_DECREF(io);
+    if (wrap) { /* self.xor = self.rng.randrange(n) */
+        PyObject *rng = cached_attr(sel, s_rng, &c_rng);
+        PyObject *x = rng ? mc_call1(rng, s_randrange, o[3]) : NULL;
+        Py_XDECREF(rng);
+        if (x == NULL || cached_set(sel, s_xor, x, &c_xor) < 0) {
+            Py_XDECREF(x);
+            rc = -1;
+            goto done;
+        }
+        Py_DECREF(x);
+    }
+    *out = PyLong_FromLongLong(upper | low);
+    rc = *out == NULL ? -1 : 1;
+done:
+    for (int i = 0; i < 6; i++)
+        Py_XDECREF(o[i]);
+    return rc;
+}
+
 /* choose_ev(self, now): CmsSender.choose_ev; a MixedEv with recycled EVs takes the front
- * one here (MixedEv.next_ev), any other case calls the selector's next_ev */
+ * one here (MixedEv.next_ev), a MixedEv without and a BitmapEv take bitmap_next's common
+ * case, any other case calls the selector's next_ev */
 static PyObject *k_choose_ev(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
                              PyObject *kw) {
     if (!configured || (kw != NULL && PyTuple_GET_SIZE(kw)) || nargs != 2 ||
@@ -592,6 +653,13 @@ static PyObject *k_choose_ev(PyObject *mod, PyObject *const *args, Py_ssize_t na
         if (n < 0 || out != NULL || PyErr_Occurred()) {
             Py_DECREF(sel);
             return out;
+        }
+    }
+    if (Py_IS_TYPE(sel, mixed_type) || (bitmap_type != NULL && Py_IS_TYPE(sel, bitmap_type))) {
+        int rc = bitmap_next(sel, &out);
+        if (rc != 0) {
+            Py_DECREF(sel);
+            return rc > 0 ? out : NULL;
         }
     }
     PyObject *a[2] = {sel, args[1]};
@@ -703,6 +771,12 @@ static PyObject *k_configure(PyObject *mod, PyObject *const *args, Py_ssize_t na
         return NULL;
     }
     Py_XSETREF(mixed_type, (PyTypeObject *)Py_NewRef(mixed));
+    PyObject *bitmap = PyDict_GetItemString(args[6], "bitmap"); /* optional */
+    if (bitmap != NULL && !PyType_Check(bitmap)) {
+        PyErr_SetString(PyExc_ValueError, "configure: constant bitmap (BitmapEv)");
+        return NULL;
+    }
+    Py_XSETREF(bitmap_type, (PyTypeObject *)Py_XNewRef(bitmap));
     Py_XSETREF(ref_choose_ev, Py_NewRef(choose));
     cc_nscc = v;
     configured = 1;
@@ -733,7 +807,11 @@ PyMODINIT_FUNC PyInit__cms_core(void) {
         intern_str(&s_nbytes, "nbytes") || intern_str(&s_in_flight, "in_flight") ||
         intern_str(&s_retx, "retx") || intern_str(&s_ev, "ev") || intern_str(&s_fb, "fb") ||
         intern_str(&s_recycled, "recycled") || intern_str(&s_append, "append") ||
-        intern_str(&s_popleft, "popleft") || intern_str(&s_next_ev, "next_ev"))
+        intern_str(&s_popleft, "popleft") || intern_str(&s_next_ev, "next_ev") ||
+        intern_str(&s_index, "index") || intern_str(&s_xor, "xor") ||
+        intern_str(&s_mask, "mask") || intern_str(&s_n, "n") || intern_str(&s_upper, "upper") ||
+        intern_str(&s_penalty, "penalty") || intern_str(&s_rng, "rng") ||
+        intern_str(&s_randrange, "randrange"))
         return NULL;
     for (int i = 0; i < ST_N; i++)
         if (intern_str(&st_names[i], ST_TEXT[i]))
