@@ -404,3 +404,46 @@ def test_a_bulk_message_sends_the_shared_zero_chunk_in_both_forms():
     assert [f.payload is zeros(4096) for f in py] == [True] * 10 + [False]
     assert bytes(c[-1].payload) == bytes(100)
     assert [encode_frame(f) for f in c] == [encode_frame(f) for f in py]
+
+
+def test_has_data_work_in_c_answers_as_the_python():
+    """InitiatorPdc.has_data_work (asked after every data packet a PDC sends): the C form
+    against the Python over every state, with and without a retransmission or queued
+    messages, and a subclass that overrides what it reads gets the Python form."""
+    from collections import deque
+
+    from uet.pds.initiator import REFERENCE, InitiatorPdc, InitiatorState
+
+    a, b = pair(PdsConfig(), PdsConfig(), seed=5)
+    net = Net([a, b], seed=5)
+    for i in range(3):
+        a.ep.submit(0, request(payload=bytes(64), msg_ref=i, ses=ses_std(msg_id=i)))
+    net.run(until=2 * US)
+    pdc = next(p for p in a.ep.pdcs("initiator") if isinstance(p, InitiatorPdc))
+    assert InitiatorPdc.has_data_work is not REFERENCE["has_data_work"]
+    saved = (pdc.state, pdc.rec.retx, pdc.queue)
+    seen = set()
+    try:
+        for state in InitiatorState:
+            for retx in ([], [7]):
+                for queued in (False, True):
+                    pdc.state, pdc.rec.retx = state, retx
+                    pdc.queue = deque(["m"]) if queued else deque()
+                    got, want = pdc.has_data_work(), REFERENCE["has_data_work"](pdc)
+                    assert got is want, (state, retx, queued)
+                    seen.add(got)
+    finally:
+        pdc.state, pdc.rec.retx, pdc.queue = saved
+    assert seen == {True, False}
+
+    class Later(InitiatorPdc):
+        __slots__ = ()
+
+    assert type(pdc) is InitiatorPdc
+    pdc.__class__ = Later
+    try:
+        pdc.rec.retx = [1]
+        assert pdc.has_data_work() is True  # the reference, through the C entry
+    finally:
+        pdc.rec.retx = saved[1]
+        pdc.__class__ = InitiatorPdc

@@ -951,6 +951,44 @@ static PyObject *k_configure_released(PyObject *mod, PyObject *const *args, Py_s
 
 KW_ENTRY(k_released_kw, k_released, ref_released)
 
+static PyObject *ref_has_data_work;
+
+/* has_data_work(pdc) -> bool: InitiatorPdc.has_data_work (a retransmission queued, or
+ * messages queued on an established or opening PDC), asked after every data packet the
+ * PDC sends; the Python for a subclass or an unset slot */
+static PyObject *k_has_data_work(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (!configured || ref_has_data_work == NULL || nargs != 1 ||
+        !Py_IS_TYPE(args[0], L_PDC.type))
+        goto reference;
+    PyObject *pdc = args[0], *rec = SLOT(pdc, L_PDC, I_REC);
+    PyObject *queue = SLOT(pdc, L_PDC, I_QUEUE), *st = SLOT(pdc, L_PDC, I_STATE);
+    if (rec == NULL || queue == NULL || st == NULL || !Py_IS_TYPE(rec, L_REC.type) ||
+        SLOT(rec, L_REC, R_RETX) == NULL)
+        goto reference;
+    int t = PyObject_IsTrue(SLOT(rec, L_REC, R_RETX));
+    if (t != 0)
+        return t < 0 ? NULL : Py_NewRef(Py_True);
+    if ((t = PyObject_IsTrue(queue)) < 0)
+        return NULL;
+    return Py_NewRef(t && (st == st_established || st == st_syn) ? Py_True : Py_False);
+reference:
+    if (ref_has_data_work == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "has_data_work: configure_work first");
+        return NULL;
+    }
+    return PyObject_Vectorcall(ref_has_data_work, args, (size_t)nargs, NULL);
+}
+
+/* configure_work(has_data_work): its Python form (after configure) */
+static PyObject *k_configure_work(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 1 || !PyCallable_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "configure_work(has_data_work)");
+        return NULL;
+    }
+    Py_XSETREF(ref_has_data_work, Py_NewRef(args[0]));
+    Py_RETURN_NONE;
+}
+
 /* configure_ack_dispatch(_rx_ack, PdsEndpoint) (after configure_ack) */
 static PyObject *k_configure_ack_dispatch(PyObject *mod, PyObject *const *args,
                                           Py_ssize_t nargs) {
@@ -994,6 +1032,10 @@ static PyMethodDef methods[] = {
      "configure_released(_released): its Python form"},
     {"released", (PyCFunction)(void (*)(void))k_released_kw, METH_FASTCALL | METH_KEYWORDS,
      "released(pdc, now, pkt, original): InitiatorPdc._released"},
+    {"configure_work", (PyCFunction)(void (*)(void))k_configure_work, METH_FASTCALL,
+     "configure_work(has_data_work): its Python form"},
+    {"has_data_work", (PyCFunction)(void (*)(void))k_has_data_work, METH_FASTCALL,
+     "has_data_work(pdc) -> bool: InitiatorPdc.has_data_work"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_sender_core",
@@ -1028,8 +1070,9 @@ PyMODINIT_FUNC PyInit__sender_core(void) {
     if (kw_can_send == NULL || kw_window_full == NULL || kw_on_send == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&moddef);
-    static const char *const names[] = {"poll_data", "rx_ack", "rx_ack_dispatch", "released"};
-    if (m == NULL || add_instance_methods(m, names, 4) < 0) {
+    static const char *const names[] = {"poll_data", "rx_ack", "rx_ack_dispatch", "released",
+                                        "has_data_work"};
+    if (m == NULL || add_instance_methods(m, names, 5) < 0) {
         Py_XDECREF(m);
         return NULL;
     }

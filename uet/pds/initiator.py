@@ -843,13 +843,14 @@ class InitiatorPdc(PdcBase):
 #: its tests hold it to, and what it calls for every case but a new packet of an
 #: established cleartext PDC without credit
 REFERENCE = {"poll_data": InitiatorPdc.poll_data, "rx_ack": InitiatorPdc.rx_ack,
-             "_released": InitiatorPdc._released}
+             "_released": InitiatorPdc._released,
+             "has_data_work": InitiatorPdc.has_data_work}
 
 
 def _use_c_core() -> str:
-    """Put the C forms of ``poll_data``, ``rx_ack`` and ``_released`` in InitiatorPdc's
-    class (not under ``UET_PURE_PYTHON=1``, nor when the extension was not built); returns
-    ``"native"`` or ``"python"``."""
+    """Put the C forms of ``poll_data``, ``rx_ack``, ``_released`` and ``has_data_work`` in
+    InitiatorPdc's class (not under ``UET_PURE_PYTHON=1``, nor when the extension was not
+    built); returns ``"native"`` or ``"python"``."""
     from uet.native._common import load_core
 
     core = load_core("_sender_core")
@@ -860,9 +861,11 @@ def _use_c_core() -> str:
                        {"closed": ST_CLOSED, "ack_p": ACK_P, "ack_retx": ACK_RETX,
                         "ack_m": ACK_M, "ack_req_mask": ACK_REQ_MASK})
     core.configure_released(REFERENCE["_released"])
+    core.configure_work(REFERENCE["has_data_work"])
     InitiatorPdc.poll_data = core.poll_data_method  # type: ignore[method-assign]
     InitiatorPdc.rx_ack = core.rx_ack_method  # type: ignore[method-assign]
     InitiatorPdc._released = core.released_method  # type: ignore[method-assign]
+    InitiatorPdc.has_data_work = core.has_data_work_method  # type: ignore[method-assign]
     return "native"
 
 
