@@ -97,6 +97,33 @@ def test_core_runs_in_heap_order(EventLoop) -> None:
         assert len(want) > 100
 
 
+def deep(loop, seed: int) -> list:
+    """Tens of thousands of pending events (a large fabric's queue: ~16 heap levels), many
+    at equal times, events scheduling more as they run; the (time, id) trace."""
+    rng = random.Random(seed)
+    trace: list = []
+    ids = count()
+
+    def event(eid: int) -> None:
+        trace.append((loop.now, eid))
+        if rng.random() < 0.45:
+            loop.at(loop.now + rng.choice((0, rng.randrange(64), rng.randrange(10**5))),
+                    event, next(ids))
+
+    for _ in range(40_000):
+        loop.at(rng.randrange(10**6) & ~0x3F, event, next(ids))  # ties on purpose
+    loop.run()
+    return trace
+
+
+@pytest.mark.parametrize("EventLoop", CORES, ids=IDS)
+def test_core_pops_a_deep_heap_in_order(EventLoop) -> None:
+    for seed in (1, 2):
+        want = deep(HeapLoop(), seed)
+        assert deep(EventLoop(), seed) == want, seed
+        assert len(want) > 60_000
+
+
 @pytest.mark.parametrize("EventLoop", CORES, ids=IDS)
 def test_len_next_time_and_events(EventLoop) -> None:
     loop = EventLoop()

@@ -70,18 +70,26 @@ static void heap_pop(EventLoop *self, Event *out) {
     Py_ssize_t n = --self->n;
     if (n == 0)
         return;
+    /* Floyd's bottom-up sift: the hole at the root goes down to a leaf along the earlier
+     * child (one comparison a level), then the last event, which came from the bottom and
+     * mostly belongs near it, goes up from there. The classic sift-down compares twice a
+     * level (the children, then the last event against the earlier one), and the second
+     * comparison's branch is the hard one to predict. Any heap order pops the same
+     * sequence: (time, sequence number) is a total order. */
     Event last = h[n];
-    Py_ssize_t i = 0;
-    for (;;) {
-        Py_ssize_t c = 2 * i + 1;
-        if (c >= n)
-            break;
+    Py_ssize_t i = 0, c;
+    while ((c = 2 * i + 1) < n) {
         if (c + 1 < n && before(&h[c + 1], &h[c]))
             c++;
-        if (!before(&h[c], &last))
-            break;
         h[i] = h[c];
         i = c;
+    }
+    while (i > 0) {
+        Py_ssize_t p = (i - 1) >> 1;
+        if (!before(&last, &h[p]))
+            break;
+        h[i] = h[p];
+        i = p;
     }
     h[i] = last;
 }
