@@ -41,6 +41,19 @@ static int grow(EventLoop *self) {
     return 0;
 }
 
+/* Put e in the hole at i, moving the later events above it down (i: the heap's new last
+ * place on a push, the leaf the hole reached on a pop). */
+static inline void sift_up(Event *h, Py_ssize_t i, Event e) {
+    while (i > 0) {
+        Py_ssize_t p = (i - 1) >> 1;
+        if (!before(&e, &h[p]))
+            break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = e;
+}
+
 /* Insert (t, fn, arg) of dispatch `kind` (EV_CALL: fn(arg); the others: fabric_core.c)
  * with the next sequence number; takes new references. The kind sits in the two low bits
  * of seq, below the counter, so the order by (t, seq) is the order of scheduling. */
@@ -50,16 +63,7 @@ int ec_push(EventLoop *self, int64_t t, int kind, PyObject *fn, PyObject *arg) {
     Event e = {t, (self->seq++ << 2) | (uint64_t)kind, fn, arg};
     Py_INCREF(fn);
     Py_INCREF(arg);
-    Event *h = self->heap;
-    Py_ssize_t i = self->n++;
-    while (i > 0) {
-        Py_ssize_t p = (i - 1) >> 1;
-        if (!before(&e, &h[p]))
-            break;
-        h[i] = h[p];
-        i = p;
-    }
-    h[i] = e;
+    sift_up(self->heap, self->n++, e);
     return 0;
 }
 
@@ -84,14 +88,7 @@ static void heap_pop(EventLoop *self, Event *out) {
         h[i] = h[c];
         i = c;
     }
-    while (i > 0) {
-        Py_ssize_t p = (i - 1) >> 1;
-        if (!before(&last, &h[p]))
-            break;
-        h[i] = h[p];
-        i = p;
-    }
-    h[i] = last;
+    sift_up(h, i, last);
 }
 
 static int as_time(PyObject *o, int64_t *out) {

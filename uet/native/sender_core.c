@@ -939,14 +939,20 @@ static PyObject *k_released(PyObject *mod, PyObject *const *args, Py_ssize_t nar
     Py_RETURN_NONE;
 }
 
-/* configure_released(_released): its Python form (after configure) */
-static PyObject *k_configure_released(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+/* keep the one callable argument as a core's reference (None), else TypeError(usage) */
+static PyObject *keep_reference(PyObject **ref, PyObject *const *args, Py_ssize_t nargs,
+                                const char *usage) {
     if (nargs != 1 || !PyCallable_Check(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "configure_released(_released)");
+        PyErr_SetString(PyExc_TypeError, usage);
         return NULL;
     }
-    Py_XSETREF(ref_released, Py_NewRef(args[0]));
+    Py_XSETREF(*ref, Py_NewRef(args[0]));
     Py_RETURN_NONE;
+}
+
+/* configure_released(_released): its Python form (after configure) */
+static PyObject *k_configure_released(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    return keep_reference(&ref_released, args, nargs, "configure_released(_released)");
 }
 
 KW_ENTRY(k_released_kw, k_released, ref_released)
@@ -981,12 +987,7 @@ reference:
 
 /* configure_work(has_data_work): its Python form (after configure) */
 static PyObject *k_configure_work(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 1 || !PyCallable_Check(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "configure_work(has_data_work)");
-        return NULL;
-    }
-    Py_XSETREF(ref_has_data_work, Py_NewRef(args[0]));
-    Py_RETURN_NONE;
+    return keep_reference(&ref_has_data_work, args, nargs, "configure_work(has_data_work)");
 }
 
 /* configure_ack_dispatch(_rx_ack, PdsEndpoint) (after configure_ack) */
