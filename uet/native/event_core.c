@@ -29,13 +29,24 @@ static inline int before(const Event *a, const Event *b) {
     return a->t < b->t || (a->t == b->t && a->seq < b->seq);
 }
 
+_Static_assert(sizeof(Event) == 32, "two events to a 64-byte cache line");
+
+/* The heap's array starts 32 bytes (one event) past a 64-byte boundary, so the two
+ * children of every event (2i + 1, 2i + 2) share one cache line: a pop's walk down, one
+ * level per step, then reads one line a level instead of two. At 1,024 hosts the heap holds
+ * tens of thousands of events (~16 levels, a few MB, far beyond L2). */
 static int grow(EventLoop *self) {
     Py_ssize_t cap = self->cap ? self->cap * 2 : 1024;
-    Event *h = PyMem_Realloc(self->heap, (size_t)cap * sizeof(Event));
-    if (h == NULL) {
+    void *mem = PyMem_Malloc((size_t)cap * sizeof(Event) + 96);
+    if (mem == NULL) {
         PyErr_NoMemory();
         return -1;
     }
+    Event *h = (Event *)((((uintptr_t)mem + 63) & ~(uintptr_t)63) + sizeof(Event));
+    if (self->n)
+        memcpy(h, self->heap, (size_t)self->n * sizeof(Event));
+    PyMem_Free(self->heap_mem);
+    self->heap_mem = mem;
     self->heap = h;
     self->cap = cap;
     return 0;
@@ -138,7 +149,7 @@ static void EventLoop_dealloc(EventLoop *self) {
     if (self->weakrefs != NULL)
         PyObject_ClearWeakRefs((PyObject *)self);
     EventLoop_clear(self);
-    PyMem_Free(self->heap);
+    PyMem_Free(self->heap_mem);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 

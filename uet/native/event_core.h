@@ -23,7 +23,8 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD
-    Event *heap;
+    Event *heap;    /* 32 bytes past a 64-byte boundary: siblings share a cache line */
+    void *heap_mem; /* the block it lies in (what is freed) */
     Py_ssize_t n;
     Py_ssize_t cap;
     uint64_t seq;
