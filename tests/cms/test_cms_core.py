@@ -364,3 +364,18 @@ def test_the_bitmap_selectors_common_case_runs_in_c(kind, monkeypatch):
     # a few rounds wrapped (new masks drawn by the core), and most calls never left C
     assert c.selector.rng.getstate() == py.selector.rng.getstate()
     assert 0 < len(python_calls) < n_calls // 2, (len(python_calls), n_calls)
+
+
+@pytest.mark.parametrize("slot", ["index", "xor", "mask", "n", "upper", "penalty"])
+def test_a_bitmap_selector_with_an_unset_slot_gets_the_pythons_error(slot):
+    """Each of the selector's slots the core reads, unset: the Python runs and raises its
+    AttributeError (the core reads them one at a time and stops at the first missing)."""
+    cfg = CmsConfig(algorithm="nscc", base_rtt_ps=12 * US, ev_count=8, ev_selector="bitmap")
+    c, py = _pair(cfg, 4)
+    delattr(c.selector, slot)
+    delattr(py.selector, slot)
+    with pytest.raises(AttributeError) as got:
+        CmsSender.choose_ev(c, 5)
+    with pytest.raises(AttributeError) as want:
+        REFERENCE["choose_ev"](py, 5)
+    assert str(got.value) == str(want.value)

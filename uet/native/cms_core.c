@@ -577,20 +577,16 @@ reference:
  * in the same order: the index moves on, and at the end of a round it restarts at 0 and
  * a new XOR mask is drawn from the selector's rng. */
 static int bitmap_next(PyObject *sel, PyObject **out) {
-    PyObject *o[6] = {cached_attr(sel, s_index, &c_index), cached_attr(sel, s_xor, &c_xor),
-                      cached_attr(sel, s_mask, &c_mask), cached_attr(sel, s_n, &c_n),
-                      cached_attr(sel, s_upper, &c_upper),
-                      cached_attr(sel, s_penalty, &c_penalty)};
+    PyObject *const names[6] = {s_index, s_xor, s_mask, s_n, s_upper, s_penalty};
+    SlotCache *const caches[6] = {&c_index, &c_xor, &c_mask, &c_n, &c_upper, &c_penalty};
+    PyObject *o[6] = {NULL};
     int rc = 0;
     long long v[5];
-    for (int i = 0; i < 6; i++)
-        if (o[i] == NULL)
-            rc = -1;
-    if (rc < 0) {
-        PyErr_Clear(); /* an attribute missing: the Python says so */
-        rc = 0;
-        goto done;
-    }
+    for (int i = 0; i < 6; i++) /* one at a time: no lookup with an error pending */
+        if ((o[i] = cached_attr(sel, names[i], caches[i])) == NULL) {
+            PyErr_Clear(); /* an attribute missing: the Python says so */
+            goto done;
+        }
     for (int i = 0; i < 5; i++)
         if (!PyLong_CheckExact(o[i]) || !small_i64(o[i], &v[i]) || v[i] < 0)
             goto done;
