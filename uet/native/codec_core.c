@@ -56,10 +56,8 @@ static int configured;
 static int get_range(PyObject *o, long long lo, unsigned long long hi, unsigned long long *out) {
     if (o == NULL || !PyLong_Check(o))
         return 0;
-    int overflow = 0;
-    long long v;
-    if (!small_i64(o, &v))
-        v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    int overflow;
+    long long v = i64_or_overflow(o, &overflow);
     if (overflow > 0 && lo >= 0) {
         PyErr_Clear();
         unsigned long long u = PyLong_AsUnsignedLongLong(o);
@@ -86,10 +84,8 @@ static int get_range(PyObject *o, long long lo, unsigned long long hi, unsigned 
 static int get_masked(PyObject *o, unsigned long long mask, unsigned long long *out) {
     if (o == NULL || !PyLong_Check(o))
         return 0;
-    int overflow = 0;
-    long long v;
-    if (!small_i64(o, &v))
-        v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    int overflow;
+    long long v = i64_or_overflow(o, &overflow);
     if (overflow || (v == -1 && PyErr_Occurred())) {
         PyErr_Clear();
         return 0; /* huge values: the Python path */

@@ -1967,9 +1967,7 @@ static PyObject *py_method_cached(PyObject *mod, PyObject *const *args, Py_ssize
         return NULL;
     }
     PyTypeObject *t = (PyTypeObject *)args[0];
-    MethodEntry *e = mc_slot(t, args[1]);
-    return PyBool_FromLong(e->type == t && e->name == args[1] && e->tag == t->tp_version_tag &&
-                           PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG));
+    return PyBool_FromLong(mc_hit(mc_slot(t, args[1]), t, args[1]));
 }
 
 static PyMethodDef fabric_module_methods[] = {

@@ -65,12 +65,15 @@ static PyObject *mc_fill(MethodEntry *e, PyTypeObject *t, PyObject *name) {
     return f;
 }
 
+/* whether e holds (t, name) found under t's present version tag */
+static inline int mc_hit(const MethodEntry *e, PyTypeObject *t, PyObject *name) {
+    return e->type == t && e->name == name && e->tag == t->tp_version_tag &&
+           PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG);
+}
+
 static inline PyObject *mc_find(PyTypeObject *t, PyObject *name) {
     MethodEntry *e = mc_slot(t, name);
-    if (e->type == t && e->name == name && e->tag == t->tp_version_tag &&
-        PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG))
-        return e->func;
-    return mc_fill(e, t, name);
+    return mc_hit(e, t, name) ? e->func : mc_fill(e, t, name);
 }
 
 /* args[0].name(*args[1:]) with PyObject_VectorcallMethod's arguments and result */

@@ -44,12 +44,19 @@ static inline int small_i64(PyObject *v, long long *out) {
     return 0;
 }
 
-static inline long long as_i64(PyObject *v) {
+/* v's value as PyLong_AsLongLongAndOverflow gives it (*overflow: -1, 0, 1), read inline
+ * for ints of at most two digits */
+static inline long long i64_or_overflow(PyObject *v, int *overflow) {
     long long x;
+    *overflow = 0;
     if (small_i64(v, &x))
         return x;
+    return PyLong_AsLongLongAndOverflow(v, overflow);
+}
+
+static inline long long as_i64(PyObject *v) {
     int overflow;
-    x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    long long x = i64_or_overflow(v, &overflow);
     if (overflow) {
         PyErr_SetString(PyExc_OverflowError, "Python int too large to convert to C long long");
         return -1;

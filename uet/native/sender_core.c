@@ -963,8 +963,7 @@ static PyObject *ref_has_data_work;
  * messages queued on an established or opening PDC), asked after every data packet the
  * PDC sends; the Python for a subclass or an unset slot */
 static PyObject *k_has_data_work(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
-    if (!configured || ref_has_data_work == NULL || nargs != 1 ||
-        !Py_IS_TYPE(args[0], L_PDC.type))
+    if (!configured || nargs != 1 || !Py_IS_TYPE(args[0], L_PDC.type))
         goto reference;
     PyObject *pdc = args[0], *rec = SLOT(pdc, L_PDC, I_REC);
     PyObject *queue = SLOT(pdc, L_PDC, I_QUEUE), *st = SLOT(pdc, L_PDC, I_STATE);
