@@ -3,11 +3,12 @@ helper that fails, dies or is never used leaves the run's outputs as they were."
 
 from __future__ import annotations
 
+import io
 import json
 import os
-import signal
+import pickle
 import tempfile
-import time
+import threading
 from pathlib import Path
 
 import pytest
@@ -32,33 +33,6 @@ def ref(tmp_path_factory):
     return d, results, series
 
 
-def _stat(pid: int | str) -> list[str] | None:
-    """The fields of /proc/PID/stat after the command name (state, parent, ...)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-
-
-def _children(pid: int) -> list[int]:
-    """Process IDs whose parent is ``pid`` (Linux /proc)."""
-    out = []
-    for d in os.listdir("/proc"):
-        st = _stat(d) if d.isdigit() else None
-        if st is not None and int(st[1]) == pid:
-            out.append(int(d))
-    return out
-
-
-def _wait_for_child(pid: int) -> list[int]:
-    for _ in range(200):
-        kids = _children(pid)
-        if kids:
-            return kids
-        time.sleep(0.05)
-    return []
-
-
 def test_claims_give_each_kind_to_one_helper(tmp_path) -> None:
     assert all(plot_worker._claim(None, k) for k in PLOT_KINDS)  # no sharing: draw all
     assert plot_worker._claim(str(tmp_path), "paths")
@@ -66,25 +40,82 @@ def test_claims_give_each_kind_to_one_helper(tmp_path) -> None:
     assert plot_worker._claim(str(tmp_path), "queues")
 
 
-def test_two_helpers_draw_the_same_bytes_as_in_process(tmp_path, ref) -> None:
+def test_two_drawers_draw_the_same_bytes_as_in_process(tmp_path, ref) -> None:
     d, results, series = ref
     with plot_worker.prestarted(helpers=2) as lead:
         pid = lead.pid
-        subs = _wait_for_child(pid)  # the lead starts the second helper itself
-        assert len(subs) == 1
         assert lead.submit(results, series, tmp_path / "helper")
         names = lead.result()
         claims = list(Path(tempfile.gettempdir()).glob("uet-plots-*"))
-    assert not claims  # the lead removed its claims folder
+    assert not claims  # the helper removed its claims folder
     assert names == ["fct_cdf.png", "link_utilisation.png", "queues.png", "cwnd.png",
                      "paths.png"]
-    for p in [pid, *subs]:  # both have exited
-        with pytest.raises(ProcessLookupError):
-            os.kill(p, 0)
+    with pytest.raises(ProcessLookupError):  # it has exited
+        os.kill(pid, 0)
     assert write_plots(results, series, tmp_path / "local") == names
     for n in names:
         assert (tmp_path / "helper" / n).read_bytes() == (tmp_path / "local" / n).read_bytes()
         assert (d / n).read_bytes() == (tmp_path / "local" / n).read_bytes()
+
+
+def _serve(job: tuple, helpers: int) -> tuple:
+    """Run the helper's loop in this process (its forks are forks of the test) on
+    ``job``; returns its answer."""
+    blob = pickle.dumps(job)
+    r, w = os.pipe()
+    os.write(w, len(blob).to_bytes(8, "big"))
+    with os.fdopen(r, "rb") as stdin:
+        writer = threading.Thread(target=lambda: (os.write(w, blob), os.close(w)))
+        writer.start()
+        out = io.BytesIO()
+        assert plot_worker._serve(stdin, out, helpers) == 0
+        writer.join()
+    return pickle.loads(out.getvalue())
+
+
+def test_the_fork_draws_the_cheapest_kinds_and_the_helper_the_rest(tmp_path, ref,
+                                                                   monkeypatch) -> None:
+    d, results, series = ref
+    seen = tmp_path / "forks"
+    seen.mkdir()
+    real = plot_worker._draw
+
+    def draw(job, order, claims, claimed=()):
+        kinds, names = real(job, order, claims, claimed)
+        (seen / str(os.getpid())).write_text(" ".join(kinds))
+        return kinds, names
+
+    monkeypatch.setattr(plot_worker, "_draw", draw)
+    answer = _serve((results, series, str(tmp_path / "out"), PLOT_KINDS), 2)
+    assert answer == ("ok", results["files"]["plots"])
+    drew = {int(p.name): p.read_text().split() for p in seen.iterdir()}
+    assert len(drew) == 2 and os.getpid() in drew  # this process and one fork
+    fork = next(pid for pid in drew if pid != os.getpid())
+    assert drew[fork][0] == "queues"  # the cheapest, claimed for it before it started
+    assert sorted(drew[fork] + drew[os.getpid()]) == sorted(PLOT_KINDS)  # once each
+    with pytest.raises(ChildProcessError):  # reaped
+        os.waitpid(fork, os.WNOHANG)
+    for n in answer[1]:
+        assert (tmp_path / "out" / n).read_bytes() == (d / n).read_bytes()
+
+
+@pytest.mark.parametrize("how", ["dies", "fails"])
+def test_a_fork_that_dies_or_fails_leaves_its_share_to_the_helper(tmp_path, ref, how,
+                                                                  monkeypatch) -> None:
+    d, results, series = ref
+
+    def broken(job, order, claims, first, answer):
+        if how == "dies":
+            os._exit(9)
+        with os.fdopen(answer, "wb") as w:
+            pickle.dump(("error", "RuntimeError: no"), w)
+        os._exit(0)
+
+    monkeypatch.setattr(plot_worker, "_fork_main", broken)
+    answer = _serve((results, series, str(tmp_path / "out"), PLOT_KINDS), 2)
+    assert answer == ("ok", results["files"]["plots"])  # the helper drew all five
+    for n in answer[1]:
+        assert (tmp_path / "out" / n).read_bytes() == (d / n).read_bytes()
 
 
 def test_one_helper_draws_the_kinds_it_is_given(tmp_path, ref) -> None:
@@ -123,36 +154,15 @@ def test_a_failing_helper_leaves_the_drawing_to_the_caller(tmp_path, ref) -> Non
         write_outputs(dict(broken, files={}), tmp_path / "y", series)
 
 
-def test_a_dead_second_helper_leaves_its_share_to_the_lead(tmp_path, ref) -> None:
+def test_a_dead_helper_is_replaced_by_in_process_drawing(tmp_path, ref) -> None:
     d, results, series = ref
     with plot_worker.prestarted(helpers=2) as lead:
-        subs = _wait_for_child(lead.pid)
-        assert len(subs) == 1
-        os.kill(subs[0], signal.SIGKILL)
-        out = write_outputs(dict(results, files={}), tmp_path / "run", series)
-        assert lead._sent  # the lead drew everything
-    assert out["files"]["plots"] == results["files"]["plots"]
-    for n in out["files"]["plots"]:
-        assert (tmp_path / "run" / n).read_bytes() == (d / n).read_bytes()
-
-
-def test_a_dead_lead_is_replaced_by_in_process_drawing(tmp_path, ref) -> None:
-    d, results, series = ref
-    with plot_worker.prestarted(helpers=2) as lead:
-        subs = _wait_for_child(lead.pid)
         lead._proc.kill()
         lead._proc.wait()
         out = write_outputs(dict(results, files={}), tmp_path / "run", series)
     assert out["files"]["plots"] == results["files"]["plots"]
     for n in out["files"]["plots"]:
         assert (tmp_path / "run" / n).read_bytes() == (d / n).read_bytes()
-    for _ in range(100):  # its own helper sees its stdin close and ends
-        states = [_stat(p) for p in subs]
-        if all(st is None or st[0] == "Z" for st in states):
-            break
-        time.sleep(0.05)
-    else:
-        raise AssertionError("the second helper outlived its lead")
 
 
 def test_unused_helpers_end_with_the_block(tmp_path) -> None:
@@ -187,3 +197,20 @@ def test_the_command_prestarts_helpers_only_when_plots_are_on(tmp_path) -> None:
     assert seen[0].pid is None  # ended with the command
     assert sorted(p.name for p in (tmp_path / "a").glob("*.png")) == sorted(
         read_results(tmp_path / "a" / "results.json")["files"]["plots"])
+
+
+def test_the_helper_imports_this_uet_whatever_the_working_folder(tmp_path, ref,
+                                                                   monkeypatch) -> None:
+    """A folder holding another ``uet`` package (an older checkout, say) must not
+    shadow the command's own in its helper."""
+    d, results, series = ref
+    decoy = tmp_path / "checkout" / "uet"
+    (decoy / "experiments").mkdir(parents=True)
+    (decoy / "__init__.py").write_text("raise ImportError('the decoy uet was imported')\n")
+    (decoy / "experiments" / "__init__.py").write_text("")
+    monkeypatch.chdir(tmp_path / "checkout")
+    w = plot_worker.PlotWorker()
+    assert w.start(1)
+    assert w.submit(results, series, tmp_path / "out", ["queues"])
+    assert w.result() == ["queues.png"]
+    assert (tmp_path / "out" / "queues.png").read_bytes() == (d / "queues.png").read_bytes()

@@ -1,30 +1,28 @@
-"""Draw a run's plots in helper processes started before the run.
+"""Draw a run's plots in a helper process started before the run.
 
 Importing matplotlib and drawing the five PNGs cost a ``uet run`` about 0.6 s and
-1.2-1.8 s of one core after the run has ended. The command starts a helper first; it
-imports :mod:`uet.experiments.plots` while the run computes, then (where the process may
-use two cores or more) starts a second helper of its own, which imports in turn: so at
-most two processes compute at once and the run keeps its core. When the run hands the
-lead helper the results and time series (pickled once), it passes the same bytes on (from
-a thread, as the other may still be importing) and the two draw side by side while the
-command writes ``timeseries.json``: each claims a plot
-(a marker file created exclusively in a private folder) before drawing it, the lead from
-the costliest down (:data:`COST`), the other from the cheapest up, so a helper still
-importing when the run ended simply draws fewer. The lead answers with every file name.
-The PNGs are the same bytes either way (same matplotlib, same code, same data): each
-helper runs :func:`uet.experiments.plots.write_plots` for the kinds it claimed.
+1.0-1.8 s of one core after the run has ended. The command starts a helper first; it
+imports :mod:`uet.experiments.plots` while the run computes (on the other core, where
+there is one). When the run hands it the results and time series (pickled once), the
+helper forks, where the process may use two cores or more, one more drawer (matplotlib
+is then imported once, not twice, and the job unpickled once), and the two draw side by
+side while the command writes ``timeseries.json``: each claims a plot (a marker file
+created exclusively in a private folder) before drawing it, the helper from the costliest
+down (:data:`COST`), the fork from the cheapest up, so each takes more if the other is
+slow. The helper answers with every file name. The PNGs are the same bytes either way
+(same matplotlib, same code, same data): each process runs
+:func:`uet.experiments.plots.write_plots` for the kinds it claimed.
 
-Anything that goes wrong makes someone else draw: the lead draws what the second helper
-had not drawn if that one cannot start, dies or fails; the command draws every plot in its
-own process if the lead does, as without helpers, so errors read the same. Only the single
+Anything that goes wrong makes someone else draw: the helper draws what the fork had not
+drawn if it cannot start, dies or fails; the command draws every plot in its own process
+if the helper does, as without helpers, so errors read the same. Only the single
 ``uet run`` uses them (:func:`prestarted`); sweeps and the Python API draw in-process
 (their points already fill the cores).
 
 Protocol (private to this module): the parent writes the job, an 8-byte big-endian length
-and a pickled ``(results, series, out_dir)`` tuple, then one pickled ``(kinds, claims)``
-tuple (the kinds to draw; the claims folder, or None); the child answers one pickled
-``("ok", names)`` or ``("error", text)`` and exits. Closing its stdin without a job ends it
-(and its own helper).
+and a pickled ``(results, series, out_dir, kinds)`` tuple; the helper answers one pickled
+``("ok", names)`` or ``("error", text)`` and exits. Closing its stdin without a job ends
+it. A fork answers its helper the same way through a pipe, with the kinds it drew.
 """
 
 from __future__ import annotations
@@ -37,7 +35,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -46,8 +43,8 @@ from uet.experiments.schema import PLOT_KINDS
 
 __all__ = ["PlotWorker", "prestarted", "current", "helper_count"]
 
-#: rough drawing cost of each kind (s at 16-128 hosts): the lead helper starts with the
-#: costliest, the other with the cheapest
+#: rough drawing cost of each kind (s at 16-128 hosts): the helper starts with the
+#: costliest, its fork with the cheapest
 COST = {"link_utilisation": 0.55, "paths": 0.48, "fct_cdf": 0.40, "cwnd": 0.37,
         "queues": 0.20}
 
@@ -61,7 +58,7 @@ def _in_order(names: list[str]) -> list[str]:
 
 
 class PlotWorker:
-    """One helper process (and, through it, ``helpers - 1`` more) that draws plots."""
+    """One helper process (and, in it, ``helpers - 1`` forks) that draws plots."""
 
     def __init__(self) -> None:
         self._proc: subprocess.Popen[bytes] | None = None
@@ -73,8 +70,11 @@ class PlotWorker:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         try:
+            # -P: not the working folder first on the path, where another checkout's uet
+            # package would shadow this one (the command's, put first by PYTHONPATH)
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "uet.experiments.plot_worker", str(max(1, helpers))],
+                [sys.executable, "-P", "-m", "uet.experiments.plot_worker",
+                 str(max(1, helpers))],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                 env=env)
         except OSError:
@@ -90,23 +90,17 @@ class PlotWorker:
                out_dir: str | Path, kinds: Sequence[str] = PLOT_KINDS) -> bool:
         """Hand the helper the plots to draw; False if it cannot take them (then the
         caller draws them itself)."""
-        try:
-            job = pickle.dumps((dict(results), series, str(out_dir)),
-                               protocol=pickle.HIGHEST_PROTOCOL)
-        except (pickle.PicklingError, TypeError, AttributeError):
-            return False
-        return self.submit_job(job, kinds)
-
-    def submit_job(self, job: bytes, kinds: Sequence[str], claims: str | None = None) -> bool:
-        """Hand over a job already pickled (one pickle for every helper); ``claims``: the
-        folder where helpers sharing ``kinds`` claim each before drawing it."""
         proc = self._proc
         if proc is None or self._sent or proc.stdin is None:
             return False
         try:
+            job = pickle.dumps((dict(results), series, str(out_dir), tuple(kinds)),
+                               protocol=pickle.HIGHEST_PROTOCOL)
+        except (pickle.PicklingError, TypeError, AttributeError):
+            return False
+        try:
             proc.stdin.write(len(job).to_bytes(8, "big"))
             proc.stdin.write(job)
-            pickle.dump((tuple(kinds), claims), proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
             proc.stdin.close()
         except OSError:
             self.close()
@@ -146,7 +140,8 @@ class PlotWorker:
 
 
 def helper_count() -> int:
-    """Two helpers where this process may run on two cores or more, else one."""
+    """Two drawers (the helper and a fork) where this process may run on two cores or
+    more, else one."""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover - not Linux
@@ -166,8 +161,8 @@ def current() -> PlotWorker | None:
 @contextlib.contextmanager
 def prestarted(enabled: bool = True, helpers: int | None = None
                ) -> Iterator[PlotWorker | None]:
-    """Start the lead helper (of ``helpers`` in all, default :func:`helper_count`) for the
-    run inside the ``with`` block, when ``enabled``; ended on the way out whatever
+    """Start the helper (``helpers`` drawers in all, default :func:`helper_count`) for
+    the run inside the ``with`` block, when ``enabled``; ended on the way out whatever
     happened."""
     worker = PlotWorker() if enabled else None
     if worker is not None and not worker.start(helpers or helper_count()):
@@ -181,23 +176,20 @@ def prestarted(enabled: bool = True, helpers: int | None = None
             worker.close()
 
 
-def _read_job(stdin: IO[bytes]) -> tuple[bytes, tuple[str, ...], str | None] | None:
+def _read_job(stdin: IO[bytes]) -> tuple[Any, Any, str, tuple[str, ...]] | None:
     head = stdin.read(8)
     if len(head) < 8:
         return None  # the run ended without plots (failed, or nothing to draw)
     n = int.from_bytes(head, "big")
-    job = stdin.read(n)
-    if len(job) < n:
+    blob = stdin.read(n)
+    if len(blob) < n:
         return None
-    try:
-        kinds, claims = pickle.load(stdin)
-    except EOFError:
-        return None
-    return job, tuple(kinds), claims
+    results, series, out_dir, kinds = pickle.loads(blob)
+    return results, series, out_dir, tuple(kinds)
 
 
 def _claim(claims: str | None, kind: str) -> bool:
-    """Whether this helper draws ``kind``: the first to create its marker does."""
+    """Whether this process draws ``kind``: the first to create its marker does."""
     if claims is None:
         return True
     try:
@@ -207,50 +199,111 @@ def _claim(claims: str | None, kind: str) -> bool:
     return True
 
 
-def _serve(stdin: IO[bytes], stdout: IO[bytes], helpers: int) -> int:
-    from uet.experiments.plots import write_plots  # the import this process exists for
+def _draw(job: tuple[Any, Any, str, tuple[str, ...]], order: Sequence[str],
+          claims: str | None, claimed: Sequence[str] = ()) -> tuple[list[str], list[str]]:
+    """Draw the kinds ``claimed`` already, then each kind of ``order`` this process
+    claims; returns (kinds drawn, file names)."""
+    from uet.experiments.plots import write_plots
 
-    sub = None
-    if helpers > 1:  # the next helper imports now, while this one waits: one at a time
-        sub = PlotWorker()
-        if not sub.start(helpers - 1):
-            sub = None
+    results, series, out_dir, _ = job
+    drawn: list[str] = []
+    names: list[str] = []
+    for kind in [*claimed, *(k for k in order if k not in claimed)]:
+        if kind in claimed or _claim(claims, kind):
+            drawn.append(kind)
+            names += write_plots(results, series, out_dir, only=(kind,))
+    return drawn, names
+
+
+def _fork_main(job: tuple[Any, Any, str, tuple[str, ...]], order: Sequence[str],
+               claims: str, first: str, answer: int) -> None:
+    """A forked drawer: draw ``first`` and what else it claims, write ``("ok", kinds,
+    names)`` or ``("error", text)`` to the ``answer`` pipe. Never returns: the fork ends
+    here, whatever happens."""
+    code = 1
+    try:
+        try:
+            reply: tuple[Any, ...] = ("ok", *_draw(job, order, claims, (first,)))
+        except Exception as exc:  # noqa: BLE001 - reported; the helper draws instead
+            reply = ("error", f"{type(exc).__name__}: {exc}")
+        with os.fdopen(answer, "wb") as w:
+            pickle.dump(reply, w, protocol=pickle.HIGHEST_PROTOCOL)
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def _fork_drawers(job: tuple[Any, Any, str, tuple[str, ...]], claims: str, n: int,
+                  inherited: Sequence[IO[bytes]] = ()) -> list[tuple[int, int]]:
+    """Fork up to ``n`` drawers sharing the job's kinds through ``claims``. Each gets the
+    cheapest kind still free, claimed before it starts (so each draws at least one),
+    then claims kinds from the cheapest up; it closes its copies of ``inherited`` (the
+    helper's own pipes, which only the helper answers on). Returns (pid, answer pipe)
+    per fork."""
+    cheapest = sorted(job[3], key=lambda k: (COST.get(k, 0.0), k))
+    forks: list[tuple[int, int]] = []
+    for _ in range(n):
+        first = next((k for k in cheapest if _claim(claims, k)), None)
+        if first is None:
+            break
+        r, w = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError:  # cannot fork: the helper draws that kind as well
+            os.close(r)
+            os.close(w)
+            os.unlink(os.path.join(claims, first))
+            break
+        if pid == 0:
+            os.close(r)
+            for stream in inherited:
+                with contextlib.suppress(OSError, ValueError):
+                    os.close(stream.fileno())
+            _fork_main(job, cheapest, claims, first, w)
+        os.close(w)
+        forks.append((pid, r))
+    return forks
+
+
+def _answer(pid: int, fd: int) -> tuple[list[str], list[str]] | None:
+    """A fork's (kinds drawn, file names), or None if it failed or died; reaps it."""
+    try:
+        with os.fdopen(fd, "rb") as r:
+            reply = pickle.load(r)
+    except Exception:  # noqa: BLE001 - it died before answering
+        reply = ("error", None)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+    return (list(reply[1]), list(reply[2])) if reply[0] == "ok" else None
+
+
+def _serve(stdin: IO[bytes], stdout: IO[bytes], helpers: int) -> int:
+    import uet.experiments.plots  # noqa: F401 - the import this process exists for
+
     made = None
     try:
-        got = _read_job(stdin)
-        if got is None:
-            return 0
-        job, kinds, claims = got
-        results, series, out_dir = pickle.loads(job)
-        handing = None
-        if sub is not None:
-            if claims is None:
-                claims = made = tempfile.mkdtemp(prefix="uet-plots-")
-            # a thread writes the job: the pipe blocks until the other helper, maybe still
-            # importing, reads it, and this one draws meanwhile
-            handing = threading.Thread(target=sub.submit_job, args=(job, kinds, claims),
-                                       daemon=True)
-            handing.start()
-        # work stealing: the lead takes the costliest kinds first, the others the
-        # cheapest, each claiming a kind before drawing it; a helper still importing when
-        # the job came joins late and so draws less
-        order = sorted(kinds, key=lambda k: (-COST.get(k, 0.0), k))
-        if made is None and claims is not None:
-            order.reverse()
         try:
-            names: list[str] = []
-            drawn = []
-            for kind in order:
-                if _claim(claims, kind):
-                    drawn.append(kind)
-                    names += write_plots(results, series, out_dir, only=(kind,))
-            if sub is not None and handing is not None:
-                handing.join()
-                theirs = sub.result()  # None if the job could not be handed over
-                if theirs is None:  # it failed or died: draw what it may have claimed
-                    rest = tuple(k for k in kinds if k not in drawn)
-                    theirs = write_plots(results, series, out_dir, only=rest)
-                names += theirs
+            job = _read_job(stdin)
+            if job is None:
+                return 0
+            kinds = job[3]
+            forks: list[tuple[int, int]] = []
+            claims = None
+            if helpers > 1 and len(kinds) > 1 and hasattr(os, "fork"):
+                claims = made = tempfile.mkdtemp(prefix="uet-plots-")
+                forks = _fork_drawers(job, claims, helpers - 1, (stdin, stdout))
+            costliest = sorted(kinds, key=lambda k: (-COST.get(k, 0.0), k))
+            drawn, names = _draw(job, costliest, claims)
+            failed = False
+            for pid, fd in forks:
+                theirs = _answer(pid, fd)
+                if theirs is None:
+                    failed = True
+                else:
+                    drawn += theirs[0]
+                    names += theirs[1]
+            if failed:  # a fork failed or died: draw here what nobody drew
+                names += _draw(job, [k for k in kinds if k not in drawn], None)[1]
             reply: tuple[str, Any] = ("ok", _in_order(names))
         except Exception as exc:  # noqa: BLE001 - reported; the parent draws and raises
             reply = ("error", f"{type(exc).__name__}: {exc}")
@@ -258,8 +311,6 @@ def _serve(stdin: IO[bytes], stdout: IO[bytes], helpers: int) -> int:
         stdout.flush()
         return 0
     finally:
-        if sub is not None:
-            sub.close()
         if made is not None:
             shutil.rmtree(made, ignore_errors=True)
 
