@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import heapq
 import random
+import sys
 from itertools import count
 
 import pytest
@@ -197,3 +198,186 @@ def test_the_native_core_frees_cycles_and_refuses_huge_times() -> None:
     assert ref() is None
     with pytest.raises(OverflowError, match="64-bit"):
         NativeEventLoop().at(1 << 70, print)
+
+
+# ---------------------------------------------------------------- the C core's ring
+
+def _ring_span() -> int:
+    from uet.native import _event_core
+
+    return _event_core.RING_BUCKETS << _event_core.RING_SHIFT
+
+
+def _ring_width() -> int:
+    from uet.native import _event_core
+
+    return 1 << _event_core.RING_SHIFT
+
+
+FAR = 10**15  # beyond any test's end
+
+
+def _ring_min() -> int:
+    from uet.native import _event_core
+
+    return _event_core.RING_MIN_PENDING
+
+
+def ballast(*loops) -> None:
+    """Enough events pending (far beyond the test, never run) that the C core uses its
+    ring for the near future: below ``RING_MIN_PENDING`` it keeps everything in its heap."""
+    for loop in loops:
+        for i in range(_ring_min()):
+            loop.push(FAR + i, print, None)
+
+
+class PushHeap(HeapLoop):
+    """The reference for ``push``: no clamp to now (an event pushed into the past runs
+    next, at its own time)."""
+
+    def push(self, t: int, fn, arg) -> None:
+        heapq.heappush(self.heap, (t, next(self.seq), fn, arg))
+
+    def advance(self, t: int) -> None:
+        assert not self.heap or self.heap[0][0] >= t
+        self.now = max(self.now, t)
+
+
+def ring_edges(loop, seed: int) -> list:
+    """Events at and around the ring's far edge (one span, one span +- 1 ps, two spans),
+    inside one bucket out of order, at equal times, and pushed into the past, with idle
+    time skipped by ``advance``, as time moves round the ring many times; the (time, id)
+    trace."""
+    rng = random.Random(seed)
+    span = _ring_span()
+    width = _ring_width()
+    trace: list = []
+    ids = count()
+    push = loop.push
+
+    def event(eid: int) -> None:
+        trace.append((loop.now, eid))
+        if len(trace) >= 30_000:
+            loop.stop()
+        for _ in range(rng.choice((0, 1, 1, 2, 2))):
+            r = rng.random()
+            if r < 0.3:
+                dt = rng.choice((span - 1, span, span + 1, span - width, 2 * span,
+                                 span + rng.randrange(width)))
+            elif r < 0.6:
+                dt = rng.randrange(width)  # this bucket, any order
+            elif r < 0.7:
+                dt = 0
+            elif r < 0.75:
+                dt = -rng.randrange(1, 3 * width)  # the past: before the ring's start
+            else:
+                dt = rng.randrange(span)
+            push(loop.now + dt, event, next(ids))
+
+    ballast(loop)
+    for _ in range(50):
+        push(rng.randrange(3 * span), event, next(ids))
+    while len(trace) < 30_000:
+        loop.run(until=loop.now + rng.randrange(span))
+        if rng.random() < 0.2:  # from outside between runs, beyond the ring too
+            push(loop.now + rng.randrange(3 * span), event, next(ids))
+        nt = loop.next_time()
+        if rng.random() < 0.2 and nt is not None and nt > loop.now:  # idle time skipped
+            loop.advance(rng.randrange(loop.now, nt + 1))
+    return trace
+
+
+@pytest.mark.skipif(NativeEventLoop is None, reason="the C core is not built")
+def test_the_ring_runs_edges_the_past_and_wraps_in_heap_order() -> None:
+    span = _ring_span()
+    for seed in range(4):
+        want = ring_edges(PushHeap(), seed)
+        got = ring_edges(NativeEventLoop(), seed)
+        assert got == want, seed
+        assert len(want) >= 30_000 and want[-1][0] > 8 * span  # round the ring 8+ times
+
+
+@pytest.mark.skipif(NativeEventLoop is None, reason="the C core is not built")
+def test_a_crowded_bucket_grows_slides_and_keeps_order() -> None:
+    """Thousands of events in one bucket, pushed in a shuffled time order, taken while
+    more arrive (the bucket's free front is reused), then a burst at one time."""
+    rng = random.Random(7)
+    width = _ring_width()
+    ref, loop = PushHeap(), NativeEventLoop()
+    ballast(ref, loop)
+    seen_ref: list = []
+    seen: list = []
+    times = [5 * width + rng.randrange(width) for _ in range(5000)]
+    for i, t in enumerate(times):
+        ref.push(t, seen_ref.append, i)
+        loop.push(t, seen.append, i)
+    assert len(loop) == len(ref.heap) and loop.next_time() == min(times)
+    for _ in range(10):  # take some, add some: the bucket reuses the room at its front
+        cut = sorted(times)[len(seen) + 200]
+        ref.run(until=cut)
+        loop.run(until=cut)
+        for _ in range(300):
+            t = max(loop.now, 5 * width + rng.randrange(width))
+            ref.push(t, seen_ref.append, len(times))
+            loop.push(t, seen.append, len(times))
+            times.append(t)
+        assert seen == seen_ref and len(loop) == len(ref.heap)
+    for i in range(3000):  # one time, in scheduling order
+        ref.push(9 * width, seen_ref.append, -i)
+        loop.push(9 * width, seen.append, -i)
+    assert loop.run(until=FAR - 1) == ref.run(until=FAR - 1)
+    assert seen == seen_ref and len(seen) == 5000 + 3000 + 3000
+    # in time order into one bucket: it grows to 1,024 places; half taken, the next
+    # pushes fill it and slide its events to the front
+    t0 = (loop.now // width + 20) * width
+
+    def at(i: int) -> int:  # 1,600 times in order, all in the bucket starting at t0
+        return t0 + i * (width - 1) // 1600
+
+    for i in range(1000):
+        ref.push(at(i), seen_ref.append, i)
+        loop.push(at(i), seen.append, i)
+    ref.run(until=at(500))
+    loop.run(until=at(500))
+    for i in range(1000, 1600):
+        ref.push(at(i), seen_ref.append, i)
+        loop.push(at(i), seen.append, i)
+    assert loop.run(until=FAR - 1) == ref.run(until=FAR - 1) and seen == seen_ref
+    assert len(loop) == len(ref.heap) == _ring_min()  # the ballast
+
+
+@pytest.mark.skipif(NativeEventLoop is None, reason="the C core is not built")
+def test_ring_and_heap_events_count_and_free_alike() -> None:
+    import gc
+    import weakref
+
+    span = _ring_span()
+
+    class Node:
+        def __init__(self, loop):
+            self.loop = loop
+
+        def tick(self, _):
+            pass
+
+    loop = NativeEventLoop()
+    ballast(loop)
+    node = Node(loop)
+    loop.at(5, node.tick, node)  # the ring
+    loop.at(3 * span, node.tick, node)  # the heap
+    assert len(loop) == _ring_min() + 2 and loop.next_time() == 5
+    with pytest.raises(RuntimeError, match="advance past"):
+        loop.advance(6)
+    loop.advance(5)
+    ref = weakref.ref(node)
+    del loop, node
+    gc.collect()  # loop -> ring and heap events -> node -> loop
+    assert ref() is None
+    arg = object()
+    loop = NativeEventLoop()
+    ballast(loop)
+    for t in (1, 2 * span):
+        loop.at(t, print, arg)
+    before = sys.getrefcount(arg)
+    del loop  # no cycle: freed at once, both queues' references released
+    assert sys.getrefcount(arg) == before - 2

@@ -21,12 +21,25 @@ typedef struct {
     PyObject *arg;
 } Event;
 
+/* One bucket of the near-future ring (event_core.c): its events in (t, seq) order in
+ * ev[head..n). */
+typedef struct {
+    Event *ev;
+    int32_t head, n, cap;
+} Bucket;
+
 typedef struct {
     PyObject_HEAD
     Event *heap;    /* 32 bytes past a 64-byte boundary: siblings share a cache line */
     void *heap_mem; /* the block it lies in (what is freed) */
-    Py_ssize_t n;
+    Py_ssize_t n;   /* events in the heap */
     Py_ssize_t cap;
+    Bucket *ring;   /* the near future: RING_N buckets of 2**RING_SHIFT ps (event_core.c) */
+    uint64_t *occupied; /* a bit per bucket: not empty */
+    Event *slab;    /* every bucket's first places, bucket after bucket (event_core.c) */
+    void *slab_mem; /* the block it lies in (what is freed) */
+    int64_t base;   /* the ring's first bucket (t >> RING_SHIFT of the last event run) */
+    Py_ssize_t ring_n; /* events in the ring */
     uint64_t seq;
     int64_t now;
     int64_t events;
