@@ -177,17 +177,20 @@ def test_errors_stop_the_run_and_keep_the_rest(EventLoop) -> None:
     assert loop.now == 20 and loop.run(until=30) == 0
 
 
+class Node:
+    """Holds its loop; its events hold it: a reference cycle through the loop."""
+
+    def __init__(self, loop):
+        self.loop = loop
+
+    def tick(self, _):
+        pass
+
+
 def test_the_native_core_frees_cycles_and_refuses_huge_times() -> None:
     assert NativeEventLoop is not None
     import gc
     import weakref
-
-    class Node:
-        def __init__(self, loop):
-            self.loop = loop
-
-        def tick(self, _):
-            pass
 
     loop = NativeEventLoop()
     node = Node(loop)
@@ -352,13 +355,6 @@ def test_ring_and_heap_events_count_and_free_alike() -> None:
     import weakref
 
     span = _ring_span()
-
-    class Node:
-        def __init__(self, loop):
-            self.loop = loop
-
-        def tick(self, _):
-            pass
 
     loop = NativeEventLoop()
     ballast(loop)
