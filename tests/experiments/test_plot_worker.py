@@ -99,6 +99,33 @@ def test_the_fork_draws_the_cheapest_kinds_and_the_helper_the_rest(tmp_path, ref
         assert (tmp_path / "out" / n).read_bytes() == (d / n).read_bytes()
 
 
+def test_no_fork_outlives_a_failing_helper(tmp_path, ref, monkeypatch) -> None:
+    """The helper fails after forking: it still waits for its fork before answering, as
+    the command then draws the same files itself."""
+    d, results, series = ref
+    helper = os.getpid()
+    forks = tmp_path / "forks"
+    forks.mkdir()
+    real = plot_worker._draw
+
+    def draw(job, order, claims, claimed=()):
+        if os.getpid() == helper:
+            raise RuntimeError("the helper's drawing failed")
+        (forks / str(os.getpid())).write_text("")
+        return real(job, order, claims, claimed)
+
+    monkeypatch.setattr(plot_worker, "_draw", draw)
+    answer = _serve((results, series, str(tmp_path / "out"), PLOT_KINDS), 2)
+    assert answer == ("error", "RuntimeError: the helper's drawing failed")
+    (fork,) = (int(p.name) for p in forks.iterdir())
+    with pytest.raises(ChildProcessError):  # reaped before the answer
+        os.waitpid(fork, os.WNOHANG)
+    drawn = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert drawn == sorted(results["files"]["plots"])  # the fork drew all five, whole
+    for n in drawn:
+        assert (tmp_path / "out" / n).read_bytes() == (d / n).read_bytes()
+
+
 @pytest.mark.parametrize("how", ["dies", "fails"])
 def test_a_fork_that_dies_or_fails_leaves_its_share_to_the_helper(tmp_path, ref, how,
                                                                   monkeypatch) -> None:

@@ -281,13 +281,13 @@ def _serve(stdin: IO[bytes], stdout: IO[bytes], helpers: int) -> int:
     import uet.experiments.plots  # noqa: F401 - the import this process exists for
 
     made = None
+    forks: list[tuple[int, int]] = []
     try:
         try:
             job = _read_job(stdin)
             if job is None:
                 return 0
             kinds = job[3]
-            forks: list[tuple[int, int]] = []
             claims = None
             if helpers > 1 and len(kinds) > 1 and hasattr(os, "fork"):
                 claims = made = tempfile.mkdtemp(prefix="uet-plots-")
@@ -295,8 +295,8 @@ def _serve(stdin: IO[bytes], stdout: IO[bytes], helpers: int) -> int:
             costliest = sorted(kinds, key=lambda k: (-COST.get(k, 0.0), k))
             drawn, names = _draw(job, costliest, claims)
             failed = False
-            for pid, fd in forks:
-                theirs = _answer(pid, fd)
+            while forks:
+                theirs = _answer(*forks.pop(0))
                 if theirs is None:
                     failed = True
                 else:
@@ -307,6 +307,10 @@ def _serve(stdin: IO[bytes], stdout: IO[bytes], helpers: int) -> int:
             reply: tuple[str, Any] = ("ok", _in_order(names))
         except Exception as exc:  # noqa: BLE001 - reported; the parent draws and raises
             reply = ("error", f"{type(exc).__name__}: {exc}")
+        finally:
+            # no fork outlives the answer: the command may draw the same files next
+            for pid, fd in forks:
+                _answer(pid, fd)
         pickle.dump(reply, stdout, protocol=pickle.HIGHEST_PROTOCOL)
         stdout.flush()
         return 0
