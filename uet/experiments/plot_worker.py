@@ -52,6 +52,12 @@ _CURRENT: contextvars.ContextVar[PlotWorker | None] = contextvars.ContextVar(
     "uet_plot_worker", default=None)
 
 
+def _by_cost(kinds: Sequence[str], costliest_first: bool = False) -> list[str]:
+    """``kinds`` by :data:`COST`, cheapest first (or costliest), then by name."""
+    sign = -1.0 if costliest_first else 1.0
+    return sorted(kinds, key=lambda k: (sign * COST.get(k, 0.0), k))
+
+
 def _in_order(names: list[str]) -> list[str]:
     order = {f"{k}.png": i for i, k in enumerate(PLOT_KINDS)}
     return sorted(names, key=lambda n: order.get(n, len(order)))
@@ -240,7 +246,7 @@ def _fork_drawers(job: tuple[Any, Any, str, tuple[str, ...]], claims: str, n: in
     then claims kinds from the cheapest up; it closes its copies of ``inherited`` (the
     helper's own pipes, which only the helper answers on). Returns (pid, answer pipe)
     per fork."""
-    cheapest = sorted(job[3], key=lambda k: (COST.get(k, 0.0), k))
+    cheapest = _by_cost(job[3])
     forks: list[tuple[int, int]] = []
     for _ in range(n):
         first = next((k for k in cheapest if _claim(claims, k)), None)
@@ -292,7 +298,7 @@ def _serve(stdin: IO[bytes], stdout: IO[bytes], helpers: int) -> int:
             if helpers > 1 and len(kinds) > 1 and hasattr(os, "fork"):
                 claims = made = tempfile.mkdtemp(prefix="uet-plots-")
                 forks = _fork_drawers(job, claims, helpers - 1, (stdin, stdout))
-            costliest = sorted(kinds, key=lambda k: (-COST.get(k, 0.0), k))
+            costliest = _by_cost(kinds, costliest_first=True)
             drawn, names = _draw(job, costliest, claims)
             failed = False
             while forks:

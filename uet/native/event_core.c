@@ -92,8 +92,8 @@ static int ring_alloc(EventLoop *self) {
 /* the ring is used from this many pending events on: below it the heap (at most 128 KB)
  * stays in the caches, and the ring's buckets, a line or two an event spread over 2 MB,
  * would only add misses (16 hosts: 34.2 -> 39.0 L2 misses a hop in the cache model);
- * above it the heap's lower levels are cold (1,024 hosts: 110.7 -> 105.3, and 11,240 ->
- * 10,666 instructions a hop, with the ring) */
+ * above it the heap's lower levels are cold (1,024 hosts: 110.7 -> 105.2 L2 misses and
+ * 11,240 -> 10,669 instructions a hop, with the ring) */
 #define RING_MIN_PENDING 4096
 
 /* an event that would go before more than this many of its bucket's goes to the heap
@@ -156,13 +156,19 @@ static inline Py_ssize_t ring_first(const EventLoop *self) {
     return w * 64 + __builtin_ctzll(bits);
 }
 
+/* The ring starts at the bucket of time t (every pending event is at t or after it). */
+static inline void ring_start_at(EventLoop *self, int64_t t) {
+    if ((t >> RING_SHIFT) > self->base)
+        self->base = t >> RING_SHIFT;
+}
+
 /* Remove bucket b's first event into *out. */
 static inline void ring_take(EventLoop *self, Py_ssize_t b, Event *out) {
     Bucket *k = &self->ring[b];
     *out = k->ev[k->head++];
     if (k->head == k->n) {
         k->head = k->n = 0;
-        if (k->cap > RING_INLINE) { /* back to its slice of the slab */
+        if (k->ev != own_slice(self, b)) { /* back to its slice of the slab */
             PyMem_Free(k->ev);
             k->ev = own_slice(self, b);
             k->cap = RING_INLINE;
@@ -188,8 +194,8 @@ static inline Event *earliest(EventLoop *self, Py_ssize_t *bucket) {
 
 /* The heap's array starts 32 bytes (one event) past a 64-byte boundary, so the two
  * children of every event (2i + 1, 2i + 2) share one cache line: a pop's walk down, one
- * level per step, then reads one line a level instead of two. At 1,024 hosts the heap holds
- * tens of thousands of events (~16 levels, a few MB, far beyond L2). */
+ * level per step, then reads one line a level instead of two. (It matters when the heap
+ * is deep: below RING_MIN_PENDING it is small, above it the ring takes the near future.) */
 static int grow(EventLoop *self) {
     Py_ssize_t cap = self->cap ? self->cap * 2 : 1024;
     void *mem = PyMem_Malloc((size_t)cap * sizeof(Event) + 96);
@@ -428,10 +434,9 @@ static PyObject *EventLoop_run(EventLoop *self, PyObject *args, PyObject *kwds) 
             ring_take(self, b, &e);
         else
             heap_pop(self, &e);
-        /* the ring starts at the bucket of the event run: every pending event is at or
-         * after it (an event pushed into the past went to the heap, and runs next) */
-        if ((e.t >> RING_SHIFT) > self->base)
-            self->base = e.t >> RING_SHIFT;
+        /* every pending event is at or after the one run (an event pushed into the past
+         * went to the heap, and runs next) */
+        ring_start_at(self, e.t);
         self->now = e.t;
         int kind = (int)(e.seq & 3);
         int rc;
@@ -468,8 +473,7 @@ static PyObject *EventLoop_advance(EventLoop *self, PyObject *arg) {
     }
     if (t > self->now)
         self->now = t;
-    if ((t >> RING_SHIFT) > self->base) /* nothing pending before t: the ring may start there */
-        self->base = t >> RING_SHIFT;
+    ring_start_at(self, t); /* nothing is pending before t */
     Py_RETURN_NONE;
 }
 
